@@ -1,0 +1,16 @@
+// Jest runs in native ESM mode (node --experimental-vm-modules) because `got` and its
+// dependencies are ESM-only; @swc/jest strips the TypeScript without type checking
+// (`npm run typecheck` does that once for the whole tree).
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
+  },
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

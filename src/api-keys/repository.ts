@@ -1,0 +1,50 @@
+import { sql } from 'kysely';
+import type { Executor } from '../db/connect.js';
+
+export function findKeyForAuthentication(db: Executor, prefix: string) {
+  return db
+    .selectFrom('api_keys as k')
+    .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
+    .where('k.prefix', '=', prefix)
+    .select([
+      'k.id', 'k.workspace_id', 'k.user_id', 'k.name', 'k.prefix', 'k.token_hash', 'k.scopes',
+      'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'w.name as workspace_name',
+      sql<boolean>`k.expires_at IS NOT NULL AND k.expires_at <= now()`.as('expired'),
+    ])
+    .executeTakeFirst();
+}
+
+// Conditional, so concurrent processes write at most once per interval per key.
+export function touchLastUsed(db: Executor, keyId: number, intervalSeconds: number) {
+  return db
+    .updateTable('api_keys')
+    .set({ last_used_at: sql`now()` })
+    .where('id', '=', keyId)
+    .where((eb) => eb.or([
+      eb('last_used_at', 'is', null),
+      eb('last_used_at', '<', sql<string>`now() - make_interval(secs => ${intervalSeconds})`),
+    ]))
+    .returning('last_used_at')
+    .executeTakeFirst();
+}
+
+export function insertKey(db: Executor, key: {
+  workspace_id: number; user_id: number; name: string; prefix: string; token_hash: Buffer; scopes: string[]; expires_at: string | null;
+}) {
+  return db.insertInto('api_keys').values(key)
+    .returning(['id', 'name', 'prefix', 'scopes', 'expires_at'])
+    .executeTakeFirstOrThrow();
+}
+
+export function revokeKey(db: Executor, keyId: number) {
+  return db.updateTable('api_keys').set({ revoked_at: sql`coalesce(revoked_at, now())` })
+    .where('id', '=', keyId).returning('id').executeTakeFirst();
+}
+
+export function listKeys(db: Executor, workspaceId: number) {
+  return db.selectFrom('api_keys')
+    .where('workspace_id', '=', workspaceId)
+    .select(['id', 'name', 'prefix', 'scopes', 'user_id', 'expires_at', 'revoked_at', 'last_used_at', 'created_at'])
+    .orderBy('id')
+    .execute();
+}

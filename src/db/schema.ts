@@ -1,0 +1,143 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+// Row types of the database (not of the API: API types come from generated/).
+// Timestamps are read as API-formatted strings (see connect.ts) and written as Date or SQL.
+type Timestamp = ColumnType<string, Date | string | undefined, Date | string>;
+type NullableTimestamp = ColumnType<string | null, Date | string | null | undefined, Date | string | null>;
+type Json<T> = ColumnType<T, string, string>;
+
+export interface LinkRow { type: string; url: string }
+export interface LocationRow {
+  country: string | null;
+  state: string | null;
+  city: string | null;
+  address: string | null;
+  zip_code: string | null;
+}
+
+export interface WorkspacesTable { id: Generated<number>; name: string; created_at: Generated<Timestamp> }
+
+export interface UsersTable {
+  id: Generated<number>;
+  workspace_id: number;
+  email: string;
+  role: 'admin' | 'member';
+  created_at: Generated<Timestamp>;
+}
+
+export interface ApiKeysTable {
+  id: Generated<number>;
+  workspace_id: number;
+  user_id: number | null;
+  name: string;
+  prefix: string;
+  token_hash: Buffer;
+  scopes: string[];
+  expires_at: NullableTimestamp;
+  revoked_at: NullableTimestamp;
+  last_used_at: NullableTimestamp;
+  created_at: Generated<Timestamp>;
+}
+
+export interface TagsTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string;
+  color: string | null;
+  active: Generated<boolean>;
+  created_at: Generated<Timestamp>;
+}
+
+export type CompanyStatus = 'pending' | 'analyzed' | 'failed' | 'not_analyzed';
+
+export interface CompaniesTable {
+  id: Generated<number>;
+  workspace_id: number;
+  name: string | null;
+  domain: string | null;
+  industry: string | null;
+  size: string | null;
+  description: string | null;
+  status: Generated<CompanyStatus>;
+  links: Generated<Json<LinkRow[]>>;
+  emails: Generated<string[]>;
+  phones: Generated<string[]>;
+  locations: Generated<Json<LocationRow[]>>;
+  created_at: Generated<Timestamp>;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface CompanyTagsTable { company_id: number; tag_id: number; created_at: Generated<Timestamp> }
+
+export interface LeadsTable {
+  id: Generated<number>;
+  workspace_id: number;
+  company_id: number | null;
+  name: string;
+  job_title: string | null;
+  description: string | null;
+  gender: string | null;
+  language: string | null;
+  decision_maker: Generated<boolean>;
+  stage: Generated<string>;
+  source: string;
+  chargeable: Generated<boolean>;
+  emails: Generated<string[]>;
+  phones: Generated<string[]>;
+  links: Generated<Json<LinkRow[]>>;
+  locations: Generated<Json<LocationRow[]>>;
+  custom_fields: Generated<Json<Record<string, string>>>;
+  crm_record_id: string | null;
+  analyzed_at: NullableTimestamp;
+  created_at: Generated<Timestamp>;
+  updated_at: Generated<Timestamp>;
+}
+
+export type IdentityKind = 'email' | 'linkedin' | 'phone';
+
+export interface LeadIdentitiesTable { workspace_id: number; kind: IdentityKind; value: string; lead_id: number }
+
+export interface LeadTagsTable { lead_id: number; tag_id: number; created_at: Generated<Timestamp> }
+
+export interface IdempotencyRecordsTable {
+  api_key_id: number;
+  key: string;
+  fingerprint: string;
+  status_code: number | null;
+  response_body: Json<unknown> | null;
+  created_at: Generated<Timestamp>;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  workspace_id: number;
+  topic: string;
+  payload: Json<Record<string, unknown>>;
+  attempts: Generated<number>;
+  available_at: Generated<Timestamp>;
+  locked_until: NullableTimestamp;
+  locked_by: string | null;
+  processed_at: NullableTimestamp;
+  last_error: string | null;
+  created_at: Generated<Timestamp>;
+}
+
+export interface Database {
+  workspaces: WorkspacesTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  tags: TagsTable;
+  companies: CompaniesTable;
+  company_tags: CompanyTagsTable;
+  leads: LeadsTable;
+  lead_identities: LeadIdentitiesTable;
+  lead_tags: LeadTagsTable;
+  idempotency_records: IdempotencyRecordsTable;
+  outbox: OutboxTable;
+}
+
+export type ApiKeyRow = Selectable<ApiKeysTable>;
+export type TagRow = Selectable<TagsTable>;
+export type NewLead = Insertable<LeadsTable>;
+export type LeadUpdate = Updateable<LeadsTable>;
+export type CompanyRow = Selectable<CompaniesTable>;

@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import express, { type RequestHandler } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { pinoHttp } from 'pino-http';
+import type { AppContext } from '../context.js';
+import { OPENAPI_PATH } from '../paths.js';
+import { getLeadHandler } from '../leads/get-lead.js';
+import { createLeadHandler } from '../leads/create-lead.js';
+import { createBatchHandler } from '../leads/create-batch.js';
+import { getMeHandler } from '../me/get-me.js';
+import { listTagsHandler } from '../tags/list-tags.js';
+import { authenticate, requireScope } from './auth.js';
+import { errorHandler, routeNotFound } from './errors.js';
+import { perKeyRateLimit } from './rate-limit.js';
+import { docsPage } from '../docs/docs-page.js';
+
+const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
+const require = createRequire(import.meta.url);
+
+export function createApp(ctx: AppContext): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use(pinoHttp({
+    logger: ctx.logger,
+    genReqId: (req, res) => {
+      const incoming = req.headers['x-request-id'];
+      const id = typeof incoming === 'string' && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
+      res.setHeader('X-Request-Id', id);
+      return id;
+    },
+    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+  }));
+
+  app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  app.get('/readyz', async (_req, res) => {
+    const checks = await Promise.allSettled([
+      ctx.pool.query('SELECT 1'),
+      ctx.redis ? ctx.redis.ping() : Promise.resolve('not configured'),
+    ]);
+    const [database, redis] = checks.map((check) => (check.status === 'fulfilled' ? 'ok' : 'unreachable'));
+    const ready = database === 'ok' && redis === 'ok';
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', database, redis: ctx.redis ? redis : 'not configured' });
+  });
+  app.get('/openapi.yaml', (_req, res) => { res.type('application/yaml').sendFile(OPENAPI_PATH); });
+  app.get('/docs', docsPage);
+  app.get('/docs/redoc.standalone.js', (_req, res) => { res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js')); });
+
+  // Check order per route: authenticate, rate limit, scope, parse and validate the body, handler.
+  const auth = authenticate(ctx.db, ctx.config.DOCUMENTATION_URL);
+  const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE);
+  const json = express.json({ limit: '1mb', strict: false, type: () => true });
+  const validate = OpenApiValidator.middleware({
+    apiSpec: OPENAPI_PATH,
+    validateRequests: { allowUnknownQueryParameters: true },
+    validateResponses: ctx.validateResponses ? { onError: (error) => { throw error; } } : false,
+    validateSecurity: false,
+    validateApiSpec: ctx.validateResponses,
+  });
+  const jsonOnly: RequestHandler = (req, _res, next) => {
+    if (!req.is('application/json') && req.headers['content-length'] !== '0') {
+      next(Object.assign(new Error('unsupported media type'), { status: 415 }));
+      return;
+    }
+    next();
+  };
+  const numericId: RequestHandler = (req, _res, next) => { next(/^\d+$/.test(String(req.params.id)) ? undefined : 'route'); };
+
+  const api = express.Router();
+  api.get('/me', auth, limit, validate, getMeHandler(ctx));
+  api.get('/tags', auth, limit, requireScope('tags:read'), validate, listTagsHandler(ctx));
+  api.get('/leads/:id', numericId, auth, limit, requireScope('leads:read'), validate, getLeadHandler(ctx));
+  api.post('/leads/batch', auth, limit, requireScope('leads:write'), jsonOnly, json, validate, createBatchHandler(ctx));
+  api.post('/leads', auth, limit, requireScope('leads:write'), jsonOnly, json, validate, createLeadHandler(ctx));
+  app.use('/api/v1', api);
+
+  app.use(routeNotFound);
+  app.use(errorHandler(ctx.logger));
+  return app;
+}

@@ -1,0 +1,89 @@
+import type { Request, RequestHandler } from 'express';
+import type { components } from '../../generated/api.js';
+import { findKeyForAuthentication, touchLastUsed } from '../api-keys/repository.js';
+import { parseToken, tokenMatches } from '../api-keys/tokens.js';
+import type { Db } from '../db/connect.js';
+import { ApiError } from './errors.js';
+
+type Scope = components['schemas']['Scope'];
+
+export interface AuthContext {
+  apiKeyId: number;
+  workspaceId: number;
+  workspaceName: string;
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    auth?: AuthContext;
+  }
+}
+
+export function authOf(req: Request): AuthContext {
+  if (!req.auth) throw new Error('route is missing the authenticate middleware');
+  return req.auth;
+}
+
+const LAST_USED_WRITE_INTERVAL_SECONDS = 60;
+
+export function authenticate(db: Db, documentationUrl: string): RequestHandler {
+  const reject = (message: string) => new ApiError(401, { error: 'invalid_api_key', message, documentation_url: documentationUrl });
+  // Per process, so a busy key costs one UPDATE a minute instead of one per request.
+  const lastWrite = new Map<number, number>();
+
+  return async (req, _res, next) => {
+    const header = req.get('authorization');
+    if (!header) throw reject('No API key was sent. Send it as "Authorization: Bearer <API_KEY>".');
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw reject('The Authorization header must have the form "Bearer <API_KEY>".');
+    const token = match[1]!;
+    const parsed = parseToken(token);
+    if (!parsed) throw reject('The API key is malformed.');
+
+    const key = await findKeyForAuthentication(db, parsed.prefix);
+    if (!key || !tokenMatches(token, key.token_hash)) throw reject('The API key is invalid.');
+    if (key.revoked_at !== null) throw reject('The API key has been revoked.');
+    if (key.expired) throw reject('The API key has expired.');
+    if (key.user_id === null) throw reject('The API key is orphaned: the user who created it no longer exists. Create a new key.');
+
+    let lastUsedAt = key.last_used_at;
+    const now = Date.now();
+    if ((lastWrite.get(key.id) ?? 0) < now - LAST_USED_WRITE_INTERVAL_SECONDS * 1000) {
+      lastWrite.set(key.id, now);
+      const touched = await touchLastUsed(db, key.id, LAST_USED_WRITE_INTERVAL_SECONDS);
+      if (touched) lastUsedAt = touched.last_used_at;
+    }
+
+    req.auth = {
+      apiKeyId: key.id,
+      workspaceId: key.workspace_id,
+      workspaceName: key.workspace_name,
+      name: key.name,
+      prefix: key.prefix,
+      scopes: key.scopes as Scope[],
+      expiresAt: key.expires_at,
+      lastUsedAt,
+    };
+    next();
+  };
+}
+
+export function requireScope(scope: Scope): RequestHandler {
+  return (req, _res, next) => {
+    const auth = authOf(req);
+    if (!auth.scopes.includes(scope)) {
+      throw new ApiError(403, {
+        error: 'insufficient_scope',
+        message: `This API key lacks the "${scope}" scope required by this route.`,
+        required_scope: scope,
+        granted_scopes: auth.scopes,
+      });
+    }
+    next();
+  };
+}

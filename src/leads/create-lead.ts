@@ -1,0 +1,77 @@
+import type { RequestHandler } from 'express';
+import type { components } from '../../generated/api.js';
+import type { AppContext } from '../context.js';
+import { authOf } from '../http/auth.js';
+import { ApiError, ValidationFailed } from '../http/errors.js';
+import { fingerprintRequest } from '../idempotency/fingerprint.js';
+import { checkIdempotencyKey, runIdempotent } from '../idempotency/run-idempotent.js';
+import { DuplicateRejected, intakeLead, RowRejected, type RowOutcome } from './intake.js';
+import { prepareLead } from './prepare.js';
+import { presentLead } from './present.js';
+import { findLeadRecords } from './read-repository.js';
+import { inSavepoint } from './savepoint.js';
+import { sendWriteResult } from './send-write-result.js';
+
+type LeadCreateRequest = components['schemas']['LeadCreateRequest'];
+type LeadWriteResponse = components['schemas']['LeadWriteResponse'];
+type Lead = components['schemas']['Lead'];
+
+/** A dry run reports what would be saved; ids of rows that would be created do not exist. */
+function maskPreviewIds(lead: Lead, outcome: RowOutcome): Lead {
+  const createdTags = new Set(outcome.createdTagIds);
+  const maskTags = (tags: Lead['tags']) => tags.map((tag) => (tag.id !== null && createdTags.has(tag.id) ? { ...tag, id: null } : tag));
+  return {
+    ...lead,
+    id: outcome.status === 'created' ? null : lead.id,
+    tags: maskTags(lead.tags),
+    company: lead.company && {
+      ...lead.company,
+      id: lead.company.id === outcome.createdCompanyId ? null : lead.company.id,
+      tags: maskTags(lead.company.tags),
+    },
+  };
+}
+
+export function createLeadHandler(ctx: AppContext): RequestHandler {
+  return async (req, res) => {
+    const auth = authOf(req);
+    const body = req.body as LeadCreateRequest;
+    const idempotencyKey = req.get('idempotency-key');
+    checkIdempotencyKey(idempotencyKey);
+
+    const lead = prepareLead(body);
+    const options = {
+      onDuplicate: body.on_duplicate ?? 'update',
+      createMissingTags: body.create_missing_tags ?? true,
+      enrich: body.enrich ?? true,
+    };
+    const dryRun = body.dry_run ?? false;
+
+    const result = await runIdempotent<LeadWriteResponse>(
+      ctx.db,
+      { apiKeyId: auth.apiKeyId, key: idempotencyKey, fingerprint: fingerprintRequest('POST /api/v1/leads', body) },
+      (trx) => inSavepoint(trx, 'lead_write', !dryRun, async () => {
+        let outcome: RowOutcome;
+        try {
+          outcome = await intakeLead(trx, auth.workspaceId, lead, options);
+        } catch (error) {
+          if (error instanceof RowRejected) throw ValidationFailed.single(error.field, error.message);
+          if (error instanceof DuplicateRejected) {
+            throw new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
+          }
+          throw error;
+        }
+        const [record] = await findLeadRecords(trx, auth.workspaceId, [outcome.leadId]);
+        const presented = presentLead(record!);
+        return {
+          status: outcome.status === 'created' ? 201 : 200,
+          body: {
+            data: dryRun ? maskPreviewIds(presented, outcome) : presented,
+            meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },
+          },
+        };
+      }),
+    );
+    sendWriteResult(res, result);
+  };
+}

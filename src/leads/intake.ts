@@ -1,0 +1,225 @@
+import { sql } from 'kysely';
+import type { components } from '../../generated/api.js';
+import {
+  companyBelongsTo, fillCompany, findCompanyByDomain, findCompanyByName, insertCompanyIfNew, lockCompanyName,
+} from '../companies/repository.js';
+import type { Executor } from '../db/connect.js';
+import { enqueue, type OutboxEvent } from '../outbox/repository.js';
+import { findTagsByIds, findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import type { IdentityKey, PreparedCompany, PreparedLead } from './prepare.js';
+import { attachTags, claimIdentities, findIdentityMatches, insertLead, lockLead, mergeIntoLead } from './write-repository.js';
+
+type OnDuplicate = components['schemas']['OnDuplicate'];
+
+export interface IntakeOptions {
+  onDuplicate: OnDuplicate;
+  createMissingTags: boolean;
+  enrich: boolean;
+}
+
+export interface RowOutcome {
+  status: 'created' | 'updated' | 'skipped';
+  leadId: number;
+  matchedOn: string | null;
+  warnings: string[];
+  /** Rows this call created besides the lead (a dry run reports them with a null id). */
+  createdCompanyId: number | null;
+  createdTagIds: number[];
+}
+
+/** A payload problem found while processing: 422 on POST /leads, a failed row in a batch. */
+export class RowRejected extends Error {
+  constructor(readonly field: string, message: string) {
+    super(message);
+  }
+}
+
+/** A match under `on_duplicate: error`: 409 on POST /leads, a failed row carrying lead_id in a batch. */
+export class DuplicateRejected extends Error {
+  constructor(readonly leadId: number, readonly matchedOn: string, message: string) {
+    super(message);
+  }
+}
+
+const MATCH_ATTEMPTS = 3;
+const KIND_LABEL = { email: 'email', linkedin: 'LinkedIn profile', phone: 'phone number' } as const;
+
+interface References {
+  tagIds: number[];
+  missingTagNames: string[];
+}
+
+/** Read-only checks of everything the payload points at, before anything is written. */
+async function checkReferences(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<References> {
+  const [byId, byName, company] = await Promise.all([
+    findTagsByIds(db, workspaceId, lead.tagIds),
+    findTagsByNames(db, workspaceId, lead.tagNames),
+    lead.company?.id ? companyBelongsTo(db, workspaceId, lead.company.id) : Promise.resolve(null),
+  ]);
+  const unknownIds = lead.tagIds.filter((id) => !byId.some((tag) => tag.id === id));
+  if (unknownIds.length > 0) {
+    throw new RowRejected('tag_ids', `The selected tag_ids are invalid: no tag with id ${unknownIds.join(', ')} exists in this workspace.`);
+  }
+  const known = new Set(byName.map((tag) => tag.name.toLowerCase()));
+  const missingTagNames = lead.tagNames.filter((name) => !known.has(name.toLowerCase()));
+  if (missingTagNames.length > 0 && !options.createMissingTags) {
+    throw new RowRejected('tags', `Unknown tag(s): ${missingTagNames.join(', ')}. Create them first, or send create_missing_tags: true.`);
+  }
+  if (lead.company?.id && !company) {
+    throw new RowRejected('company.id', 'The selected company.id is invalid: no such company exists in this workspace.');
+  }
+  return { tagIds: [...new Set([...lead.tagIds, ...byName.map((tag) => tag.id)])], missingTagNames };
+}
+
+/** The strongest match: emails in the order sent, then the LinkedIn handle, then phones. */
+async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[]) {
+  const matches = await findIdentityMatches(db, workspaceId, identities);
+  for (const identity of identities) {
+    const match = matches.find((candidate) => candidate.kind === identity.kind && candidate.value === identity.value);
+    if (match) return { leadId: match.lead_id, identity, matches };
+  }
+  return { leadId: null, identity: null, matches };
+}
+
+interface ResolvedCompany { id: number; created: boolean }
+
+async function resolveCompany(db: Executor, workspaceId: number, company: PreparedCompany, enrich: boolean, events: OutboxEvent[]): Promise<ResolvedCompany> {
+  const details = {
+    name: company.name,
+    industry: company.industry,
+    size: company.size,
+    description: company.description,
+    links: company.links,
+    emails: company.emails,
+    phones: company.phones,
+    locations: company.location ? [company.location] : [],
+  };
+  const existingId = company.id
+    ?? (company.websiteDomain ? (await findCompanyByDomain(db, workspaceId, company.websiteDomain))?.id : undefined)
+    ?? (company.emailDomain && company.emailDomain !== company.websiteDomain ? (await findCompanyByDomain(db, workspaceId, company.emailDomain))?.id : undefined)
+    ?? (company.name ? (await findCompanyByName(db, workspaceId, company.name))?.id : undefined);
+  if (existingId) {
+    await fillCompany(db, existingId, details);
+    return { id: existingId, created: false };
+  }
+
+  const domain = company.websiteDomain ?? company.emailDomain;
+  if (!domain) {
+    // Name-only companies have no unique key, so concurrent creators take turns.
+    await lockCompanyName(db, workspaceId, company.name!);
+    const raced = await findCompanyByName(db, workspaceId, company.name!);
+    if (raced) {
+      await fillCompany(db, raced.id, details);
+      return { id: raced.id, created: false };
+    }
+  }
+  const status = domain && enrich ? 'pending' : 'not_analyzed';
+  const inserted = await insertCompanyIfNew(db, workspaceId, { ...details, name: company.name ?? domain, domain, status });
+  if (!inserted) {
+    // Another request created the company with this domain a moment ago.
+    const winner = await findCompanyByDomain(db, workspaceId, domain!);
+    await fillCompany(db, winner!.id, details);
+    return { id: winner!.id, created: false };
+  }
+  if (status === 'pending') events.push({ topic: 'company.analyze', payload: { company_id: inserted.id } });
+  return { id: inserted.id, created: true };
+}
+
+async function createTags(db: Executor, workspaceId: number, names: string[]): Promise<{ ids: number[]; createdIds: number[] }> {
+  if (names.length === 0) return { ids: [], createdIds: [] };
+  const created = await insertMissingTags(db, workspaceId, names);
+  const raced = created.length < names.length ? await findTagsByNames(db, workspaceId, names) : [];
+  return { ids: [...created, ...raced].map((tag) => tag.id), createdIds: created.map((tag) => tag.id) };
+}
+
+function leadValues(lead: PreparedLead, companyId: number | null) {
+  return {
+    name: lead.name,
+    ...lead.scalars,
+    company_id: companyId,
+    emails: lead.emails,
+    phones: lead.phones,
+    links: lead.links,
+    locations: lead.location ? [lead.location] : [],
+    custom_fields: lead.customFields,
+  };
+}
+
+async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, references: References, options: IntakeOptions): Promise<RowOutcome | null> {
+  const events: OutboxEvent[] = [];
+  await sql`SAVEPOINT create_lead`.execute(db);
+  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events) : null;
+  const tags = await createTags(db, workspaceId, references.missingTagNames);
+  const { id: leadId } = await insertLead(db, workspaceId, leadValues(lead, company?.id ?? null));
+  const claimed = await claimIdentities(db, workspaceId, leadId, lead.identities);
+  if (claimed.length < lead.identities.length) {
+    // A concurrent request created this person after our lookup: undo and match again.
+    await sql`ROLLBACK TO SAVEPOINT create_lead`.execute(db);
+    return null;
+  }
+  await sql`RELEASE SAVEPOINT create_lead`.execute(db);
+  await attachTags(db, leadId, [...references.tagIds, ...tags.ids]);
+  events.push({ topic: 'lead.created', payload: { lead_id: leadId } });
+  await enqueue(db, workspaceId, events);
+  return {
+    status: 'created', leadId, matchedOn: null, warnings: lead.warnings,
+    createdCompanyId: company?.created ? company.id : null, createdTagIds: tags.createdIds,
+  };
+}
+
+async function updateLead(
+  db: Executor, workspaceId: number, leadId: number, matchedOn: string, lead: PreparedLead, references: References,
+  matches: { kind: string; value: string; lead_id: number }[], options: IntakeOptions,
+): Promise<RowOutcome> {
+  const warnings = [...lead.warnings];
+  await lockLead(db, leadId);
+  // Keys another lead already holds stay with that lead: they are not merged in here.
+  const foreign = matches.filter((match) => match.lead_id !== leadId);
+  const heldElsewhere = (kind: string, value: string) => foreign.some((match) => match.kind === kind && match.value === value);
+  const emails = lead.emails.filter((email) => !heldElsewhere('email', email));
+  const phones = lead.phones.filter((phone) => !lead.identities.some((key) => key.kind === 'phone' && key.label === phone && heldElsewhere('phone', key.value)));
+  for (const match of foreign) {
+    warnings.push(`${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`);
+  }
+
+  const events: OutboxEvent[] = [];
+  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events) : null;
+  const tags = await createTags(db, workspaceId, references.missingTagNames);
+  await mergeIntoLead(db, leadId, {
+    ...leadValues({ ...lead, emails, phones }, company?.id ?? null),
+    fillCompanyOnly: !lead.company?.explicit,
+  });
+  await claimIdentities(db, workspaceId, leadId, lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)));
+  const added = await attachTags(db, leadId, [...references.tagIds, ...tags.ids]);
+  events.push(...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })));
+  await enqueue(db, workspaceId, events);
+  return {
+    status: 'updated', leadId, matchedOn, warnings,
+    createdCompanyId: company?.created ? company.id : null, createdTagIds: tags.createdIds,
+  };
+}
+
+/**
+ * Creates, updates or skips one lead inside the caller's transaction. Throws RowRejected or
+ * DuplicateRejected for problems the caller reports; leaves no write behind when it throws
+ * only if the caller rolls back (a transaction or a savepoint around the call).
+ */
+export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<RowOutcome> {
+  const references = await checkReferences(db, workspaceId, lead, options);
+  for (let attempt = 1; ; attempt += 1) {
+    const match = await findMatch(db, workspaceId, lead.identities);
+    if (match.leadId !== null && match.identity) {
+      const matchedOn = match.identity.label;
+      if (options.onDuplicate === 'error') {
+        throw new DuplicateRejected(match.leadId, matchedOn, `A lead with this ${KIND_LABEL[match.identity.kind]} (${matchedOn}) already exists: lead ${match.leadId}.`);
+      }
+      if (options.onDuplicate === 'skip') {
+        return { status: 'skipped', leadId: match.leadId, matchedOn, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
+      }
+      return updateLead(db, workspaceId, match.leadId, matchedOn, lead, references, match.matches, options);
+    }
+    const created = await createLead(db, workspaceId, lead, references, options);
+    if (created) return created;
+    if (attempt >= MATCH_ATTEMPTS) throw new Error('lead identity kept changing under concurrent writes');
+  }
+}

@@ -1,0 +1,162 @@
+import type { components } from '../../generated/api.js';
+import type { IdentityKind, LinkRow, LocationRow } from '../db/schema.js';
+import { MAX_EMAILS, MAX_PHONES } from './limits.js';
+import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from './normalize.js';
+
+type LeadInput = components['schemas']['LeadInput'];
+type LocationInput = components['schemas']['LocationInput'];
+type CompanyInput = components['schemas']['CompanyInput'];
+
+export interface IdentityKey {
+  kind: IdentityKind;
+  value: string;
+  /** What a caller recognizes in `matched_on`: the address, the LinkedIn URL sent, the phone digits. */
+  label: string;
+}
+
+export interface PreparedCompany {
+  id: number | null;
+  name: string | null;
+  /** Domain of company.website: the strongest way to find the company. */
+  websiteDomain: string | null;
+  /** Business domain of the person's email (free-mail domains never count). */
+  emailDomain: string | null;
+  links: LinkRow[];
+  industry: string | null;
+  size: string | null;
+  description: string | null;
+  emails: string[];
+  phones: string[];
+  location: LocationRow | null;
+  /** The payload carried a `company` object (an explicit statement about the employer). */
+  explicit: boolean;
+}
+
+export interface PreparedLead {
+  name: string;
+  /** Scalars the payload provided; on update they overwrite, absent ones are left alone. */
+  scalars: Partial<Record<'job_title' | 'description' | 'gender' | 'language', string>> & { decision_maker?: boolean };
+  emails: string[];
+  phones: string[];
+  links: LinkRow[];
+  location: LocationRow | null;
+  customFields: Record<string, string>;
+  tagNames: string[];
+  tagIds: number[];
+  /** Strongest first: emails in the order sent, the LinkedIn handle, phones in the order sent. */
+  identities: IdentityKey[];
+  company: PreparedCompany | null;
+  warnings: string[];
+}
+
+const unique = <T>(values: T[]): T[] => [...new Set(values)];
+
+function uniqueIgnoringCase(values: string[]): string[] {
+  const seen = new Set<string>();
+  return values.filter((value) => !seen.has(value.toLowerCase()) && seen.add(value.toLowerCase()));
+}
+
+function prepareLocation(input: LocationInput | undefined): LocationRow | null {
+  if (!input) return null;
+  const location: LocationRow = {
+    country: input.country?.trim() || null,
+    state: input.state?.trim() || null,
+    city: input.city?.trim() || null,
+    address: input.address?.trim() || null,
+    zip_code: input.zip_code?.trim() || null,
+  };
+  return Object.values(location).some((part) => part !== null) ? location : null;
+}
+
+function prepareCustomFields(input: LeadInput['custom_fields'], warnings: string[]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const [rawKey, value] of Object.entries(input ?? {})) {
+    const key = slugifyKey(rawKey);
+    if (!key) {
+      warnings.push(`custom_fields: the key "${rawKey}" has no letters or digits and was dropped.`);
+    } else if (typeof value === 'boolean') {
+      fields[key] = value ? 'yes' : 'no';
+    } else if (typeof value === 'string' || typeof value === 'number') {
+      fields[key] = String(value);
+    } else if (value !== null && typeof value === 'object') {
+      warnings.push(`custom_fields.${key}: objects and arrays are not stored; the value was dropped.`);
+    }
+  }
+  return fields;
+}
+
+function capped<T>(values: T[], max: number, field: string, warnings: string[]): T[] {
+  if (values.length <= max) return values;
+  warnings.push(`${field}: only the first ${max} values are kept; ${values.length - max} dropped.`);
+  return values.slice(0, max);
+}
+
+function prepareCompany(input: CompanyInput | undefined, personEmails: string[]): PreparedCompany | null {
+  const emailDomain = personEmails.map(businessDomainOfEmail).find((domain) => domain !== null) ?? null;
+  const websiteDomain = input?.website ? domainOfUrl(input.website) : null;
+  const name = input?.name?.trim() || null;
+  if (!input?.id && !websiteDomain && !emailDomain && !name) return null;
+  const links: LinkRow[] = [];
+  if (input?.website) links.push({ type: 'website', url: input.website });
+  else if (emailDomain && !input?.id) links.push({ type: 'website', url: `https://${emailDomain}` });
+  if (input?.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });
+  return {
+    id: input?.id ?? null,
+    name,
+    websiteDomain,
+    emailDomain,
+    links,
+    industry: input?.industry?.trim() || null,
+    size: input?.size?.trim() || null,
+    description: input?.description?.trim() || null,
+    emails: unique((input?.emails ?? []).map(normalizeEmail)).slice(0, MAX_EMAILS),
+    phones: unique((input?.phones ?? []).map(normalizePhone).filter((phone): phone is string => phone !== null)).slice(0, MAX_PHONES),
+    location: prepareLocation(input?.location),
+    explicit: input !== undefined,
+  };
+}
+
+/** Everything about a lead payload that needs no database: normalization, merging, caps, match keys. */
+export function prepareLead(input: LeadInput): PreparedLead {
+  const warnings: string[] = [];
+  const emails = capped(unique([input.email, ...(input.emails ?? [])].filter((email): email is string => !!email).map(normalizeEmail)), MAX_EMAILS, 'emails', warnings);
+  // Numbers under 7 digits are discarded without a warning, as the spec requires.
+  const phones = capped(unique([input.phone, ...(input.phones ?? [])].filter((phone): phone is string => !!phone).map(normalizePhone).filter((phone): phone is string => phone !== null)), MAX_PHONES, 'phones', warnings);
+
+  const links: LinkRow[] = [];
+  if (input.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });
+  for (const link of input.links ?? []) {
+    if (!links.some((existing) => existing.url === link.url)) links.push({ type: link.type, url: link.url });
+  }
+
+  const handle = input.linkedin_url ? linkedinHandle(input.linkedin_url) : null;
+  if (input.linkedin_url && !handle) warnings.push('linkedin_url: not a LinkedIn profile URL (/in/<handle>); it is stored but not used for matching.');
+
+  const identities: IdentityKey[] = [
+    ...emails.map((email) => ({ kind: 'email' as const, value: email, label: email })),
+    ...(handle ? [{ kind: 'linkedin' as const, value: handle, label: input.linkedin_url! }] : []),
+    ...unique(phones.map(phoneMatchKey)).map((key) => ({ kind: 'phone' as const, value: key, label: phones.find((phone) => phoneMatchKey(phone) === key)! })),
+  ];
+
+  const scalars: PreparedLead['scalars'] = {};
+  for (const field of ['job_title', 'description', 'gender', 'language'] as const) {
+    const value = input[field]?.trim();
+    if (value) scalars[field] = value;
+  }
+  if (input.decision_maker !== undefined) scalars.decision_maker = input.decision_maker;
+
+  return {
+    name: input.name.trim() || input.name,
+    scalars,
+    emails,
+    phones,
+    links,
+    location: prepareLocation(input.location),
+    customFields: prepareCustomFields(input.custom_fields, warnings),
+    tagNames: uniqueIgnoringCase((input.tags ?? []).map((tag) => tag.trim()).filter(Boolean)),
+    tagIds: unique(input.tag_ids ?? []),
+    identities,
+    company: prepareCompany(input.company, emails),
+    warnings,
+  };
+}

@@ -1,0 +1,12 @@
+import { pino, type Logger } from 'pino';
+
+// `fd` 2 sends logs to stderr (the CLI keeps stdout for its JSON answer).
+export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
+  return pino({
+    level,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.token', '*.password', '*.auth_token', '*.auth_password', '*.signing_secret'],
+      censor: '[redacted]',
+    },
+  }, pino.destination(fd));
+}

@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { runCli } from './support/cli.js';
+import { startTestApp, type TestApp } from './support/app.js';
+
+let t: TestApp;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  env = { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn' };
+});
+afterAll(() => t.close());
+
+async function ok(args: string[]) {
+  const result = await runCli(args, env);
+  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(result.stdout.trim().split('\n')).toHaveLength(1);
+  return result.json as Record<string, unknown>;
+}
+
+async function refused(args: string[], code: string) {
+  const result = await runCli(args, env);
+  expect(result.code).not.toBe(0);
+  expect(result.stdout).toBe('');
+  expect(result.error).toEqual({ error: code, message: expect.any(String) });
+}
+
+describe('admin CLI', () => {
+  it('creates a workspace, users and keys that authenticate against the API', async () => {
+    const workspace = await ok(['workspace', 'create', '--name', 'Northwind']);
+    expect(workspace).toEqual({ id: expect.any(Number), name: 'Northwind' });
+    const admin = await ok(['user', 'create', '--workspace', String(workspace.id), '--email', 'Ops@Northwind.test']);
+    expect(admin).toEqual({ id: expect.any(Number), email: 'ops@northwind.test', role: 'admin' });
+
+    const key = await ok(['key', 'create', '--workspace', String(workspace.id), '--user', String(admin.id), '--name', 'Zapier', '--scopes', 'leads:read,tags:read']);
+    expect(key).toEqual({ id: expect.any(Number), name: 'Zapier', prefix: expect.stringMatching(/^lk[0-9a-z]{10}$/), scopes: ['leads:read', 'tags:read'], expires_at: null, token: expect.stringMatching(/^lk[0-9a-z]{10}_/) });
+    const me = await t.http.get('/api/v1/me').set('Authorization', `Bearer ${key.token as string}`);
+    expect(me.status).toBe(200);
+    expect(me.body.data.workspace).toEqual({ id: workspace.id, name: 'Northwind' });
+
+    const listed = (await runCli(['key', 'list', '--workspace', String(workspace.id)], env)).json as Array<Record<string, unknown>>;
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).not.toHaveProperty('token');
+    expect(listed[0]).not.toHaveProperty('token_hash');
+
+    expect(await ok(['key', 'revoke', '--id', String(key.id)])).toEqual({ id: key.id, revoked: true });
+    expect((await t.http.get('/api/v1/me').set('Authorization', `Bearer ${key.token as string}`)).status).toBe(401);
+  });
+
+  it('creates a key with no scopes that can call only /me, and orphans keys of a deleted user', async () => {
+    const workspace = await ok(['workspace', 'create', '--name', 'Scopeless']);
+    const admin = await ok(['user', 'create', '--workspace', String(workspace.id), '--email', 'a@scopeless.test', '--role', 'admin']);
+    const key = await ok(['key', 'create', '--workspace', String(workspace.id), '--user', String(admin.id), '--name', 'Bare', '--expires-at', '2099-01-01T00:00:00Z']);
+    expect(key.scopes).toEqual([]);
+    expect(key.expires_at).toBe('2099-01-01T00:00:00.000000Z');
+    const auth = { Authorization: `Bearer ${key.token as string}` };
+    expect((await t.http.get('/api/v1/me').set(auth)).status).toBe(200);
+    expect((await t.http.get('/api/v1/tags').set(auth)).status).toBe(403);
+
+    expect(await ok(['user', 'delete', '--id', String(admin.id)])).toEqual({ id: admin.id, deleted: true });
+    const orphaned = await t.http.get('/api/v1/me').set(auth);
+    expect(orphaned.status).toBe(401);
+    expect(orphaned.body.message).toMatch(/orphaned/i);
+  });
+
+  it('refuses key creation for a member or a user of another workspace', async () => {
+    const first = await ok(['workspace', 'create', '--name', 'First']);
+    const second = await ok(['workspace', 'create', '--name', 'Second']);
+    const member = await ok(['user', 'create', '--workspace', String(first.id), '--email', 'm@first.test', '--role', 'member']);
+    expect(member.role).toBe('member');
+    const outsider = await ok(['user', 'create', '--workspace', String(second.id), '--email', 'o@second.test']);
+    await refused(['key', 'create', '--workspace', String(first.id), '--user', String(member.id), '--name', 'x'], 'permission_denied');
+    await refused(['key', 'create', '--workspace', String(first.id), '--user', String(outsider.id), '--name', 'x'], 'user_not_in_workspace');
+  });
+
+  it('creates tags and companies', async () => {
+    const workspace = await ok(['workspace', 'create', '--name', 'Tagged']);
+    expect(await ok(['tag', 'create', '--workspace', String(workspace.id), '--name', 'VIP', '--color', '#ff0000'])).toEqual({ id: expect.any(Number), name: 'VIP', color: '#ff0000', active: true });
+    expect(await ok(['tag', 'create', '--workspace', String(workspace.id), '--name', 'Old', '--archived'])).toMatchObject({ name: 'Old', color: null, active: false });
+    expect(await ok(['company', 'create', '--workspace', String(workspace.id), '--name', 'Globex', '--website', 'https://globex.test'])).toEqual({ id: expect.any(Number), name: 'Globex', website: 'https://globex.test/' });
+  });
+
+  it('prints a demo workspace with a full-scope key', async () => {
+    const demo = await ok(['demo']) as { workspace: { id: number }; user: { id: number }; key: { token: string; scopes: string[] } };
+    expect(demo.key.scopes).toEqual(['leads:write', 'leads:read', 'tags:read']);
+    const me = await t.http.get('/api/v1/me').set('Authorization', `Bearer ${demo.key.token}`);
+    expect(me.body.data.workspace.id).toBe(demo.workspace.id);
+  });
+
+  it('refuses bad input with a JSON error on stderr and a non-zero exit', async () => {
+    await refused(['workspace', 'create'], 'invalid_arguments');
+    await refused(['workspace', 'create', '--name', '   '], 'invalid_argument');
+    await refused(['user', 'create', '--workspace', 'abc', '--email', 'a@b.test'], 'invalid_argument');
+    await refused(['user', 'create', '--workspace', '999999', '--email', 'a@b.test'], 'not_found');
+    await refused(['user', 'create', '--workspace', '1', '--email', 'not-an-email'], 'invalid_argument');
+    await refused(['key', 'create', '--workspace', '1', '--user', '1', '--name', 'x', '--scopes', 'leads:delete'], 'invalid_argument');
+    await refused(['key', 'revoke', '--id', '999999'], 'not_found');
+    await refused(['nonsense'], 'invalid_arguments');
+  });
+});

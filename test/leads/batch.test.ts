@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { insertCompany } from '../../src/companies/repository.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+
+let t: TestApp;
+let tenant: Tenant;
+let other: Tenant;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  tenant = await createTenant(t.ctx.db);
+  other = await createTenant(t.ctx.db, { name: 'Other' });
+});
+afterAll(() => t.close());
+
+let sequence = 0;
+const email = (prefix = 'row') => `${prefix}${++sequence}@gmail.com`;
+const batch = (body: object) => t.http.post('/api/v1/leads/batch').set(tenant.auth).send(body);
+const leadCount = async () => Number((await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+describe('POST /leads/batch shape validation', () => {
+  it('fails the whole call with 422 keyed by row when any row is malformed, and runs nothing', async () => {
+    const before = await leadCount();
+    const response = await batch({ leads: [{ name: 'Fine', email: email() }, { name: 'Fine too', email: email() }, { name: 'Also fine', phone: '+1 555 010 9999' }, { email: email() }, { name: 'No contact' }] });
+    expect(response.status).toBe(422);
+    expect(response.body.errors['leads.3.name']).toEqual([expect.any(String)]);
+    expect(response.body.errors['leads.4.email'][0]).toMatch(/linkedin_url/);
+    expect(Object.keys(response.body.errors).every((key) => /^leads\.\d+\./.test(key))).toBe(true);
+    expect(await leadCount()).toBe(before);
+  });
+
+  it('requires 1 to 100 rows', async () => {
+    expect((await batch({ leads: [] })).body.errors).toHaveProperty('leads');
+    expect((await batch({})).body.errors).toHaveProperty('leads');
+    const tooMany = await batch({ leads: Array.from({ length: 101 }, () => ({ name: 'x', email: email() })) });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.errors).toHaveProperty('leads');
+  });
+
+  it('rejects the call-level switches inside a row', async () => {
+    const response = await batch({ leads: [{ name: 'x', email: email(), dry_run: true }] });
+    expect(response.status).toBe(422);
+    expect(Object.keys(response.body.errors)).toEqual(['leads.0.dry_run']);
+  });
+});
+
+describe('POST /leads/batch processing', () => {
+  it('answers 200 with one result per row, failing only the rows with processing problems', async () => {
+    const foreignCompany = await insertCompany(t.ctx.db, { workspace_id: other.workspaceId, name: 'Foreign', domain: null, status: 'not_analyzed', links: [] });
+    const existing = email('existing');
+    const seeded = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: existing });
+    const before = await leadCount();
+
+    const response = await batch({
+      on_duplicate: 'error',
+      create_missing_tags: false,
+      leads: [
+        { name: 'Good one', email: email() },
+        { name: 'Bad tag id', email: email(), tag_ids: [424242] },
+        { name: 'Bad tag name', email: email(), tags: ['does-not-exist'] },
+        { name: 'Foreign company', email: email(), company: { id: foreignCompany.id } },
+        { name: 'Duplicate', email: existing.toUpperCase() },
+        { name: 'Good two', phone: '+49 30 1234567' },
+      ],
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.meta).toEqual({ created: 2, updated: 0, skipped: 0, failed: 4, total: 6, dry_run: false });
+    const [good, badTagId, badTagName, foreign, duplicate, goodTwo] = response.body.data;
+    expect(good).toEqual({ index: 0, status: 'created', lead_id: expect.any(Number), warnings: [] });
+    expect(badTagId).toEqual({ index: 1, status: 'failed', lead_id: null, error: expect.any(String), field: 'tag_ids' });
+    expect(badTagName).toEqual({ index: 2, status: 'failed', lead_id: null, error: expect.stringContaining('does-not-exist'), field: 'tags' });
+    expect(foreign).toEqual({ index: 3, status: 'failed', lead_id: null, error: expect.any(String), field: 'company.id' });
+    expect(duplicate).toEqual({ index: 4, status: 'failed', lead_id: seeded.body.data.id, error: expect.stringContaining(existing), field: 'email' });
+    expect(goodTwo).toMatchObject({ index: 5, status: 'created' });
+    expect(await leadCount()).toBe(before + 2);
+  });
+
+  it('files every duplicate under email, even a LinkedIn or phone match', async () => {
+    const handle = `batch-handle-${++sequence}`;
+    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'In', linkedin_url: `https://linkedin.com/in/${handle}`, phone: '+1 720 555 0142' });
+    const response = await batch({ on_duplicate: 'error', leads: [{ name: 'A', linkedin_url: `https://www.linkedin.com/in/${handle}/` }, { name: 'B', phone: '(720) 555-0142' }] });
+    expect(response.body.data.map((row: { field: string }) => row.field)).toEqual(['email', 'email']);
+    expect(response.body.data[0].error).toMatch(/LinkedIn/);
+    expect(response.body.data[1].error).toMatch(/phone/);
+  });
+
+  it('runs rows in order so later rows see earlier ones: created then updated', async () => {
+    const same = email('twice');
+    const response = await batch({ leads: [{ name: 'First', email: same }, { name: 'Second', email: same, tags: ['batch-tag'] }] });
+    expect(response.body.data.map((row: { status: string }) => row.status)).toEqual(['created', 'updated']);
+    expect(response.body.data[0].lead_id).toBe(response.body.data[1].lead_id);
+    const lead = await t.http.get(`/api/v1/leads/${response.body.data[0].lead_id}`).set(tenant.auth);
+    expect(lead.body.data).toMatchObject({ name: 'Second', tags: [expect.objectContaining({ name: 'batch-tag' })] });
+  });
+
+  it('skips matches under skip, with warnings on every non-failed row', async () => {
+    const same = email('skip');
+    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Kept', email: same });
+    const response = await batch({ on_duplicate: 'skip', leads: [{ name: 'Ignored', email: same }, { name: 'New', email: email(), custom_fields: { Bad: { nested: true } } }] });
+    expect(response.body.data[0]).toEqual({ index: 0, status: 'skipped', lead_id: expect.any(Number), warnings: [] });
+    expect(response.body.data[1].warnings).toEqual([expect.stringContaining('custom_fields.bad')]);
+    expect(response.body.meta).toMatchObject({ skipped: 1, created: 1 });
+  });
+
+  it('queues one website analysis per new company built from a domain, unless enrich is false', async () => {
+    const since = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);
+    const d1 = `batchco${++sequence}.com`;
+    const d2 = `batchco${++sequence}.com`;
+    await batch({ leads: [{ name: 'a', email: `a@${d1}` }, { name: 'b', email: `b@${d1}` }, { name: 'c', email: `c@${d2}` }] });
+    const analyses = await t.ctx.db.selectFrom('outbox').where('id', '>', since).where('topic', '=', 'company.analyze').select('id').execute();
+    expect(analyses).toHaveLength(2);
+    const after = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);
+    await batch({ enrich: false, leads: [{ name: 'd', email: `d@batchco${++sequence}.com` }] });
+    expect(await t.ctx.db.selectFrom('outbox').where('id', '>', after).where('topic', '=', 'company.analyze').select('id').execute()).toHaveLength(0);
+  });
+});
+
+describe('POST /leads/batch dry run', () => {
+  it('rolls back each row before the next: the same person twice is created twice, and nothing is saved', async () => {
+    const before = await leadCount();
+    const outboxBefore = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const same = email('dry');
+    const response = await batch({ dry_run: true, leads: [{ name: 'One', email: same, tags: ['dry-tag'] }, { name: 'Two', email: same }] });
+    expect(response.status).toBe(200);
+    expect(response.body.data).toEqual([
+      { index: 0, status: 'created', lead_id: null, warnings: [] },
+      { index: 1, status: 'created', lead_id: null, warnings: [] },
+    ]);
+    expect(response.body.meta).toEqual({ created: 2, updated: 0, skipped: 0, failed: 0, total: 2, dry_run: true });
+    expect(await leadCount()).toBe(before);
+    expect(Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)).toBe(outboxBefore);
+    expect(await t.ctx.db.selectFrom('tags').where('name', '=', 'dry-tag').selectAll().execute()).toHaveLength(0);
+  });
+
+  it('reports existing matches honestly with null lead ids', async () => {
+    const same = email('dry-existing');
+    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: same });
+    const response = await batch({ dry_run: true, leads: [{ name: 'x', email: same }] });
+    expect(response.body.data[0]).toEqual({ index: 0, status: 'updated', lead_id: null, warnings: [] });
+  });
+});

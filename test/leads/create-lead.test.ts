@@ -1,0 +1,369 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { insertCompany } from '../../src/companies/repository.js';
+import { insertTag } from '../../src/tags/repository.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+
+let t: TestApp;
+let tenant: Tenant;
+let other: Tenant;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  tenant = await createTenant(t.ctx.db);
+  other = await createTenant(t.ctx.db, { name: 'Other' });
+});
+afterAll(() => t.close());
+
+let sequence = 0;
+const unique = (prefix = 'person') => `${prefix}${++sequence}`;
+const post = (body: object, who: Tenant = tenant) => t.http.post('/api/v1/leads').set(who.auth).send(body);
+const countRows = async (table: 'leads' | 'companies' | 'tags' | 'outbox', workspaceId = tenant.workspaceId) =>
+  Number((await t.ctx.db.selectFrom(table).where('workspace_id', '=', workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const outboxTopics = async (since: number) =>
+  (await t.ctx.db.selectFrom('outbox').where('id', '>', since).where('workspace_id', '=', tenant.workspaceId).select(['topic', 'payload']).orderBy('id').execute());
+const lastOutboxId = async () => Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);
+
+describe('POST /leads validation (422)', () => {
+  it('requires a name', async () => {
+    const response = await post({ email: 'a@acme.test' });
+    expect(response.status).toBe(422);
+    expect(response.body).toEqual({ errors: { name: [expect.any(String)] } });
+  });
+
+  it('files a missing contact detail under email, naming only the three singular fields', async () => {
+    for (const body of [{ name: 'No Contact' }, { name: 'Empty lists', emails: [], phones: [] }, { name: 'Only job', job_title: 'CEO' }]) {
+      const response = await post(body);
+      expect(response.status).toBe(422);
+      expect(Object.keys(response.body.errors)).toEqual(['email']);
+      const [message] = response.body.errors.email as string[];
+      expect(message).toMatch(/email/);
+      expect(message).toMatch(/phone/);
+      expect(message).toMatch(/linkedin_url/);
+      expect(message).not.toMatch(/emails|phones/);
+    }
+  });
+
+  it('accepts any one contact detail, including the array forms alone', async () => {
+    for (const contact of [{ email: `${unique()}@acme.test` }, { phone: `+1 555 010 ${1000 + ++sequence}` }, { linkedin_url: `https://linkedin.com/in/${unique()}` }, { emails: [`${unique()}@acme.test`] }, { phones: [`0044 20 7946 ${1000 + ++sequence}`] }]) {
+      expect((await post({ name: 'Contactable', enrich: false, ...contact })).status).toBe(201);
+    }
+  });
+
+  it('names the offending field for formats, enums, lengths, caps and unknown fields', async () => {
+    const cases: Array<[object, string]> = [
+      [{ email: 'not-an-email' }, 'email'],
+      [{ emails: ['ok@acme.test', 'broken'] }, 'emails.1'],
+      [{ linkedin_url: 'not a url' }, 'linkedin_url'],
+      [{ links: [{ type: 'myspace', url: 'https://myspace.com/x' }] }, 'links.0.type'],
+      [{ on_duplicate: 'merge' }, 'on_duplicate'],
+      [{ name: 'x'.repeat(256) }, 'name'],
+      [{ emails: Array.from({ length: 11 }, (_, i) => `e${i}@acme.test`) }, 'emails'],
+      [{ phones: Array.from({ length: 11 }, (_, i) => `+1 555 000 10${10 + i}`) }, 'phones'],
+      [{ tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, 'tags'],
+      [{ tag_ids: Array.from({ length: 51 }, (_, i) => i + 1) }, 'tag_ids'],
+      [{ links: Array.from({ length: 21 }, (_, i) => ({ type: 'other', url: `https://x.test/${i}` })) }, 'links'],
+      [{ custom_fields: Object.fromEntries(Array.from({ length: 26 }, (_, i) => [`k${i}`, 'v'])) }, 'custom_fields'],
+      [{ company: { emails: Array.from({ length: 11 }, (_, i) => `c${i}@acme.test`) } }, 'company.emails'],
+      [{ company: { id: 'seven' } }, 'company.id'],
+      [{ company: { website: 'nope' } }, 'company.website'],
+      [{ description: 'x'.repeat(10001) }, 'description'],
+      [{ favourite_colour: 'blue' }, 'favourite_colour'],
+      [{ decision_maker: 'yes' }, 'decision_maker'],
+    ];
+    for (const [patch, field] of cases) {
+      const response = await post({ name: 'Jane', email: 'jane@acme.test', ...patch });
+      expect({ field, status: response.status }).toEqual({ field, status: 422 });
+      expect(Object.keys(response.body.errors)).toContain(field);
+      expect(response.body.errors[field][0]).toEqual(expect.any(String));
+    }
+  });
+
+  it('rejects unknown tag names when create_missing_tags is false, unknown or foreign tag ids, and foreign companies', async () => {
+    const foreignTag = await insertTag(t.ctx.db, { workspace_id: other.workspaceId, name: 'theirs', color: null, active: true });
+    const foreignCompany = await insertCompany(t.ctx.db, { workspace_id: other.workspaceId, name: 'Theirs Inc', domain: null, status: 'not_analyzed', links: [] });
+    const before = await countRows('leads');
+    const cases: Array<[object, string]> = [
+      [{ tags: ['never-seen'], create_missing_tags: false }, 'tags'],
+      [{ tag_ids: [987654] }, 'tag_ids'],
+      [{ tag_ids: [foreignTag.id] }, 'tag_ids'],
+      [{ company: { id: foreignCompany.id } }, 'company.id'],
+    ];
+    for (const [patch, field] of cases) {
+      const response = await post({ name: 'Jane', email: `${unique()}@acme.test`, ...patch });
+      expect(response.status).toBe(422);
+      expect(Object.keys(response.body.errors)).toEqual([field]);
+    }
+    expect(await countRows('leads')).toBe(before);
+    expect((await t.ctx.db.selectFrom('tags').where('name', '=', 'never-seen').selectAll().execute())).toHaveLength(0);
+  });
+});
+
+describe('POST /leads creation', () => {
+  it('answers 201 with the saved lead and meta', async () => {
+    const email = `${unique('jane')}@gmail.com`;
+    const response = await post({ name: 'Jane Doe', email, job_title: 'CTO', decision_maker: true, language: 'en', gender: 'female', description: 'Met at SaaStr' });
+    expect(response.status).toBe(201);
+    expect(response.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, warnings: [] });
+    expect(response.body.data).toMatchObject({
+      id: expect.any(Number), name: 'Jane Doe', job_title: 'CTO', decision_maker: true, language: 'en', gender: 'female',
+      description: 'Met at SaaStr', stage: 'new', source: 'api', emails: [email], phones: [], links: [], location: null, tags: [], company: null, custom_fields: {},
+    });
+    const stored = await t.ctx.db.selectFrom('leads').where('id', '=', response.body.data.id).select(['chargeable', 'workspace_id']).executeTakeFirstOrThrow();
+    expect(stored).toEqual({ chargeable: false, workspace_id: tenant.workspaceId });
+  });
+
+  it('normalizes custom fields: slugified keys, yes/no booleans, objects and arrays dropped', async () => {
+    const response = await post({
+      name: 'Custom', email: `${unique()}@gmail.com`,
+      custom_fields: { 'Is VIP': true, 'Lead Source': 'Webinar', Churned: false, Seats: 25, Nested: { a: 1 }, List: [1, 2] },
+    });
+    expect(response.status).toBe(201);
+    expect(response.body.data.custom_fields).toEqual({ is_vip: 'yes', lead_source: 'Webinar', churned: 'no', seats: '25' });
+  });
+
+  it('normalizes phones to digits and silently drops numbers under 7 digits', async () => {
+    const response = await post({ name: 'Phones', phone: '12-34', phones: ['+1 (415) 555-0199', '555 12'], email: `${unique()}@gmail.com` });
+    expect(response.status).toBe(201);
+    expect(response.body.data.phones).toEqual(['14155550199']);
+    expect(response.body.meta.warnings).toEqual([]);
+    const onlyShort = await post({ name: 'Short', phone: '123' });
+    expect(onlyShort.status).toBe(201);
+    expect(onlyShort.body.data.phones).toEqual([]);
+  });
+
+  it('merges email and emails lower-cased and deduplicated, capped at 10 after merging', async () => {
+    const base = unique('merge');
+    const emails = Array.from({ length: 10 }, (_, i) => `${base}.${i}@gmail.com`);
+    const response = await post({ name: 'Merged', email: `${base.toUpperCase()}@GMAIL.COM`, emails: [emails[0]!.toUpperCase(), ...emails.slice(1)] });
+    expect(response.status).toBe(201);
+    expect(response.body.data.emails).toHaveLength(10);
+    expect(response.body.data.emails[0]).toBe(`${base}@gmail.com`);
+    expect(response.body.data.emails).not.toContain(emails[9]);
+  });
+
+  it('stores links and the LinkedIn URL, and the first location', async () => {
+    const handle = unique('links');
+    const response = await post({
+      name: 'Linked', linkedin_url: `https://www.linkedin.com/in/${handle}/`,
+      links: [{ type: 'github', url: `https://github.com/${handle}` }],
+      location: { country: 'DE', city: 'Berlin', zip_code: '10115' },
+    });
+    expect(response.status).toBe(201);
+    expect(response.body.data.links).toEqual([
+      { type: 'linkedin', url: `https://www.linkedin.com/in/${handle}/` },
+      { type: 'github', url: `https://github.com/${handle}` },
+    ]);
+    expect(response.body.data.location).toEqual({ country: 'DE', state: null, city: 'Berlin', address: null, zip_code: '10115' });
+  });
+
+  it('creates missing tags, reuses existing ones case-insensitively, and attaches tag ids', async () => {
+    const existing = await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Webinar', color: '#123456', active: true });
+    const byId = await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Imported', color: null, active: true });
+    const fresh = unique('tag');
+    const response = await post({ name: 'Tagged', email: `${unique()}@gmail.com`, tags: ['webinar', fresh, fresh.toUpperCase()], tag_ids: [byId.id] });
+    expect(response.status).toBe(201);
+    const tags = response.body.data.tags as Array<{ id: number; name: string; color: string | null }>;
+    expect(tags.map((tag) => tag.name).sort()).toEqual(['Imported', 'Webinar', fresh].sort());
+    expect(tags.find((tag) => tag.name === 'Webinar')).toEqual({ id: existing.id, name: 'Webinar', color: '#123456', active: true });
+  });
+});
+
+describe('company resolution', () => {
+  it('builds a company from a business email domain, pending analysis, with an analysis job queued', async () => {
+    const domain = `${unique('globex')}.com`;
+    const since = await lastOutboxId();
+    const response = await post({ name: 'Hank', email: `hank@${domain}` });
+    expect(response.status).toBe(201);
+    expect(response.body.data.company).toMatchObject({ id: expect.any(Number), name: domain, website: `https://${domain}`, status: 'pending', tags: [] });
+    const events = await outboxTopics(since);
+    expect(events.map((event) => event.topic).sort()).toEqual(['company.analyze', 'lead.created']);
+    expect(events.find((event) => event.topic === 'company.analyze')!.payload).toEqual({ company_id: response.body.data.company.id });
+
+    const colleague = await post({ name: 'Marge', email: `marge@${domain.toUpperCase()}` });
+    expect(colleague.body.data.company.id).toBe(response.body.data.company.id);
+  });
+
+  it('never builds a company from a free-mail domain', async () => {
+    const before = await countRows('companies');
+    const response = await post({ name: 'Free', email: `${unique()}@yahoo.com`, emails: [`${unique()}@outlook.com`] });
+    expect(response.body.data.company).toBeNull();
+    expect(await countRows('companies')).toBe(before);
+  });
+
+  it('prefers the website domain, keeps payload details, and skips analysis when enrich is false', async () => {
+    const domain = `${unique('initech')}.io`;
+    const since = await lastOutboxId();
+    const response = await post({
+      name: 'Peter', email: `${unique()}@gmail.com`, enrich: false,
+      company: { name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech', industry: 'Software', size: '51-200', description: 'TPS reports', location: { country: 'US', city: 'Austin' } },
+    });
+    expect(response.body.data.company).toMatchObject({
+      name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech',
+      industry: 'Software', size: '51-200', description: 'TPS reports', status: 'not_analyzed',
+    });
+    expect((await outboxTopics(since)).map((event) => event.topic)).toEqual(['lead.created']);
+    const sameSite = await post({ name: 'Samir', email: `samir@${domain}`, enrich: false });
+    expect(sameSite.body.data.company.id).toBe(response.body.data.company.id);
+  });
+
+  it('targets a company by id, fills its empty fields, and resolves by exact name', async () => {
+    const company = await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: unique('Umbrella'), domain: null, status: 'not_analyzed', links: [] });
+    const byId = await post({ name: 'Alice', email: `${unique()}@gmail.com`, company: { id: company.id, industry: 'Pharma' } });
+    expect(byId.body.data.company).toMatchObject({ id: company.id, name: company.name, industry: 'Pharma' });
+    const byName = await post({ name: 'Bob', email: `${unique()}@gmail.com`, company: { name: company.name!.toUpperCase(), industry: 'Ignored' } });
+    expect(byName.body.data.company).toMatchObject({ id: company.id, industry: 'Pharma' });
+  });
+});
+
+describe('deduplication and on_duplicate', () => {
+  it('matches on email case-insensitively and merges under the default update', async () => {
+    const email = `${unique('dup')}@gmail.com`;
+    const first = await post({ name: 'Original', email, job_title: 'Engineer', phone: '+1 415 555 0101', custom_fields: { Plan: 'free' } });
+    const second = await post({ name: 'Renamed', email: email.toUpperCase(), emails: [`${unique()}@gmail.com`], custom_fields: { Seats: 3 }, location: { city: 'Oslo' } });
+    expect(second.status).toBe(200);
+    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, warnings: [] });
+    expect(second.body.data).toMatchObject({ id: first.body.data.id, name: 'Renamed', job_title: 'Engineer', phones: ['14155550101'], custom_fields: { plan: 'free', seats: '3' } });
+    expect(second.body.data.emails).toHaveLength(2);
+    expect(second.body.data.location.city).toBe('Oslo');
+  });
+
+  it('matches on any of the person\'s extra emails, never on company emails', async () => {
+    const extra = `${unique('extra')}@gmail.com`;
+    const first = await post({ name: 'Multi', email: `${unique()}@gmail.com`, emails: [extra] });
+    const viaExtra = await post({ name: 'Multi', emails: [extra] });
+    expect(viaExtra.body.data.id).toBe(first.body.data.id);
+    const companyOnly = await post({ name: 'Other person', phone: `+1 212 555 ${1000 + ++sequence}`, company: { name: 'Somewhere', emails: [extra] } });
+    expect(companyOnly.status).toBe(201);
+  });
+
+  it('matches LinkedIn profile URLs across scheme, www, case, trailing slash, query and fragment', async () => {
+    const handle = unique('Jane-Doe-');
+    const first = await post({ name: 'Jane', linkedin_url: `https://www.linkedin.com/in/${handle}` });
+    for (const variant of [`http://linkedin.com/in/${handle.toLowerCase()}/`, `linkedin.com/in/${handle.toUpperCase()}?trk=public`, `https://de.linkedin.com/in/${handle}#about`]) {
+      const response = await post({ name: 'Jane again', linkedin_url: variant });
+      expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
+    }
+  });
+
+  it('matches phones with or without country code and trunk prefix', async () => {
+    const subscriber = String(7946000 + ++sequence);
+    const first = await post({ name: 'Phone', phone: `+44 20 ${subscriber}` });
+    for (const variant of [`020 ${subscriber}`, `0044 (0)20 ${subscriber}`, `20${subscriber}`]) {
+      const response = await post({ name: 'Phone again', phone: variant });
+      expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
+    }
+  });
+
+  it('never matches on name, and never across workspaces', async () => {
+    const name = unique('Same Name ');
+    const first = await post({ name, email: `${unique()}@gmail.com` });
+    const second = await post({ name, email: `${unique()}@gmail.com` });
+    expect(second.status).toBe(201);
+    expect(second.body.data.id).not.toBe(first.body.data.id);
+    const email = `${unique('iso')}@gmail.com`;
+    await post({ name: 'Mine', email });
+    const theirs = await post({ name: 'Theirs', email }, other);
+    expect(theirs.status).toBe(201);
+  });
+
+  it('skip leaves the lead untouched and attaches no tag', async () => {
+    const email = `${unique('skip')}@gmail.com`;
+    const first = await post({ name: 'Keep me', email, job_title: 'Before' });
+    const since = await lastOutboxId();
+    const skipped = await post({ name: 'Changed', email, job_title: 'After', tags: [unique('skiptag')], on_duplicate: 'skip' });
+    expect(skipped.status).toBe(200);
+    expect(skipped.body.meta).toMatchObject({ status: 'skipped', matched_on: email });
+    expect(skipped.body.data).toMatchObject({ id: first.body.data.id, name: 'Keep me', job_title: 'Before', tags: [] });
+    expect(await outboxTopics(since)).toEqual([]);
+  });
+
+  it('error answers 409 duplicate_lead with matched_on and lead_id, and changes nothing', async () => {
+    const handle = unique('err');
+    const first = await post({ name: 'Exists', linkedin_url: `https://linkedin.com/in/${handle}` });
+    const tagsBefore = await countRows('tags');
+    const response = await post({ name: 'Dup', linkedin_url: `https://www.linkedin.com/in/${handle}/`, tags: [unique('never')], on_duplicate: 'error' });
+    expect(response.status).toBe(409);
+    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), lead_id: first.body.data.id });
+    expect(await countRows('tags')).toBe(tagsBefore);
+    expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Exists');
+  });
+
+  it('prefers the email match over LinkedIn and phone matches of other leads', async () => {
+    const byPhone = await post({ name: 'By phone', phone: `+1 646 555 ${1000 + ++sequence}` });
+    const email = `${unique('strong')}@gmail.com`;
+    const byEmail = await post({ name: 'By email', email });
+    const response = await post({ name: 'Both', email, phone: byPhone.body.data.phones[0] });
+    expect(response.body.data.id).toBe(byEmail.body.data.id);
+    expect(response.body.meta.matched_on).toBe(email);
+    expect(response.body.meta.warnings).toEqual([expect.stringContaining(`lead ${byPhone.body.data.id}`)]);
+  });
+});
+
+describe('triggers written to the outbox', () => {
+  it('fires lead.created on create, tag_added only for newly added tags on update, nothing on skip', async () => {
+    const email = `${unique('trig')}@gmail.com`;
+    const tag = unique('first');
+    let since = await lastOutboxId();
+    const created = await post({ name: 'Trigger', email, tags: [tag] });
+    expect((await outboxTopics(since)).map((event) => event.topic)).toEqual(['lead.created']);
+
+    since = await lastOutboxId();
+    await post({ name: 'Trigger', email, tags: [tag] });
+    expect(await outboxTopics(since)).toEqual([]);
+
+    since = await lastOutboxId();
+    const newTag = unique('second');
+    const updated = await post({ name: 'Trigger', email, tags: [tag, newTag] });
+    const added = updated.body.data.tags.find((candidate: { name: string }) => candidate.name === newTag);
+    expect(await outboxTopics(since)).toEqual([{ topic: 'lead.tag_added', payload: { lead_id: created.body.data.id, tag_id: added.id } }]);
+
+    since = await lastOutboxId();
+    await post({ name: 'Trigger', email, tags: [unique('third')], on_duplicate: 'skip' });
+    expect(await outboxTopics(since)).toEqual([]);
+  });
+});
+
+describe('dry run', () => {
+  it('previews a create without saving a lead, tag, company or event', async () => {
+    const before = await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')]);
+    const domain = `${unique('preview')}.com`;
+    const response = await post({ name: 'Preview', email: `p@${domain}`, tags: [unique('ptag')], dry_run: true });
+    expect(response.status).toBe(200);
+    expect(response.body.meta).toEqual({ status: 'created', dry_run: true, matched_on: null, warnings: [] });
+    expect(response.body.data).toMatchObject({ id: null, name: 'Preview', company: { id: null, name: domain, status: 'pending' } });
+    expect(response.body.data.tags[0].id).toBeNull();
+    expect(await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')])).toEqual(before);
+  });
+
+  it('reports an existing match honestly and changes nothing', async () => {
+    const email = `${unique('dry')}@gmail.com`;
+    const first = await post({ name: 'Real', email });
+    const preview = await post({ name: 'Would rename', email, dry_run: true });
+    expect(preview.status).toBe(200);
+    expect(preview.body.meta).toMatchObject({ status: 'updated', dry_run: true, matched_on: email });
+    expect(preview.body.data).toMatchObject({ id: first.body.data.id, name: 'Would rename' });
+    expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Real');
+    const errorPreview = await post({ name: 'x', email, dry_run: true, on_duplicate: 'error' });
+    expect(errorPreview.status).toBe(409);
+  });
+});
+
+describe('concurrency', () => {
+  it('turns the same person sent in parallel into one lead: one created, the rest updated', async () => {
+    const email = `${unique('race')}@gmail.com`;
+    const phone = `+1 303 555 ${1000 + ++sequence}`;
+    const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => post(i % 2 ? { name: `Racer ${i}`, email } : { name: `Racer ${i}`, email, phone })));
+    expect(responses.map((response) => response.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+    expect(new Set(responses.map((response) => response.body.data.id)).size).toBe(1);
+    const leads = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where('emails', '@>', [email]).select('id').execute();
+    expect(leads).toHaveLength(1);
+  });
+
+  it('creates one company for parallel leads of a new domain', async () => {
+    const domain = `${unique('parallel')}.com`;
+    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post({ name: `P${i}`, email: `p${i}@${domain}` })));
+    expect(responses.every((response) => response.status === 201)).toBe(true);
+    expect(new Set(responses.map((response) => response.body.data.company.id)).size).toBe(1);
+  });
+});

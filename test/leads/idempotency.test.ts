@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'kysely';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { addKey, createTenant, type Tenant } from '../support/fixtures.js';
+
+let t: TestApp;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  tenant = await createTenant(t.ctx.db);
+});
+afterAll(() => t.close());
+
+let sequence = 0;
+const key = () => `idem-${++sequence}-${Date.now()}`;
+const person = () => ({ name: 'Idem Potent', email: `idem${++sequence}@gmail.com`, tags: [`idem-tag-${sequence}`] });
+const post = (path: string, body: object, idempotencyKey: string, who: Tenant = tenant) =>
+  t.http.post(path).set(who.auth).set('Idempotency-Key', idempotencyKey).send(body);
+const count = async (table: 'leads' | 'tags' | 'outbox') =>
+  Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+describe('Idempotency-Key on POST /leads', () => {
+  it('replays the stored answer for the same body without running anything again', async () => {
+    const idempotencyKey = key();
+    const body = person();
+    const first = await post('/api/v1/leads', body, idempotencyKey);
+    expect(first.status).toBe(201);
+    expect(first.headers['idempotency-replayed']).toBeUndefined();
+    const counts = await Promise.all([count('leads'), count('tags'), count('outbox')]);
+
+    // Same JSON with keys in another order is the same body.
+    const reordered = Object.fromEntries(Object.entries(body).reverse());
+    const replay = await post('/api/v1/leads', reordered, idempotencyKey);
+    expect(replay.status).toBe(201);
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    expect(await Promise.all([count('leads'), count('tags'), count('outbox')])).toEqual(counts);
+  });
+
+  it('answers 409 idempotency_key_reuse for the same key with a different body', async () => {
+    const idempotencyKey = key();
+    const body = person();
+    await post('/api/v1/leads', body, idempotencyKey);
+    const reuse = await post('/api/v1/leads', { ...body, job_title: 'Changed' }, idempotencyKey);
+    expect(reuse.status).toBe(409);
+    expect(reuse.body).toEqual({ error: 'idempotency_key_reuse', message: expect.any(String) });
+  });
+
+  it('fingerprints dry_run too: a dry run then a real call under one key is rejected', async () => {
+    const idempotencyKey = key();
+    const body = person();
+    const preview = await post('/api/v1/leads', { ...body, dry_run: true }, idempotencyKey);
+    expect(preview.status).toBe(200);
+    const replayedPreview = await post('/api/v1/leads', { ...body, dry_run: true }, idempotencyKey);
+    expect(replayedPreview.headers['idempotency-replayed']).toBe('true');
+    expect((await post('/api/v1/leads', body, idempotencyKey)).body.error).toBe('idempotency_key_reuse');
+  });
+
+  it('scopes keys to the API key that sent them', async () => {
+    const idempotencyKey = key();
+    const secondKey = await addKey(t.ctx.db, tenant);
+    const first = await post('/api/v1/leads', person(), idempotencyKey);
+    const other = await post('/api/v1/leads', person(), idempotencyKey, secondKey);
+    expect(first.status).toBe(201);
+    expect(other.status).toBe(201);
+    expect(other.headers['idempotency-replayed']).toBeUndefined();
+  });
+
+  it('never stores an error: a retry after a 409 or 422 runs afresh', async () => {
+    const existing = person();
+    await t.http.post('/api/v1/leads').set(tenant.auth).send(existing);
+    const idempotencyKey = key();
+    const duplicate = { ...existing, on_duplicate: 'error' };
+    expect((await post('/api/v1/leads', duplicate, idempotencyKey)).status).toBe(409);
+    const again = await post('/api/v1/leads', duplicate, idempotencyKey);
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('duplicate_lead');
+    expect(again.headers['idempotency-replayed']).toBeUndefined();
+
+    const fixKey = key();
+    expect((await post('/api/v1/leads', { name: 'Broken' }, fixKey)).status).toBe(422);
+    expect((await post('/api/v1/leads', person(), fixKey)).status).toBe(201);
+  });
+
+  it('rejects keys over 255 characters with 400 and accepts exactly 255', async () => {
+    const tooLong = await post('/api/v1/leads', person(), 'x'.repeat(256));
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error).toBe('invalid_idempotency_key');
+    expect((await post('/api/v1/leads', person(), `${'y'.repeat(250)}${++sequence}`.slice(-255))).status).toBe(201);
+  });
+
+  it('runs concurrent requests with one key once; the others replay its answer', async () => {
+    const idempotencyKey = key();
+    const body = person();
+    const leadsBefore = await count('leads');
+    const responses = await Promise.all(Array.from({ length: 6 }, () => post('/api/v1/leads', body, idempotencyKey)));
+    expect(responses.map((response) => response.status)).toEqual([201, 201, 201, 201, 201, 201]);
+    expect(responses.filter((response) => response.headers['idempotency-replayed'] === 'true')).toHaveLength(5);
+    expect(new Set(responses.map((response) => response.body.data.id)).size).toBe(1);
+    expect(await count('leads')).toBe(leadsBefore + 1);
+  });
+
+  it('forgets answers after 24 hours', async () => {
+    const idempotencyKey = key();
+    const body = person();
+    await post('/api/v1/leads', body, idempotencyKey);
+    await sql`UPDATE idempotency_records SET created_at = now() - interval '25 hours' WHERE key = ${idempotencyKey}`.execute(t.ctx.db);
+    const afresh = await post('/api/v1/leads', body, idempotencyKey);
+    expect(afresh.status).toBe(200);
+    expect(afresh.body.meta.status).toBe('updated');
+    expect(afresh.headers['idempotency-replayed']).toBeUndefined();
+  });
+});
+
+describe('Idempotency-Key on POST /leads/batch', () => {
+  it('stores a batch answer even when every row failed, and replays the same failed rows', async () => {
+    const idempotencyKey = key();
+    const body = { create_missing_tags: false, leads: [{ name: 'a', email: `b${++sequence}@gmail.com`, tags: ['missing-tag'] }] };
+    const first = await post('/api/v1/leads/batch', body, idempotencyKey);
+    expect(first.status).toBe(200);
+    expect(first.body.meta.failed).toBe(1);
+    await t.ctx.db.insertInto('tags').values({ workspace_id: tenant.workspaceId, name: 'missing-tag', color: null, active: true }).execute();
+    const replay = await post('/api/v1/leads/batch', body, idempotencyKey);
+    expect(replay.headers['idempotency-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+  });
+
+  it('validates before the replay check: a 422 batch can be fixed and resent under the same key', async () => {
+    const idempotencyKey = key();
+    expect((await post('/api/v1/leads/batch', { leads: [{ email: `c${++sequence}@gmail.com` }] }, idempotencyKey)).status).toBe(422);
+    const fixed = await post('/api/v1/leads/batch', { leads: [{ name: 'Fixed', email: `c${sequence}@gmail.com` }] }, idempotencyKey);
+    expect(fixed.status).toBe(200);
+    expect(fixed.body.data[0].status).toBe('created');
+    expect((await post('/api/v1/leads/batch', { leads: [{ name: 'x', email: 'x@gmail.com' }] }, 'k'.repeat(256))).status).toBe(400);
+  });
+});

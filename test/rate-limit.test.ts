@@ -1,0 +1,76 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { startTestApp, type TestApp } from './support/app.js';
+import { createTenant, type Tenant } from './support/fixtures.js';
+import { readTestEnvironment } from './support/env.js';
+
+const LIMIT = 300;
+
+async function exhaust(t: TestApp, tenant: Tenant): Promise<number[]> {
+  const statuses: number[] = [];
+  // Sequential in small groups: the count must be exact, not approximately right.
+  for (let sent = 0; sent < LIMIT; sent += 25) {
+    const group = await Promise.all(Array.from({ length: 25 }, () => t.http.get('/api/v1/me').set(tenant.auth)));
+    statuses.push(...group.map((response) => response.status));
+  }
+  return statuses;
+}
+
+function describeLimiter(label: string, options: { redis: boolean }) {
+  describe(`rate limit (${label})`, () => {
+    let t: TestApp;
+    afterAll(() => t?.close());
+
+    it('answers the 301st request in a minute with 429 while another key still gets 200', async () => {
+      t = await startTestApp({ redis: options.redis });
+      const busy = await createTenant(t.ctx.db);
+      const quiet = await createTenant(t.ctx.db);
+
+      const statuses = await exhaust(t, busy);
+      expect(statuses.filter((status) => status === 200)).toHaveLength(LIMIT);
+
+      const limited = await t.http.get('/api/v1/me').set(busy.auth);
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: 'rate_limited', message: expect.any(String) });
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      expect(limited.headers['ratelimit-policy']).toMatch(/q=300/);
+      expect(limited.headers.ratelimit).toMatch(/r=0/);
+
+      const other = await t.http.get('/api/v1/me').set(quiet.auth);
+      expect(other.status).toBe(200);
+      expect(other.headers.ratelimit).toMatch(/r=299/);
+    });
+
+    it('counts a batch call as one request and limits every route', async () => {
+      const tenant = await createTenant(t.ctx.db);
+      await exhaust(t, tenant);
+      expect((await t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ leads: [{ name: 'A', email: 'a@acme.test' }] })).status).toBe(429);
+      expect((await t.http.get('/api/v1/tags').set(tenant.auth)).status).toBe(429);
+    });
+  });
+}
+
+describeLimiter('in-process store', { redis: false });
+
+const redisAvailable = readTestEnvironment().redisUrl !== null;
+if (redisAvailable) {
+  describeLimiter('Redis store', { redis: true });
+
+  describe('rate limit shared through Redis', () => {
+    it('counts one key across two API processes', async () => {
+      const first = await startTestApp({ redis: true });
+      const second = await startTestApp({ redis: true, sameDatabaseAs: first });
+      try {
+        const tenant = await createTenant(first.ctx.db);
+        expect((await exhaust(first, tenant)).every((status) => status === 200)).toBe(true);
+        expect((await second.http.get('/api/v1/me').set(tenant.auth)).status).toBe(429);
+      } finally {
+        await second.close();
+        await first.close();
+      }
+    });
+  });
+} else {
+  describe('rate limit (Redis store)', () => {
+    it.skip('skipped: REDIS_URL is not set', () => {});
+  });
+}

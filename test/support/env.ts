@@ -1,0 +1,26 @@
+// Set by global-setup in process.env (inherited by the jest workers it precedes), so
+// concurrent test runs on one machine never read each other's settings.
+export interface TestEnvironment {
+  adminUrl: string;
+  runId: string;
+  templateDatabase: string;
+  redisUrl: string | null;
+}
+
+const VARIABLE = 'LEAD_INTAKE_TEST_ENV';
+
+export function writeTestEnvironment(env: TestEnvironment): void {
+  process.env[VARIABLE] = JSON.stringify(env);
+}
+
+export function readTestEnvironment(): TestEnvironment {
+  const raw = process.env[VARIABLE];
+  if (!raw) throw new Error('test environment missing: run the tests through jest (global-setup)');
+  return JSON.parse(raw) as TestEnvironment;
+}
+
+export function databaseUrl(adminUrl: string, database: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}

@@ -1,0 +1,16 @@
+import pg from 'pg';
+import { readTestEnvironment } from './env.js';
+
+export default async function globalTeardown(): Promise<void> {
+  const env = readTestEnvironment();
+  const admin = new pg.Client({ connectionString: env.adminUrl });
+  await admin.connect();
+  try {
+    const databases = await admin.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`lead_intake_test_${env.runId}_%`]);
+    for (const { datname } of databases.rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+  const embedded = (globalThis as { __embeddedTestDb?: { stop(): Promise<void> } }).__embeddedTestDb;
+  await embedded?.stop();
+}
