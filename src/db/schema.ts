@@ -5,6 +5,8 @@ import type { ColumnType, Generated, Insertable, Selectable, Updateable } from '
 type Timestamp = ColumnType<string, Date | string | undefined, Date | string>;
 type NullableTimestamp = ColumnType<string | null, Date | string | null | undefined, Date | string | null>;
 type Json<T> = ColumnType<T, string, string>;
+/** A jsonb column with a database default: optional on insert, written as JSON text. */
+type JsonWithDefault<T> = ColumnType<T, string | undefined, string>;
 
 export interface LinkRow { type: string; url: string }
 export interface LocationRow {
@@ -59,10 +61,10 @@ export interface CompaniesTable {
   size: string | null;
   description: string | null;
   status: Generated<CompanyStatus>;
-  links: Generated<Json<LinkRow[]>>;
+  links: JsonWithDefault<LinkRow[]>;
   emails: Generated<string[]>;
   phones: Generated<string[]>;
-  locations: Generated<Json<LocationRow[]>>;
+  locations: JsonWithDefault<LocationRow[]>;
   created_at: Generated<Timestamp>;
   updated_at: Generated<Timestamp>;
 }
@@ -84,9 +86,9 @@ export interface LeadsTable {
   chargeable: Generated<boolean>;
   emails: Generated<string[]>;
   phones: Generated<string[]>;
-  links: Generated<Json<LinkRow[]>>;
-  locations: Generated<Json<LocationRow[]>>;
-  custom_fields: Generated<Json<Record<string, string>>>;
+  links: JsonWithDefault<LinkRow[]>;
+  locations: JsonWithDefault<LocationRow[]>;
+  custom_fields: JsonWithDefault<Record<string, string>>;
   crm_record_id: string | null;
   analyzed_at: NullableTimestamp;
   created_at: Generated<Timestamp>;

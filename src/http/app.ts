@@ -52,10 +52,17 @@ export function createApp(ctx: AppContext): express.Express {
   // Check order per route: authenticate, rate limit, scope, parse and validate the body, handler.
   const auth = authenticate(ctx.db, ctx.config.DOCUMENTATION_URL);
   const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE);
-  const json = express.json({ limit: '1mb', strict: false, type: () => true });
+  // PostgreSQL refuses NUL characters in text and jsonb: strip them so hostile input
+  // cannot turn into a 500.
+  const json = express.json({
+    limit: '1mb',
+    strict: false,
+    type: () => true,
+    reviver: (_key, value: unknown) => (typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value),
+  });
   const validate = OpenApiValidator.middleware({
     apiSpec: OPENAPI_PATH,
-    validateRequests: { allowUnknownQueryParameters: true },
+    validateRequests: { allowUnknownQueryParameters: true, allErrors: true },
     validateResponses: ctx.validateResponses ? { onError: (error) => { throw error; } } : false,
     validateSecurity: false,
     validateApiSpec: ctx.validateResponses,

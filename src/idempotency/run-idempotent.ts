@@ -67,7 +67,7 @@ async function runOnce<Body>(
       .values({ api_key_id: scope.apiKeyId, key: scope.key, fingerprint: scope.fingerprint })
       .onConflict((oc) => oc.columns(['api_key_id', 'key']).doUpdateSet({
         fingerprint: scope.fingerprint, status_code: null, response_body: null, created_at: sql`now()`,
-      }).where('idempotency_records.created_at', '<', sql<string>`now() - interval '24 hours'`))
+      }).where(sql<boolean>`idempotency_records.created_at < now() - interval '24 hours'`))
       .returning('key')
       .executeTakeFirst();
     claimed = claim !== undefined;

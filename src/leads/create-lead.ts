@@ -64,7 +64,7 @@ export function createLeadHandler(ctx: AppContext): RequestHandler {
         const [record] = await findLeadRecords(trx, auth.workspaceId, [outcome.leadId]);
         const presented = presentLead(record!);
         return {
-          status: outcome.status === 'created' ? 201 : 200,
+          status: outcome.status === 'created' && !dryRun ? 201 : 200,
           body: {
             data: dryRun ? maskPreviewIds(presented, outcome) : presented,
             meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },

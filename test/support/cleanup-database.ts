@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { readTestEnvironment } from './env.js';
 
-export default async function globalTeardown(): Promise<void> {
+export default async function cleanupDatabase(): Promise<void> {
   const env = readTestEnvironment();
   const admin = new pg.Client({ connectionString: env.adminUrl });
   await admin.connect();

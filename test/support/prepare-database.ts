@@ -8,7 +8,7 @@ import { databaseUrl, writeTestEnvironment } from './env.js';
 // Migrates one template database per run; every test file clones it (CREATE DATABASE ...
 // TEMPLATE), which takes milliseconds and gives each file a private, fully migrated database.
 // With DATABASE_URL unset the embedded PostgreSQL under .data/test-postgres is used.
-export default async function globalSetup(): Promise<void> {
+export default async function prepareDatabase(): Promise<void> {
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     const embedded = await startEmbeddedDatabase({ dir: '.data/test-postgres', port: 54331 });

@@ -1,0 +1,23 @@
+# Production image. CI here runs Node 20 (the machine's), but Node 20 left LTS in April 2026:
+# images build on Node 24.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY openapi ./openapi
+COPY generated ./generated
+COPY src ./src
+COPY scripts ./scripts
+RUN npm run build && node -e "require('fs').writeFileSync('dist/.build-stamp', new Date().toISOString())" && npm prune --omit=dev
+
+FROM node:24-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/openapi ./openapi
+USER node
+EXPOSE 3000
+CMD ["node", "dist/src/main.js"]
