@@ -604,12 +604,12 @@ export interface components {
     responses: {
         /**
          * @description `invalid_api_key`: the key is missing, malformed, unknown, revoked,
-         *     expired or orphaned. Only `message` differs between the cases.
+         *     expired or orphaned. Only `message` differs between the cases. No
+         *     rate-limit headers: the budget belongs to a key, and none was
+         *     recognized.
          */
         Unauthorized: {
             headers: {
-                RateLimit: components["headers"]["RateLimit"];
-                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -844,12 +844,6 @@ export interface components {
          * @example 4f9c2a8e-6b1d-4e3a-9f7c-2d5e8a1b0c3f
          */
         "X-Request-Id": string;
-        /**
-         * @description Present, with the value `true`, only when the response is a replay of a
-         *     stored answer for the same `Idempotency-Key` and body.
-         * @example true
-         */
-        "Idempotency-Replayed": "true";
     };
     pathItems: never;
 }
@@ -946,7 +940,6 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -959,7 +952,6 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1009,7 +1001,6 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "Idempotency-Replayed": components["headers"]["Idempotency-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -60,6 +60,11 @@ export function createApp(ctx: AppContext): express.Express {
     type: () => true,
     reviver: (_key, value: unknown) => (typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value),
   });
+  // The validator writes defaults into req.body; idempotency fingerprints the body as sent.
+  const keepBodyAsSent: RequestHandler = (req, _res, next) => {
+    if (req.get('idempotency-key') !== undefined) req.bodyAsSent = structuredClone(req.body);
+    next();
+  };
   const validate = OpenApiValidator.middleware({
     apiSpec: OPENAPI_PATH,
     validateRequests: { allowUnknownQueryParameters: true, allErrors: true },
@@ -80,8 +85,8 @@ export function createApp(ctx: AppContext): express.Express {
   api.get('/me', auth, limit, validate, getMeHandler(ctx));
   api.get('/tags', auth, limit, requireScope('tags:read'), validate, listTagsHandler(ctx));
   api.get('/leads/:id', numericId, auth, limit, requireScope('leads:read'), validate, getLeadHandler(ctx));
-  api.post('/leads/batch', auth, limit, requireScope('leads:write'), jsonOnly, json, validate, createBatchHandler(ctx));
-  api.post('/leads', auth, limit, requireScope('leads:write'), jsonOnly, json, validate, createLeadHandler(ctx));
+  api.post('/leads/batch', auth, limit, requireScope('leads:write'), jsonOnly, json, keepBodyAsSent, validate, createBatchHandler(ctx));
+  api.post('/leads', auth, limit, requireScope('leads:write'), jsonOnly, json, keepBodyAsSent, validate, createLeadHandler(ctx));
   app.use('/api/v1', api);
 
   app.use(routeNotFound);

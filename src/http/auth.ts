@@ -21,6 +21,8 @@ export interface AuthContext {
 declare module 'express-serve-static-core' {
   interface Request {
     auth?: AuthContext;
+    /** The parsed body before validation added defaults (kept only when an Idempotency-Key is sent). */
+    bodyAsSent?: unknown;
   }
 }
 

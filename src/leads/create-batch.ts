@@ -32,7 +32,7 @@ export function createBatchHandler(ctx: AppContext): RequestHandler {
 
     const result = await runIdempotent<BatchResponse>(
       ctx.db,
-      { apiKeyId: auth.apiKeyId, key: idempotencyKey, fingerprint: fingerprintRequest('POST /api/v1/leads/batch', body) },
+      { apiKeyId: auth.apiKeyId, key: idempotencyKey, fingerprint: fingerprintRequest('POST /api/v1/leads/batch', req.bodyAsSent) },
       async (trx) => {
         const rows: BatchRowResult[] = [];
         // Rows run in order, each in its own savepoint: a failing row undoes only itself, and

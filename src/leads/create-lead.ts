@@ -49,7 +49,7 @@ export function createLeadHandler(ctx: AppContext): RequestHandler {
 
     const result = await runIdempotent<LeadWriteResponse>(
       ctx.db,
-      { apiKeyId: auth.apiKeyId, key: idempotencyKey, fingerprint: fingerprintRequest('POST /api/v1/leads', body) },
+      { apiKeyId: auth.apiKeyId, key: idempotencyKey, fingerprint: fingerprintRequest('POST /api/v1/leads', req.bodyAsSent) },
       (trx) => inSavepoint(trx, 'lead_write', !dryRun, async () => {
         let outcome: RowOutcome;
         try {

@@ -57,6 +57,15 @@ describe('Idempotency-Key on POST /leads', () => {
     expect((await post('/api/v1/leads', body, idempotencyKey)).body.error).toBe('idempotency_key_reuse');
   });
 
+  it('fingerprints the body as sent: spelling out a default is a different body', async () => {
+    const idempotencyKey = key();
+    const body = person();
+    expect((await post('/api/v1/leads', body, idempotencyKey)).status).toBe(201);
+    const explicit = await post('/api/v1/leads', { ...body, dry_run: false }, idempotencyKey);
+    expect(explicit.status).toBe(409);
+    expect(explicit.body.error).toBe('idempotency_key_reuse');
+  });
+
   it('scopes keys to the API key that sent them', async () => {
     const idempotencyKey = key();
     const secondKey = await addKey(t.ctx.db, tenant);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createDb, createPool } from '../../src/db/connect.js';
@@ -9,6 +10,8 @@ import { databaseUrl, writeTestEnvironment } from './env.js';
 // TEMPLATE), which takes milliseconds and gives each file a private, fully migrated database.
 // With DATABASE_URL unset the embedded PostgreSQL under .data/test-postgres is used.
 export default async function prepareDatabase(): Promise<void> {
+  // The CLI tests run the compiled CLI, as `npm run cli` does.
+  execFileSync(process.execPath, ['scripts/build-if-needed.mjs'], { stdio: 'inherit' });
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     const embedded = await startEmbeddedDatabase({ dir: '.data/test-postgres', port: 54331 });
