@@ -30,7 +30,10 @@ export interface ContextOptions {
 export async function createContext(config: Config, options: ContextOptions): Promise<AppContext> {
   const logger = options.logger ?? createLogger(config.LOG_LEVEL);
   const pool = createPool(options.databaseUrl, config.DATABASE_POOL_SIZE);
-  pool.on('error', (error) => logger.error({ err: error }, 'idle database connection failed'));
+  let closing = false;
+  pool.on('error', (error) => {
+    if (!closing) logger.error({ err: error }, 'idle database connection failed');
+  });
   const db = createDb(pool);
 
   let redis: Redis | null = null;
@@ -58,6 +61,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     rateLimitStore,
     validateResponses: options.validateResponses ?? false,
     async close() {
+      closing = true;
       await rateLimitStore.shutdown?.();
       redis?.disconnect();
       await db.destroy();

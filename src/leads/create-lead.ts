@@ -1,6 +1,8 @@
 import type { RequestHandler } from 'express';
+import type { Transaction } from 'kysely';
 import type { components } from '../../generated/api.js';
 import type { AppContext } from '../context.js';
+import type { Database } from '../db/schema.js';
 import { authOf } from '../http/auth.js';
 import { ApiError, ValidationFailed } from '../http/errors.js';
 import { fingerprintRequest } from '../idempotency/fingerprint.js';
@@ -15,6 +17,7 @@ import { sendWriteResult } from './send-write-result.js';
 type LeadCreateRequest = components['schemas']['LeadCreateRequest'];
 type LeadWriteResponse = components['schemas']['LeadWriteResponse'];
 type Lead = components['schemas']['Lead'];
+type WriteAnswer = { status: number; body: LeadWriteResponse };
 
 /** A dry run reports what would be saved; ids of rows that would be created do not exist. */
 function maskPreviewIds(lead: Lead, outcome: RowOutcome): Lead {
@@ -47,30 +50,34 @@ export function createLeadHandler(ctx: AppContext): RequestHandler {
     };
     const dryRun = body.dry_run ?? false;
 
+    const write = async (trx: Transaction<Database>): Promise<WriteAnswer> => {
+      let outcome: RowOutcome;
+      try {
+        outcome = await intakeLead(trx, auth.workspaceId, lead, options);
+      } catch (error) {
+        if (error instanceof RowRejected) throw ValidationFailed.single(error.field, error.message);
+        if (error instanceof DuplicateRejected) {
+          throw new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
+        }
+        throw error;
+      }
+      const [record] = await findLeadRecords(trx, auth.workspaceId, [outcome.leadId]);
+      const presented = presentLead(record!);
+      return {
+        status: outcome.status === 'created' && !dryRun ? 201 : 200,
+        body: {
+          data: dryRun ? maskPreviewIds(presented, outcome) : presented,
+          meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },
+        },
+      };
+    };
+
     const result = await runIdempotent<LeadWriteResponse>(
       ctx.db,
       { apiKeyId: auth.apiKeyId, key: idempotencyKey, fingerprint: fingerprintRequest('POST /api/v1/leads', req.bodyAsSent) },
-      (trx) => inSavepoint(trx, 'lead_write', !dryRun, async () => {
-        let outcome: RowOutcome;
-        try {
-          outcome = await intakeLead(trx, auth.workspaceId, lead, options);
-        } catch (error) {
-          if (error instanceof RowRejected) throw ValidationFailed.single(error.field, error.message);
-          if (error instanceof DuplicateRejected) {
-            throw new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
-          }
-          throw error;
-        }
-        const [record] = await findLeadRecords(trx, auth.workspaceId, [outcome.leadId]);
-        const presented = presentLead(record!);
-        return {
-          status: outcome.status === 'created' && !dryRun ? 201 : 200,
-          body: {
-            data: dryRun ? maskPreviewIds(presented, outcome) : presented,
-            meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },
-          },
-        };
-      }),
+      // A dry run writes inside a savepoint that is always rolled back; a real write needs
+      // none, since any error rolls the whole transaction back.
+      (trx) => (dryRun ? inSavepoint(trx, 'lead_write', false, () => write(trx)) : write(trx)),
     );
     sendWriteResult(res, result);
   };

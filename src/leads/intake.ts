@@ -1,13 +1,14 @@
-import { sql } from 'kysely';
 import type { components } from '../../generated/api.js';
 import {
   companyBelongsTo, fillCompany, findCompanyByDomain, findCompanyByName, insertCompanyIfNew, lockCompanyName,
 } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { enqueue, type OutboxEvent } from '../outbox/repository.js';
-import { findTagsByIds, findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import { findTagsByIdsOrNames, findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import type { IdentityKey, PreparedCompany, PreparedLead } from './prepare.js';
-import { attachTags, claimIdentities, findIdentityMatches, insertLead, lockLead, mergeIntoLead } from './write-repository.js';
+import {
+  attachTags, claimIdentities, deleteLead, findIdentityMatches, insertLeadWithIdentities, lockLead, mergeIntoLead, type IdentityMatch,
+} from './write-repository.js';
 
 type OnDuplicate = components['schemas']['OnDuplicate'];
 
@@ -51,16 +52,17 @@ interface References {
 
 /** Read-only checks of everything the payload points at, before anything is written. */
 async function checkReferences(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<References> {
-  const [byId, byName, company] = await Promise.all([
-    findTagsByIds(db, workspaceId, lead.tagIds),
-    findTagsByNames(db, workspaceId, lead.tagNames),
+  const [tags, company] = await Promise.all([
+    findTagsByIdsOrNames(db, workspaceId, lead.tagIds, lead.tagNames),
     lead.company?.id ? companyBelongsTo(db, workspaceId, lead.company.id) : Promise.resolve(null),
   ]);
-  const unknownIds = lead.tagIds.filter((id) => !byId.some((tag) => tag.id === id));
+  const unknownIds = lead.tagIds.filter((id) => !tags.some((tag) => tag.id === id));
   if (unknownIds.length > 0) {
     throw new RowRejected('tag_ids', `The selected tag_ids are invalid: no tag with id ${unknownIds.join(', ')} exists in this workspace.`);
   }
-  const known = new Set(byName.map((tag) => tag.name.toLowerCase()));
+  const wanted = new Set(lead.tagNames.map((name) => name.toLowerCase()));
+  const named = tags.filter((tag) => wanted.has(tag.name.toLowerCase()));
+  const known = new Set(named.map((tag) => tag.name.toLowerCase()));
   const missingTagNames = lead.tagNames.filter((name) => !known.has(name.toLowerCase()));
   if (missingTagNames.length > 0 && !options.createMissingTags) {
     throw new RowRejected('tags', `Unknown tag(s): ${missingTagNames.join(', ')}. Create them first, or send create_missing_tags: true.`);
@@ -68,7 +70,7 @@ async function checkReferences(db: Executor, workspaceId: number, lead: Prepared
   if (lead.company?.id && !company) {
     throw new RowRejected('company.id', 'The selected company.id is invalid: no such company exists in this workspace.');
   }
-  return { tagIds: [...new Set([...lead.tagIds, ...byName.map((tag) => tag.id)])], missingTagNames };
+  return { tagIds: [...new Set([...lead.tagIds, ...named.map((tag) => tag.id)])], missingTagNames };
 }
 
 /** The strongest match: emails in the order sent, then the LinkedIn handle, then phones. */
@@ -94,32 +96,32 @@ async function resolveCompany(db: Executor, workspaceId: number, company: Prepar
     phones: company.phones,
     locations: company.location ? [company.location] : [],
   };
+  const hasDetails = Object.values(details).some((value) => (Array.isArray(value) ? value.length > 0 : value !== null));
+  const fill = async (id: number) => {
+    if (hasDetails) await fillCompany(db, id, details);
+    return { id, created: false };
+  };
+
   const existingId = company.id
     ?? (company.websiteDomain ? (await findCompanyByDomain(db, workspaceId, company.websiteDomain))?.id : undefined)
     ?? (company.emailDomain && company.emailDomain !== company.websiteDomain ? (await findCompanyByDomain(db, workspaceId, company.emailDomain))?.id : undefined)
     ?? (company.name ? (await findCompanyByName(db, workspaceId, company.name))?.id : undefined);
-  if (existingId) {
-    await fillCompany(db, existingId, details);
-    return { id: existingId, created: false };
-  }
+  if (existingId) return fill(existingId);
 
   const domain = company.websiteDomain ?? company.emailDomain;
   if (!domain) {
     // Name-only companies have no unique key, so concurrent creators take turns.
     await lockCompanyName(db, workspaceId, company.name!);
     const raced = await findCompanyByName(db, workspaceId, company.name!);
-    if (raced) {
-      await fillCompany(db, raced.id, details);
-      return { id: raced.id, created: false };
-    }
+    if (raced) return fill(raced.id);
   }
   const status = domain && enrich ? 'pending' : 'not_analyzed';
-  const inserted = await insertCompanyIfNew(db, workspaceId, { ...details, name: company.name ?? domain, domain, status });
+  // A company built from an email domain gets that domain's site as its website.
+  const links = !company.websiteDomain && company.emailDomain ? [{ type: 'website', url: `https://${company.emailDomain}` }, ...details.links] : details.links;
+  const inserted = await insertCompanyIfNew(db, workspaceId, { ...details, links, name: company.name ?? domain, domain, status });
   if (!inserted) {
     // Another request created the company with this domain a moment ago.
-    const winner = await findCompanyByDomain(db, workspaceId, domain!);
-    await fillCompany(db, winner!.id, details);
-    return { id: winner!.id, created: false };
+    return fill((await findCompanyByDomain(db, workspaceId, domain!))!.id);
   }
   if (status === 'pending') events.push({ topic: 'company.analyze', payload: { company_id: inserted.id } });
   return { id: inserted.id, created: true };
@@ -129,7 +131,22 @@ async function createTags(db: Executor, workspaceId: number, names: string[]): P
   if (names.length === 0) return { ids: [], createdIds: [] };
   const created = await insertMissingTags(db, workspaceId, names);
   const raced = created.length < names.length ? await findTagsByNames(db, workspaceId, names) : [];
-  return { ids: [...created, ...raced].map((tag) => tag.id), createdIds: created.map((tag) => tag.id) };
+  return { ids: [...new Set([...created, ...raced].map((tag) => tag.id))], createdIds: created.map((tag) => tag.id) };
+}
+
+/** The company and tags a created or updated lead gets, with the events their creation fires. */
+interface Resolution {
+  company: ResolvedCompany | null;
+  tagIds: number[];
+  createdTagIds: number[];
+  events: OutboxEvent[];
+}
+
+async function resolve(db: Executor, workspaceId: number, lead: PreparedLead, references: References, options: IntakeOptions): Promise<Resolution> {
+  const events: OutboxEvent[] = [];
+  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events) : null;
+  const tags = await createTags(db, workspaceId, references.missingTagNames);
+  return { company, tagIds: [...references.tagIds, ...tags.ids], createdTagIds: tags.createdIds, events };
 }
 
 function leadValues(lead: PreparedLead, companyId: number | null) {
@@ -145,31 +162,24 @@ function leadValues(lead: PreparedLead, companyId: number | null) {
   };
 }
 
-async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, references: References, options: IntakeOptions): Promise<RowOutcome | null> {
-  const events: OutboxEvent[] = [];
-  await sql`SAVEPOINT create_lead`.execute(db);
-  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events) : null;
-  const tags = await createTags(db, workspaceId, references.missingTagNames);
-  const { id: leadId } = await insertLead(db, workspaceId, leadValues(lead, company?.id ?? null));
-  const claimed = await claimIdentities(db, workspaceId, leadId, lead.identities);
-  if (claimed.length < lead.identities.length) {
+async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, resolution: Resolution): Promise<RowOutcome | null> {
+  const { id: leadId, claimed } = await insertLeadWithIdentities(
+    db, workspaceId, leadValues(lead, resolution.company?.id ?? null), lead.identities, resolution.tagIds,
+    [...resolution.events, { topic: 'lead.created', payload: {} }],
+  );
+  if (claimed < lead.identities.length) {
     // A concurrent request created this person after our lookup: undo and match again.
-    await sql`ROLLBACK TO SAVEPOINT create_lead`.execute(db);
+    await deleteLead(db, leadId);
     return null;
   }
-  await sql`RELEASE SAVEPOINT create_lead`.execute(db);
-  await attachTags(db, leadId, [...references.tagIds, ...tags.ids]);
-  events.push({ topic: 'lead.created', payload: { lead_id: leadId } });
-  await enqueue(db, workspaceId, events);
   return {
     status: 'created', leadId, matchedOn: null, warnings: lead.warnings,
-    createdCompanyId: company?.created ? company.id : null, createdTagIds: tags.createdIds,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds,
   };
 }
 
 async function updateLead(
-  db: Executor, workspaceId: number, leadId: number, matchedOn: string, lead: PreparedLead, references: References,
-  matches: { kind: string; value: string; lead_id: number }[], options: IntakeOptions,
+  db: Executor, workspaceId: number, leadId: number, matchedOn: string, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution,
 ): Promise<RowOutcome> {
   const warnings = [...lead.warnings];
   await lockLead(db, leadId);
@@ -182,30 +192,34 @@ async function updateLead(
     warnings.push(`${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`);
   }
 
-  const events: OutboxEvent[] = [];
-  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events) : null;
-  const tags = await createTags(db, workspaceId, references.missingTagNames);
   await mergeIntoLead(db, leadId, {
-    ...leadValues({ ...lead, emails, phones }, company?.id ?? null),
+    ...leadValues({ ...lead, emails, phones }, resolution.company?.id ?? null),
     fillCompanyOnly: !lead.company?.explicit,
   });
   await claimIdentities(db, workspaceId, leadId, lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)));
-  const added = await attachTags(db, leadId, [...references.tagIds, ...tags.ids]);
-  events.push(...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })));
-  await enqueue(db, workspaceId, events);
+  const added = await attachTags(db, leadId, resolution.tagIds);
+  await enqueue(db, workspaceId, [
+    ...resolution.events,
+    ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })),
+  ]);
   return {
     status: 'updated', leadId, matchedOn, warnings,
-    createdCompanyId: company?.created ? company.id : null, createdTagIds: tags.createdIds,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds,
   };
 }
 
 /**
  * Creates, updates or skips one lead inside the caller's transaction. Throws RowRejected or
- * DuplicateRejected for problems the caller reports; leaves no write behind when it throws
- * only if the caller rolls back (a transaction or a savepoint around the call).
+ * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
+ * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
  */
 export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<RowOutcome> {
   const references = await checkReferences(db, workspaceId, lead, options);
+  // Companies and tags are written only once a row is known to create or update a lead,
+  // and only once even when a lost race sends the row round the loop again.
+  let resolution: Resolution | null = null;
+  const resolved = async () => (resolution ??= await resolve(db, workspaceId, lead, references, options));
+
   for (let attempt = 1; ; attempt += 1) {
     const match = await findMatch(db, workspaceId, lead.identities);
     if (match.leadId !== null && match.identity) {
@@ -216,9 +230,9 @@ export async function intakeLead(db: Executor, workspaceId: number, lead: Prepar
       if (options.onDuplicate === 'skip') {
         return { status: 'skipped', leadId: match.leadId, matchedOn, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
       }
-      return updateLead(db, workspaceId, match.leadId, matchedOn, lead, references, match.matches, options);
+      return updateLead(db, workspaceId, match.leadId, matchedOn, lead, match.matches, await resolved());
     }
-    const created = await createLead(db, workspaceId, lead, references, options);
+    const created = await createLead(db, workspaceId, lead, await resolved());
     if (created) return created;
     if (attempt >= MATCH_ATTEMPTS) throw new Error('lead identity kept changing under concurrent writes');
   }

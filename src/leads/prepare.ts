@@ -98,7 +98,6 @@ function prepareCompany(input: CompanyInput | undefined, personEmails: string[])
   if (!input?.id && !websiteDomain && !emailDomain && !name) return null;
   const links: LinkRow[] = [];
   if (input?.website) links.push({ type: 'website', url: input.website });
-  else if (emailDomain && !input?.id) links.push({ type: 'website', url: `https://${emailDomain}` });
   if (input?.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });
   return {
     id: input?.id ?? null,

@@ -48,20 +48,54 @@ export interface LeadValues {
   custom_fields: Record<string, string>;
 }
 
-export function insertLead(db: Executor, workspaceId: number, values: LeadValues) {
-  return db.insertInto('leads')
-    .values({
-      workspace_id: workspaceId,
-      ...values,
-      source: 'api',
-      stage: 'new',
-      chargeable: false,
-      links: JSON.stringify(values.links),
-      locations: JSON.stringify(values.locations),
-      custom_fields: JSON.stringify(values.custom_fields),
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow();
+/**
+ * Inserts the lead, claims its match keys, attaches its tags and writes its events in one
+ * statement. When a concurrent request claimed one of the keys first, nothing but the lead
+ * row is written (`claimed` < keys sent): the caller deletes that row and matches again.
+ */
+export async function insertLeadWithIdentities(
+  db: Executor,
+  workspaceId: number,
+  values: LeadValues,
+  keys: readonly { kind: IdentityKind; value: string }[],
+  tagIds: readonly number[],
+  events: readonly { topic: string; payload: Record<string, unknown> }[],
+): Promise<{ id: number; claimed: number }> {
+  const result = await sql<{ id: number; claimed: number }>`
+    WITH lead AS (
+      INSERT INTO leads (workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
+        source, stage, chargeable, emails, phones, links, locations, custom_fields)
+      VALUES (${workspaceId}, ${values.company_id}, ${values.name}, ${values.job_title ?? null}, ${values.description ?? null},
+        ${values.gender ?? null}, ${values.language ?? null}, ${values.decision_maker ?? false}, 'api', 'new', false,
+        ${sql.val(values.emails)}::text[], ${sql.val(values.phones)}::text[], ${JSON.stringify(values.links)}::jsonb,
+        ${JSON.stringify(values.locations)}::jsonb, ${JSON.stringify(values.custom_fields)}::jsonb)
+      RETURNING id
+    ), claimed AS (
+      INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+      SELECT ${workspaceId}, k.kind, k.value, lead.id
+      FROM lead, unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)
+      ORDER BY k.kind, k.value
+      ON CONFLICT (workspace_id, kind, value) DO NOTHING
+      RETURNING 1
+    ), complete AS (
+      SELECT lead.id FROM lead WHERE (SELECT count(*) FROM claimed) = ${keys.length}
+    ), tagged AS (
+      INSERT INTO lead_tags (lead_id, tag_id)
+      SELECT complete.id, t.tag_id FROM complete, unnest(${sql.val([...tagIds])}::bigint[]) AS t(tag_id)
+      ON CONFLICT DO NOTHING
+    ), queued AS (
+      INSERT INTO outbox (workspace_id, topic, payload)
+      SELECT ${workspaceId}, e.topic, CASE WHEN e.topic LIKE 'lead.%' THEN e.payload || jsonb_build_object('lead_id', complete.id) ELSE e.payload END
+      FROM complete, unnest(${sql.val(events.map((event) => event.topic))}::text[], ${sql.val(events.map((event) => JSON.stringify(event.payload)))}::jsonb[]) AS e(topic, payload)
+    )
+    SELECT lead.id, (SELECT count(*) FROM claimed)::int AS claimed FROM lead
+  `.execute(db);
+  return result.rows[0]!;
+}
+
+/** Undoes a lead that lost the race for one of its match keys. */
+export async function deleteLead(db: Executor, leadId: number): Promise<void> {
+  await db.deleteFrom('leads').where('id', '=', leadId).execute();
 }
 
 export function lockLead(db: Executor, leadId: number) {
