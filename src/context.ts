@@ -2,7 +2,9 @@ import { Redis } from 'ioredis';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Store } from 'express-rate-limit';
+import { ApiKeyCache } from './api-keys/key-cache.js';
 import type { Config } from './config.js';
+import type { AuthenticationRow } from './http/auth.js';
 import { createDb, createPool, type Db } from './db/connect.js';
 import { createRateLimitStore } from './http/rate-limit.js';
 import { createLogger } from './logger.js';
@@ -16,6 +18,7 @@ export interface AppContext {
   db: Db;
   redis: Redis | null;
   rateLimitStore: Store;
+  apiKeyCache: ApiKeyCache<AuthenticationRow>;
   /** Answers responses against the OpenAPI document too (tests). */
   validateResponses: boolean;
   close(): Promise<void>;
@@ -51,6 +54,8 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     logger.warn('REDIS_URL is not set: the rate limit is counted in this process only (fine for one process, wrong for several)');
   }
   const rateLimitStore = createRateLimitStore(redis, logger);
+  const apiKeyCache = new ApiKeyCache<AuthenticationRow>(options.databaseUrl, logger);
+  await apiKeyCache.start();
 
   return {
     config,
@@ -59,9 +64,11 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     db,
     redis,
     rateLimitStore,
+    apiKeyCache,
     validateResponses: options.validateResponses ?? false,
     async close() {
       closing = true;
+      await apiKeyCache.stop();
       await rateLimitStore.shutdown?.();
       redis?.disconnect();
       await db.destroy();

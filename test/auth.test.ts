@@ -3,6 +3,7 @@ import { revokeKey } from '../src/api-keys/repository.js';
 import { deleteUser } from '../src/users/repository.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { createTenant, type Tenant } from './support/fixtures.js';
+import { eventually } from './support/eventually.js';
 import { API_TIMESTAMP } from './support/timestamps.js';
 
 let t: TestApp;
@@ -39,10 +40,12 @@ describe('authentication', () => {
     expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Bearer ${tenant.prefix}_${'B'.repeat(43)}`));
   });
 
-  it('rejects a revoked key', async () => {
+  it('rejects a revoked key, also one the process had cached', async () => {
     const key = await createTenant(t.ctx.db);
     expect((await t.http.get('/api/v1/me').set(key.auth)).status).toBe(200);
     await revokeKey(t.ctx.db, key.keyId);
+    // The cache hears of the revocation through NOTIFY, within milliseconds of the commit.
+    await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 1000);
     const response = await t.http.get('/api/v1/me').set(key.auth);
     expectInvalidKey(response);
     expect(response.body.message).toMatch(/revoked/i);
@@ -57,7 +60,9 @@ describe('authentication', () => {
 
   it('rejects an orphaned key with its own message and the same code', async () => {
     const key = await createTenant(t.ctx.db);
+    expect((await t.http.get('/api/v1/me').set(key.auth)).status).toBe(200);
     await deleteUser(t.ctx.db, key.userId);
+    await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 1000);
     const orphaned = await t.http.get('/api/v1/me').set(key.auth);
     expectInvalidKey(orphaned);
     const revoked = await t.http.get('/api/v1/me').set('Authorization', 'Bearer not-a-key');

@@ -9,7 +9,6 @@ export function findKeyForAuthentication(db: Executor, prefix: string) {
     .select([
       'k.id', 'k.workspace_id', 'k.user_id', 'k.name', 'k.prefix', 'k.token_hash', 'k.scopes',
       'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'w.name as workspace_name',
-      sql<boolean>`k.expires_at IS NOT NULL AND k.expires_at <= now()`.as('expired'),
     ])
     .executeTakeFirst();
 }

@@ -50,7 +50,7 @@ export function createApp(ctx: AppContext): express.Express {
   app.get('/docs/redoc.standalone.js', (_req, res) => { res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js')); });
 
   // Check order per route: authenticate, rate limit, scope, parse and validate the body, handler.
-  const auth = authenticate(ctx.db, ctx.config.DOCUMENTATION_URL);
+  const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.config.DOCUMENTATION_URL);
   const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE);
   // PostgreSQL refuses NUL characters in text and jsonb: strip them so hostile input
   // cannot turn into a 500.

@@ -2,6 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import type { components } from '../../generated/api.js';
 import { findKeyForAuthentication, touchLastUsed } from '../api-keys/repository.js';
 import { parseToken, tokenMatches } from '../api-keys/tokens.js';
+import type { ApiKeyCache } from '../api-keys/key-cache.js';
 import type { Db } from '../db/connect.js';
 import { ApiError } from './errors.js';
 
@@ -33,7 +34,9 @@ export function authOf(req: Request): AuthContext {
 
 const LAST_USED_WRITE_INTERVAL_SECONDS = 60;
 
-export function authenticate(db: Db, documentationUrl: string): RequestHandler {
+export type AuthenticationRow = NonNullable<Awaited<ReturnType<typeof findKeyForAuthentication>>>;
+
+export function authenticate(db: Db, cache: ApiKeyCache<AuthenticationRow>, documentationUrl: string): RequestHandler {
   const reject = (message: string) => new ApiError(401, { error: 'invalid_api_key', message, documentation_url: documentationUrl });
   // Per process, so a busy key costs one UPDATE a minute instead of one per request.
   const lastWrite = new Map<number, number>();
@@ -47,18 +50,25 @@ export function authenticate(db: Db, documentationUrl: string): RequestHandler {
     const parsed = parseToken(token);
     if (!parsed) throw reject('The API key is malformed.');
 
-    const key = await findKeyForAuthentication(db, parsed.prefix);
+    let key = cache.get(parsed.prefix);
+    if (!key) {
+      const version = cache.version;
+      key = await findKeyForAuthentication(db, parsed.prefix);
+      if (key) cache.set(parsed.prefix, key, version);
+    }
     if (!key || !tokenMatches(token, key.token_hash)) throw reject('The API key is invalid.');
     if (key.revoked_at !== null) throw reject('The API key has been revoked.');
-    if (key.expired) throw reject('The API key has expired.');
+    if (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now()) throw reject('The API key has expired.');
     if (key.user_id === null) throw reject('The API key is orphaned: the user who created it no longer exists. Create a new key.');
 
-    let lastUsedAt = key.last_used_at;
     const now = Date.now();
     if ((lastWrite.get(key.id) ?? 0) < now - LAST_USED_WRITE_INTERVAL_SECONDS * 1000) {
       lastWrite.set(key.id, now);
       const touched = await touchLastUsed(db, key.id, LAST_USED_WRITE_INTERVAL_SECONDS);
-      if (touched) lastUsedAt = touched.last_used_at;
+      if (touched) {
+        key = { ...key, last_used_at: touched.last_used_at };
+        cache.update(parsed.prefix, (cached) => ({ ...cached, last_used_at: touched.last_used_at }));
+      }
     }
 
     req.auth = {
@@ -69,7 +79,7 @@ export function authenticate(db: Db, documentationUrl: string): RequestHandler {
       prefix: key.prefix,
       scopes: key.scopes as Scope[],
       expiresAt: key.expires_at,
-      lastUsedAt,
+      lastUsedAt: key.last_used_at,
     };
     next();
   };

@@ -41,6 +41,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     CREATE INDEX api_keys_workspace_idx ON api_keys (workspace_id);
 
+    -- API processes cache authenticated keys; this tells them at once when a key changes
+    -- (revoked, expiry moved, creator deleted: user_id set to NULL by the foreign key).
+    CREATE FUNCTION notify_api_key_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM pg_notify('api_key_changed', COALESCE(NEW.prefix, OLD.prefix));
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER api_keys_changed
+      AFTER UPDATE OF revoked_at, expires_at, user_id, scopes, name, workspace_id OR DELETE ON api_keys
+      FOR EACH ROW EXECUTE FUNCTION notify_api_key_changed();
+
     CREATE TABLE tags (
       id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       workspace_id bigint NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
@@ -161,5 +172,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     DROP TABLE outbox, idempotency_records, lead_tags, lead_identities, leads,
       company_tags, companies, tags, api_keys, users, workspaces;
+    DROP FUNCTION notify_api_key_changed();
   `.execute(db);
 }
