@@ -190,7 +190,7 @@ export interface components {
          */
         PhoneNumber: string;
         /**
-         * @description The person's full name.
+         * @description The person's full name (not blank).
          * @example Jane Doe
          */
         LeadName: string;
@@ -797,10 +797,10 @@ export interface components {
         /**
          * @description Makes a retried call replay its stored answer instead of running again.
          *     Any non-empty string up to 255 characters; its format is not checked (a
-         *     UUID is a good choice). A longer key gives `400 invalid_idempotency_key`,
-         *     but only after the body validated (a malformed body gets the `422`).
-         *     Scoped to the API key; the whole body is fingerprinted; only answers
-         *     below 400 are stored, for 24 hours.
+         *     UUID is a good choice). An empty or longer key gives
+         *     `400 invalid_idempotency_key`, but only after the body validated (a
+         *     malformed body gets the `422`). Scoped to the API key; the whole body is
+         *     fingerprinted; only answers below 400 are stored, for 24 hours.
          * @example 0b6f3c1e-8a52-4d7e-9f41-2c7d5a9e8b13
          */
         IdempotencyKey: string;
@@ -913,10 +913,10 @@ export interface operations {
                 /**
                  * @description Makes a retried call replay its stored answer instead of running again.
                  *     Any non-empty string up to 255 characters; its format is not checked (a
-                 *     UUID is a good choice). A longer key gives `400 invalid_idempotency_key`,
-                 *     but only after the body validated (a malformed body gets the `422`).
-                 *     Scoped to the API key; the whole body is fingerprinted; only answers
-                 *     below 400 are stored, for 24 hours.
+                 *     UUID is a good choice). An empty or longer key gives
+                 *     `400 invalid_idempotency_key`, but only after the body validated (a
+                 *     malformed body gets the `422`). Scoped to the API key; the whole body is
+                 *     fingerprinted; only answers below 400 are stored, for 24 hours.
                  * @example 0b6f3c1e-8a52-4d7e-9f41-2c7d5a9e8b13
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -975,10 +975,10 @@ export interface operations {
                 /**
                  * @description Makes a retried call replay its stored answer instead of running again.
                  *     Any non-empty string up to 255 characters; its format is not checked (a
-                 *     UUID is a good choice). A longer key gives `400 invalid_idempotency_key`,
-                 *     but only after the body validated (a malformed body gets the `422`).
-                 *     Scoped to the API key; the whole body is fingerprinted; only answers
-                 *     below 400 are stored, for 24 hours.
+                 *     UUID is a good choice). An empty or longer key gives
+                 *     `400 invalid_idempotency_key`, but only after the body validated (a
+                 *     malformed body gets the `422`). Scoped to the API key; the whole body is
+                 *     fingerprinted; only answers below 400 are stored, for 24 hours.
                  * @example 0b6f3c1e-8a52-4d7e-9f41-2c7d5a9e8b13
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];

@@ -41,7 +41,8 @@ function messageFor(field: string, error: ValidatorError): string {
     case 'maxLength':
       return `The ${name} field must not be greater than ${/(\d+)/.exec(raw)?.[1] ?? 'the allowed number of'} characters.`;
     case 'minLength':
-      return `The ${name} field must not be empty.`;
+    case 'pattern':
+      return `The ${name} field must not be blank.`;
     case 'maxItems':
       return `The ${name} field must not have more than ${/(\d+)/.exec(raw)?.[1] ?? 'the allowed number of'} items.`;
     case 'minItems':

@@ -19,9 +19,9 @@ export interface IdempotencyScope {
   fingerprint: string;
 }
 
-/** 400 for an over-long key: checked only after the body validated (spec check order). */
+/** 400 for an empty or over-long key: checked only after the body validated (spec check order). */
 export function checkIdempotencyKey(key: string | undefined): void {
-  if (key !== undefined && key.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
+  if (key !== undefined && (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_LENGTH)) {
     throw new ApiError(400, {
       error: 'invalid_idempotency_key',
       message: `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`,

@@ -59,6 +59,7 @@ describe('POST /leads validation (422)', () => {
       [{ links: [{ type: 'myspace', url: 'https://myspace.com/x' }] }, 'links.0.type'],
       [{ on_duplicate: 'merge' }, 'on_duplicate'],
       [{ name: 'x'.repeat(256) }, 'name'],
+      [{ name: '   ' }, 'name'],
       [{ emails: Array.from({ length: 11 }, (_, i) => `e${i}@acme.test`) }, 'emails'],
       [{ phones: Array.from({ length: 11 }, (_, i) => `+1 555 000 10${10 + i}`) }, 'phones'],
       [{ tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, 'tags'],

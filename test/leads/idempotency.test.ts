@@ -92,10 +92,12 @@ describe('Idempotency-Key on POST /leads', () => {
     expect((await post('/api/v1/leads', person(), fixKey)).status).toBe(201);
   });
 
-  it('rejects keys over 255 characters with 400 and accepts exactly 255', async () => {
-    const tooLong = await post('/api/v1/leads', person(), 'x'.repeat(256));
-    expect(tooLong.status).toBe(400);
-    expect(tooLong.body.error).toBe('invalid_idempotency_key');
+  it('rejects empty keys and keys over 255 characters with 400, and accepts exactly 255', async () => {
+    for (const invalid of ['', 'x'.repeat(256)]) {
+      const response = await post('/api/v1/leads', person(), invalid);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: 'invalid_idempotency_key', message: expect.any(String) });
+    }
     expect((await post('/api/v1/leads', person(), `${'y'.repeat(250)}${++sequence}`.slice(-255))).status).toBe(201);
   });
 
