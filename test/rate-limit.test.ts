@@ -51,6 +51,38 @@ function describeLimiter(label: string, options: { redis: boolean }) {
 
 describeLimiter('in-process store', { redis: false });
 
+describe('rate limit configuration and degraded Redis', () => {
+  it('reports and enforces a configured RATE_LIMIT_PER_MINUTE', async () => {
+    const t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
+    try {
+      const tenant = await createTenant(t.ctx.db);
+      const me = await t.http.get('/api/v1/me').set(tenant.auth);
+      expect(me.body.data.rate_limit.requests_per_minute).toBe(3);
+      await t.http.get('/api/v1/me').set(tenant.auth);
+      await t.http.get('/api/v1/me').set(tenant.auth);
+      expect((await t.http.get('/api/v1/me').set(tenant.auth)).status).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('keeps answering and keeps limiting, per process, while Redis is unreachable', async () => {
+    // Nothing listens on port 1: every Redis command fails at once.
+    const t = await startTestApp({ env: { REDIS_URL: 'redis://127.0.0.1:1', RATE_LIMIT_PER_MINUTE: '5' } });
+    try {
+      const tenant = await createTenant(t.ctx.db);
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i += 1) statuses.push((await t.http.get('/api/v1/me').set(tenant.auth)).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      const ready = await t.http.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body).toMatchObject({ database: 'ok', redis: 'unreachable' });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 const redisAvailable = readTestEnvironment().redisUrl !== null;
 if (redisAvailable) {
   describeLimiter('Redis store', { redis: true });
