@@ -1,41 +1,32 @@
 import { sql } from 'kysely';
+import type { components } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import type { LinkRow, LocationRow } from '../db/schema.js';
 
-export interface TagJson { id: number; name: string; color: string | null; active: boolean }
+type Lead = components['schemas']['Lead'];
+type Company = components['schemas']['Company'];
+type Tag = components['schemas']['Tag'];
 
-export interface CompanyJson {
+/** A stored tag: the API's Tag with an id that is never null. */
+export type TagJson = Omit<Tag, 'id'> & { id: number };
+
+/** The company as stored: links not yet split into website / linkedin_url. */
+export type CompanyJson = Omit<Company, 'id' | 'website' | 'linkedin_url' | 'status' | 'tags'> & {
   id: number;
-  name: string | null;
-  industry: string | null;
-  size: string | null;
-  description: string | null;
   status: string;
   links: LinkRow[];
   tags: TagJson[];
-  created_at: string;
-}
+};
 
-export interface LeadRecord {
+/** The lead as stored: every location (the API shows the first), the company row as JSON. */
+export type LeadRecord = Omit<Lead, 'id' | 'stage' | 'links' | 'location' | 'tags' | 'company'> & {
   id: number;
-  name: string;
-  job_title: string | null;
-  description: string | null;
-  gender: string | null;
-  language: string | null;
-  decision_maker: boolean;
   stage: string;
-  source: string;
-  emails: string[];
-  phones: string[];
   links: LinkRow[];
   locations: LocationRow[];
-  custom_fields: Record<string, string>;
-  created_at: string;
-  updated_at: string;
   tags: TagJson[];
   company: CompanyJson | null;
-}
+};
 
 const tagsOf = (joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: ReturnType<typeof sql.ref>) => sql`
   coalesce((
