@@ -90,9 +90,11 @@ describe('GET /leads/{id}', () => {
     }
   });
 
-  it('answers ids beyond any stored one with not_found', async () => {
-    const response = await t.http.get('/api/v1/leads/99999999999999999999').set(tenant.auth);
-    expect(response.status).toBe(404);
-    expect(response.body.error).toBe('not_found');
+  it('answers numeric ids that no lead can have with not_found', async () => {
+    for (const id of ['0', '99999999999999999999']) {
+      const response = await t.http.get(`/api/v1/leads/${id}`).set(tenant.auth);
+      expect(response.status).toBe(404);
+      expect(response.body.error).toBe('not_found');
+    }
   });
 });

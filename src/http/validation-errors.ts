@@ -57,6 +57,8 @@ function messageFor(field: string, error: ValidatorError): string {
       return `The ${name} field is not allowed.`;
     case 'minimum':
       return `The ${name} field must be at least ${/(\d+)/.exec(raw)?.[1] ?? 'the minimum'}.`;
+    case 'maximum':
+      return `The ${name} field must not be greater than ${/(\d+)/.exec(raw)?.[1] ?? 'the maximum'}.`;
     default:
       return `The ${name} field ${raw.replace(/^must/, 'must')}.`;
   }
@@ -79,7 +81,7 @@ export function validationErrorsFromValidator(rawErrors: unknown[]): MappedValid
 
   for (const error of errors) {
     const { location, field: rawField } = fieldKey(error.path ?? '');
-    if (location === 'path') return { kind: 'path' };
+    if (location === 'params') return { kind: 'path' };
     let field = rawField;
     const keyword = keywordOf(error);
     if (keyword === 'additionalProperties') {

@@ -68,6 +68,8 @@ describe('POST /leads validation (422)', () => {
       [{ custom_fields: Object.fromEntries(Array.from({ length: 26 }, (_, i) => [`k${i}`, 'v'])) }, 'custom_fields'],
       [{ company: { emails: Array.from({ length: 11 }, (_, i) => `c${i}@acme.test`) } }, 'company.emails'],
       [{ company: { id: 'seven' } }, 'company.id'],
+      [{ company: { id: 1e30 } }, 'company.id'],
+      [{ tag_ids: [99999999999999999999] }, 'tag_ids.0'],
       [{ company: { website: 'nope' } }, 'company.website'],
       [{ description: 'x'.repeat(10001) }, 'description'],
       [{ favourite_colour: 'blue' }, 'favourite_colour'],
