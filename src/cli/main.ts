@@ -3,6 +3,7 @@ import { ConfigError } from '../config.js';
 import { CliError } from './cli-error.js';
 import { withCliContext, type CliContext } from './cli-context.js';
 import { registerCoreCommands } from './commands/core.js';
+import { registerOutboundCommands } from './commands/outbound.js';
 
 export type CliAction = (ctx: CliContext) => Promise<unknown>;
 
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
     .configureOutput({ writeErr: () => {}, writeOut: (text) => process.stderr.write(text) })
     .showHelpAfterError(false);
   registerCoreCommands(program, run);
+  registerOutboundCommands(program, run);
   return program;
 }
 

@@ -17,14 +17,14 @@ export interface LocationRow {
   zip_code: string | null;
 }
 
-export interface WorkspacesTable { id: Generated<number>; name: string; created_at: Generated<Timestamp> }
+export interface WorkspacesTable { id: Generated<number>; name: string; created_at: Timestamp }
 
 export interface UsersTable {
   id: Generated<number>;
   workspace_id: number;
   email: string;
   role: 'admin' | 'member';
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface ApiKeysTable {
@@ -38,7 +38,7 @@ export interface ApiKeysTable {
   expires_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
   last_used_at: NullableTimestamp;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface TagsTable {
@@ -47,7 +47,7 @@ export interface TagsTable {
   name: string;
   color: string | null;
   active: Generated<boolean>;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export type CompanyStatus = 'pending' | 'analyzed' | 'failed' | 'not_analyzed';
@@ -65,11 +65,11 @@ export interface CompaniesTable {
   emails: Generated<string[]>;
   phones: Generated<string[]>;
   locations: JsonWithDefault<LocationRow[]>;
-  created_at: Generated<Timestamp>;
-  updated_at: Generated<Timestamp>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
-export interface CompanyTagsTable { company_id: number; tag_id: number; created_at: Generated<Timestamp> }
+export interface CompanyTagsTable { company_id: number; tag_id: number; created_at: Timestamp }
 
 export interface LeadsTable {
   id: Generated<number>;
@@ -91,15 +91,15 @@ export interface LeadsTable {
   custom_fields: JsonWithDefault<Record<string, string>>;
   crm_record_id: string | null;
   analyzed_at: NullableTimestamp;
-  created_at: Generated<Timestamp>;
-  updated_at: Generated<Timestamp>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export type IdentityKind = 'email' | 'linkedin' | 'phone';
 
 export interface LeadIdentitiesTable { workspace_id: number; kind: IdentityKind; value: string; lead_id: number }
 
-export interface LeadTagsTable { lead_id: number; tag_id: number; created_at: Generated<Timestamp> }
+export interface LeadTagsTable { lead_id: number; tag_id: number; created_at: Timestamp }
 
 export interface IdempotencyRecordsTable {
   api_key_id: number;
@@ -107,7 +107,7 @@ export interface IdempotencyRecordsTable {
   fingerprint: string;
   status_code: number | null;
   response_body: Json<unknown> | null;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
 }
 
 export interface OutboxTable {
@@ -116,12 +116,100 @@ export interface OutboxTable {
   topic: string;
   payload: Json<Record<string, unknown>>;
   attempts: Generated<number>;
-  available_at: Generated<Timestamp>;
+  available_at: Timestamp;
   locked_until: NullableTimestamp;
   locked_by: string | null;
   processed_at: NullableTimestamp;
   last_error: string | null;
-  created_at: Generated<Timestamp>;
+  created_at: Timestamp;
+}
+
+export type WebhookMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type BodyFormat = 'json' | 'form';
+export type ConnectorAuth =
+  | { type: 'none' }
+  | { type: 'bearer'; token: string }
+  | { type: 'header'; name: string; value: string }
+  | { type: 'basic'; username: string; password: string };
+export interface FieldMapping { attribute: string; key: string }
+export interface KeyValue { key: string; value: string }
+
+export interface ConnectorsTable {
+  id: Generated<number>;
+  workspace_id: number;
+  kind: Generated<'webhook'>;
+  url: string;
+  method: WebhookMethod;
+  format: BodyFormat;
+  auth: JsonWithDefault<ConnectorAuth>;
+  mapping: JsonWithDefault<FieldMapping[]>;
+  fields: JsonWithDefault<KeyValue[]>;
+  headers: JsonWithDefault<KeyValue[]>;
+  auto_push: Generated<boolean>;
+  signing_secret: string;
+  deleted_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export type WorkflowTrigger = 'lead_created' | 'tag_added';
+export type WorkflowBlock =
+  | { endpoint: 'connector'; connector_id: number; fields: KeyValue[] }
+  | { endpoint: 'url'; url: string; method: WebhookMethod; format: BodyFormat; headers: KeyValue[]; fields: KeyValue[] };
+
+export interface WorkflowsTable {
+  id: Generated<number>;
+  workspace_id: number;
+  trigger: WorkflowTrigger;
+  tag_id: number | null;
+  block: Json<WorkflowBlock>;
+  signing_secret: string;
+  active: Generated<boolean>;
+  created_at: Timestamp;
+}
+
+export type DeliveryEvent = 'lead' | 'workflow' | 'test';
+export type DeliverySender = 'connector_push' | 'saved_connector' | 'custom_url' | 'test';
+export type DeliveryBranch = 'pending' | 'Delivered' | 'Failed';
+export interface HeaderRow { name: string; value: string }
+
+export interface DeliveriesTable {
+  id: Generated<number>;
+  workspace_id: number;
+  event: DeliveryEvent;
+  sender: DeliverySender;
+  trigger: string;
+  connector_id: number | null;
+  workflow_id: number | null;
+  lead_id: number | null;
+  outbox_id: number | null;
+  message_id: string;
+  url: string;
+  method: string;
+  headers: JsonWithDefault<HeaderRow[]>;
+  body: string | null;
+  content_type: string | null;
+  signing_secret: string | null;
+  max_attempts: number;
+  attempts: Generated<number>;
+  branch: Generated<DeliveryBranch>;
+  status_code: number | null;
+  error: string | null;
+  reply: string | null;
+  next_attempt_at: Timestamp;
+  locked_until: NullableTimestamp;
+  locked_by: string | null;
+  created_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface DeliveryAttemptsTable {
+  delivery_id: number;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  reply: string | null;
+  duration_ms: number;
+  created_at: Timestamp;
 }
 
 export interface Database {
@@ -136,6 +224,10 @@ export interface Database {
   lead_tags: LeadTagsTable;
   idempotency_records: IdempotencyRecordsTable;
   outbox: OutboxTable;
+  connectors: ConnectorsTable;
+  workflows: WorkflowsTable;
+  deliveries: DeliveriesTable;
+  delivery_attempts: DeliveryAttemptsTable;
 }
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
@@ -143,3 +235,7 @@ export type TagRow = Selectable<TagsTable>;
 export type NewLead = Insertable<LeadsTable>;
 export type LeadUpdate = Updateable<LeadsTable>;
 export type CompanyRow = Selectable<CompaniesTable>;
+export type ConnectorRow = Selectable<ConnectorsTable>;
+export type WorkflowRow = Selectable<WorkflowsTable>;
+export type DeliveryRow = Selectable<DeliveriesTable>;
+export type NewDelivery = Insertable<DeliveriesTable>;

@@ -1,0 +1,124 @@
+import { sql } from 'kysely';
+import type { Executor } from '../db/connect.js';
+import type { DeliveryBranch, DeliveryRow, NewDelivery } from '../db/schema.js';
+
+const INSERT_CHUNK = 500;
+
+export async function insertDeliveries(db: Executor, rows: readonly NewDelivery[]): Promise<number[]> {
+  const ids: number[] = [];
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+    const inserted = await db.insertInto('deliveries').values(rows.slice(start, start + INSERT_CHUNK))
+      .onConflict((conflict) => conflict.columns(['outbox_id', 'workflow_id']).where('outbox_id', 'is not', null).where('workflow_id', 'is not', null).doNothing())
+      .returning('id').execute();
+    ids.push(...inserted.map((row) => row.id));
+  }
+  return ids;
+}
+
+/**
+ * Claims due deliveries for this worker under a lease and commits the claim at once, so
+ * no transaction stays open across HTTP. SKIP LOCKED lets several workers claim side by
+ * side; a claim whose lease ran out (its worker died) is claimable again.
+ */
+export async function claimDueDeliveries(db: Executor, workerId: string, limit: number, leaseMs: number, onlyId?: number): Promise<DeliveryRow[]> {
+  const result = await sql<DeliveryRow>`
+    UPDATE deliveries AS d
+    SET locked_by = ${workerId}, locked_until = now() + make_interval(secs => ${leaseMs / 1000})
+    FROM (
+      SELECT id FROM deliveries
+      WHERE branch = 'pending' AND next_attempt_at <= now()
+        AND (locked_until IS NULL OR locked_until < now())
+        ${onlyId === undefined ? sql`` : sql`AND id = ${onlyId}`}
+      ORDER BY next_attempt_at, id
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ) AS due
+    WHERE d.id = due.id
+    RETURNING d.*
+  `.execute(db);
+  return result.rows;
+}
+
+export interface AttemptOutcome {
+  deliveryId: number;
+  attempt: number;
+  statusCode: number | null;
+  error: string | null;
+  reply: string | null;
+  durationMs: number;
+  /** pending: retry at nextAttemptAt. */
+  branch: DeliveryBranch;
+  nextAttemptAt: Date | null;
+  /** Connector push: the receiver's record id, stored on the lead. */
+  crmRecord: { leadId: number; recordId: string } | null;
+}
+
+/**
+ * Records one attempt and its consequence in one statement, only while this worker still
+ * holds the claim: a worker whose lease ran out cannot overwrite the one that took over.
+ */
+export async function recordAttempt(db: Executor, workerId: string, outcome: AttemptOutcome): Promise<boolean> {
+  const finished = outcome.branch !== 'pending';
+  const result = await sql<{ id: number }>`
+    WITH updated AS (
+      UPDATE deliveries SET
+        attempts = ${outcome.attempt},
+        branch = ${outcome.branch},
+        status_code = ${outcome.statusCode},
+        error = ${outcome.error},
+        reply = ${outcome.reply},
+        next_attempt_at = coalesce(${outcome.nextAttemptAt}::timestamptz, next_attempt_at),
+        locked_by = NULL,
+        locked_until = NULL,
+        finished_at = ${finished ? sql`now()` : sql`NULL`}
+      WHERE id = ${outcome.deliveryId} AND locked_by = ${workerId} AND branch = 'pending'
+      RETURNING id
+    ), attempt AS (
+      INSERT INTO delivery_attempts (delivery_id, attempt, status_code, error, reply, duration_ms)
+      SELECT id, ${outcome.attempt}, ${outcome.statusCode}, ${outcome.error}, ${outcome.reply}, ${outcome.durationMs} FROM updated
+      ON CONFLICT DO NOTHING
+    ), synced AS (
+      UPDATE leads SET crm_record_id = ${outcome.crmRecord?.recordId ?? null}
+      WHERE ${outcome.crmRecord ? sql`id = ${outcome.crmRecord.leadId}` : sql`false`} AND EXISTS (SELECT 1 FROM updated)
+    )
+    SELECT id FROM updated
+  `.execute(db);
+  return result.rows.length > 0;
+}
+
+/** Gives back claims this worker holds (shutdown): another worker may take them at once. */
+export async function releaseDeliveryClaims(db: Executor, workerId: string): Promise<void> {
+  await db.updateTable('deliveries').set({ locked_by: null, locked_until: null })
+    .where('locked_by', '=', workerId).where('branch', '=', 'pending').execute();
+}
+
+export interface DeliveryListItem {
+  id: number;
+  event: string;
+  sender: string;
+  trigger: string;
+  lead_id: number | null;
+  connector_id: number | null;
+  workflow_id: number | null;
+  message_id: string;
+  method: string;
+  url: string;
+  attempts: number;
+  branch: DeliveryBranch;
+  status_code: number | null;
+  error: string | null;
+  reply: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
+export async function listDeliveries(db: Executor, workspaceId: number, leadId?: number): Promise<DeliveryListItem[]> {
+  let query = db.selectFrom('deliveries')
+    .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'attempts', 'branch',
+      'status_code', 'error', 'reply', 'next_attempt_at', 'created_at', 'finished_at'])
+    .where('workspace_id', '=', workspaceId);
+  if (leadId !== undefined) query = query.where('lead_id', '=', leadId);
+  const rows = await query.orderBy('id').execute();
+  return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
+}

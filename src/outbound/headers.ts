@@ -1,0 +1,37 @@
+import type { ConnectorAuth, HeaderRow, KeyValue } from '../db/schema.js';
+import { MAX_HEADERS } from './payload.js';
+
+// RFC 9110 field-name token.
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Framing headers are the HTTP client's business; the signature headers are ours.
+const RESERVED = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
+const MAX_VALUE_LENGTH = 8192;
+
+const cleanValue = (value: string) => value.replace(/[\r\n\0]/g, '').slice(0, MAX_VALUE_LENGTH);
+
+/** Drops reserved and invalid names, removes line breaks from values; extra rows past the cap are dropped. */
+export function sanitizeHeaders(rows: readonly KeyValue[]): HeaderRow[] {
+  return rows.slice(0, MAX_HEADERS)
+    .map(({ key, value }) => ({ name: key.trim(), value: cleanValue(String(value)) }))
+    .filter(({ name }) => HEADER_NAME.test(name) && !RESERVED.has(name.toLowerCase()));
+}
+
+export function authHeaders(auth: ConnectorAuth): HeaderRow[] {
+  switch (auth.type) {
+    case 'bearer':
+      return [{ name: 'Authorization', value: cleanValue(`Bearer ${auth.token}`) }];
+    case 'basic':
+      return [{ name: 'Authorization', value: `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString('base64')}` }];
+    case 'header':
+      return sanitizeHeaders([{ key: auth.name, value: auth.value }]);
+    default:
+      return [];
+  }
+}
+
+/** Later rows replace earlier ones of the same name (case-insensitive). */
+export function mergeHeaders(...groups: HeaderRow[][]): Record<string, string> {
+  const merged = new Map<string, HeaderRow>();
+  for (const row of groups.flat()) merged.set(row.name.toLowerCase(), row);
+  return Object.fromEntries([...merged.values()].map(({ name, value }) => [name, value]));
+}
