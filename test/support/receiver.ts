@@ -26,6 +26,8 @@ export interface Receiver {
   /** Replies used in order for the next requests; afterwards `fallback`. */
   queue(...replies: Reply[]): void;
   fallback: Reply;
+  /** Fixed replies by path, ahead of the queue. */
+  routes: Record<string, Reply>;
   reset(): void;
   close(): Promise<void>;
 }
@@ -36,6 +38,7 @@ export async function startReceiver(): Promise<Receiver> {
   const receiver = {
     requests: [] as ReceivedRequest[],
     fallback: { status: 200, body: '{"ok":true}', headers: { 'content-type': 'application/json' } } as Reply,
+    routes: {},
   } as Receiver;
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -43,7 +46,7 @@ export async function startReceiver(): Promise<Receiver> {
     request.on('end', () => {
       const [path, query = ''] = (request.url ?? '/').split(/\?(.*)/s, 2) as [string, string?];
       receiver.requests.push({ method: request.method ?? '', path, query, headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
-      const reply = queued.shift() ?? receiver.fallback;
+      const reply = receiver.routes[path] ?? queued.shift() ?? receiver.fallback;
       const send = () => {
         if (response.destroyed) return;
         response.writeHead(reply.status, reply.headers ?? {});
@@ -61,7 +64,7 @@ export async function startReceiver(): Promise<Receiver> {
     port,
     url: `http://127.0.0.1:${port}`,
     queue: (...replies: Reply[]) => { queued.push(...replies); },
-    reset: () => { queued.length = 0; receiver.requests.length = 0; },
+    reset: () => { queued.length = 0; receiver.requests.length = 0; receiver.routes = {}; },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

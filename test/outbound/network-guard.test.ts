@@ -1,0 +1,59 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkUrlShape, refusalFor, RefusedDestination } from '../../src/outbound/network-guard.js';
+import { retryDelayMs } from '../../src/outbound/attempt.js';
+import { extractMetadata } from '../../src/outbound/website-analysis.js';
+
+describe('address checks', () => {
+  it.each([
+    '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.10.10', '100.64.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1', '198.18.0.1',
+    '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1',
+    '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '64:ff9b::7f00:1', '2002:7f00:1::', '2002:c0a8:101::1', '2001:0:4136:e378:8000:63bf:f5ff:fffe',
+  ])('refuses %s by default and allows it with the switch', (address) => {
+    expect(refusalFor(address, false)).toMatch(/private, loopback, link-local or reserved/);
+    expect(refusalFor(address, true)).toBeNull();
+  });
+
+  it.each(['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])('allows the public address %s', (address) => {
+    expect(refusalFor(address, false)).toBeNull();
+  });
+
+  it.each(['169.254.169.254', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '64:ff9b::a9fe:a9fe', 'fd00:ec2::254'])('always refuses the metadata address %s', (address) => {
+    expect(refusalFor(address, true)).toMatch(/metadata/);
+  });
+});
+
+describe('URL shape', () => {
+  it.each([
+    ['', /empty/], ['not a url', /not a valid URL/], ['ftp://example.com/', /http and https/], ['javascript:alert(1)', /http and https/],
+    ['http://user:pw@example.com/', /Credentials/], ['https://user@example.com/', /Credentials/],
+    ['http://metadata.google.internal/', /metadata/], ['http://METADATA.google.internal./x', /metadata/],
+  ])('refuses %j', (url, message) => {
+    expect(() => checkUrlShape(url)).toThrow(RefusedDestination);
+    expect(() => checkUrlShape(url)).toThrow(message);
+  });
+
+  it('normalizes numeric IPv4 forms so they are checked as addresses', () => {
+    expect(checkUrlShape('http://2852039166/').hostname).toBe('169.254.169.254');
+    expect(checkUrlShape('http://0x7f.1/').hostname).toBe('127.0.0.1');
+  });
+});
+
+describe('retry schedule', () => {
+  it('grows exponentially with jitter between half and all of the backoff, and honours Retry-After', () => {
+    expect(retryDelayMs(1000, 1, null, () => 0)).toBe(500);
+    expect(retryDelayMs(1000, 1, null, () => 1)).toBe(1000);
+    expect(retryDelayMs(1000, 3, null, () => 1)).toBe(4000);
+    expect(retryDelayMs(1000, 1, 60_000, () => 0.5)).toBe(60_000);
+    expect(retryDelayMs(1000, 40, null, () => 1)).toBe(24 * 60 * 60 * 1000);
+  });
+});
+
+describe('website metadata', () => {
+  it('reads the title and the meta description, falling back to Open Graph', () => {
+    expect(extractMetadata('<html><head><title> Acme &amp; Co \n</title><meta name="Description" content="We make anvils."></head></html>'))
+      .toEqual({ title: 'Acme & Co', description: 'We make anvils.' });
+    expect(extractMetadata('<head><meta property="og:title" content="Acme"><meta property="og:description" content="Anvils, fast."></head>'))
+      .toEqual({ title: 'Acme', description: 'Anvils, fast.' });
+    expect(extractMetadata('not html at all')).toEqual({ title: null, description: null });
+  });
+});
