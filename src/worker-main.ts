@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from './config.js';
-import { createContext } from './context.js';
+import { createDb, createPool } from './db/connect.js';
 import { startEmbeddedDatabase } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createLogger } from './logger.js';
@@ -10,16 +10,17 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT });
-  const ctx = await createContext(config, { databaseUrl: config.DATABASE_URL ?? embedded!.url, logger });
-  await migrateToLatest(ctx.db);
-  const worker = startWorker(ctx);
+  // The worker needs only the database: no Redis, no API key cache.
+  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, config.DATABASE_POOL_SIZE));
+  await migrateToLatest(db);
+  const worker = startWorker({ config, db, logger });
   logger.info('worker started');
   let stopping = false;
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
     await worker.stop();
-    await ctx.close();
+    await db.destroy();
     await embedded?.stop();
     process.exit(0);
   };
