@@ -1,0 +1,205 @@
+// `npm run bench [-- --smoke] [--duration S] [--warmup S] [--connections N]`
+//
+// Starts the real service against the PostgreSQL and Redis it is given (DATABASE_URL names
+// the server; a fresh database is created on it and dropped afterwards), seeds a workspace,
+// and drives each scenario with autocannon from a separate process, next to two bare
+// express baselines under the same load. Prints a table and writes bench/results.json.
+// Targets are reported, not asserted: the exit code is non-zero only when something broke
+// (a crash, errors or non-2xx answers, lost deliveries).
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { runDeliveryScenario, type DeliveryResult } from './bench/delivery.js';
+import type { LoadResult, Workload } from './bench/load.js';
+import {
+  adminQuery, databaseUrl, freePort, killAllChildren, ROOT, RssSampler, runCli, runLoad, seedLeads, spawnChild, spawnTsx, stopChild, waitForHttp,
+} from './bench/support.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    connections: { type: 'string' },
+  },
+});
+const smoke = flags.smoke!;
+const durationSeconds = Number(flags.duration ?? (smoke ? 1 : 15));
+const warmupSeconds = Number(flags.warmup ?? (smoke ? 0 : 5));
+const connections = Number(flags.connections ?? 32);
+const largeWorkspaceLeads = smoke ? 1_000 : 1_000_000;
+const deliveryEvents = smoke ? 200 : 10_000;
+const INITIAL_LEADS = 1_000;
+
+const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const benchDatabase = `lead_intake_bench_${Date.now()}`;
+const benchUrl = databaseUrl(adminUrl, benchDatabase);
+const runId = Date.now().toString(36);
+
+interface ScenarioResult extends LoadResult {
+  name: string;
+  serverPeakRssBytes: number;
+  leadsPerSecond?: number;
+}
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+
+async function measure(name: string, url: string, token: string | null, workload: Workload, rssPid: number | null): Promise<ScenarioResult> {
+  // A 100-lead batch takes longer than a one-second smoke window at this concurrency.
+  const duration = workload.kind === 'new-batch' ? Math.max(durationSeconds, 3) : durationSeconds;
+  log(`${name}: ${warmupSeconds}s warm-up + ${duration}s at ${connections} connections`);
+  const rss = new RssSampler(() => (rssPid ? [rssPid] : [])).start();
+  const result = await runLoad({ url, token, connections, warmupSeconds, durationSeconds: duration, workload });
+  const serverPeakRssBytes = rss.stop();
+  // Let requests still in flight when the load stopped finish before the next scenario.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  return { name, ...result, serverPeakRssBytes };
+}
+
+async function withBaseline<T>(mode: 'constant' | 'insert', work: (url: string, pid: number) => Promise<T>): Promise<T> {
+  const port = await freePort();
+  const child = spawnTsx('scripts/bench/baseline.ts', [mode], { PORT: String(port), DATABASE_URL: benchUrl });
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/`);
+    return await work(`http://127.0.0.1:${port}`, child.pid!);
+  } finally {
+    await stopChild(child);
+  }
+}
+
+async function main(): Promise<void> {
+  log(`mode ${smoke ? 'smoke' : 'full'}; database ${benchDatabase} on ${new URL(adminUrl).host}; Redis ${redisUrl}`);
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-needed.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  await adminQuery(adminUrl, `CREATE DATABASE "${benchDatabase}"`);
+  const pool = new pg.Pool({ connectionString: benchUrl, max: 2 });
+  const port = await freePort();
+  const service = spawnChild([path.join(ROOT, 'dist', 'src', 'main.js')], {
+    DATABASE_URL: benchUrl, REDIS_URL: redisUrl, PORT: String(port), LOG_LEVEL: 'warn', WORKER: 'off', RATE_LIMIT_PER_MINUTE: '1000000000',
+  });
+  const serviceRss = new RssSampler(() => [service.pid!]).start();
+  const cleanup = async () => {
+    await stopChild(service);
+    await pool.end().catch(() => {});
+    await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${benchDatabase}" WITH (FORCE)`).catch(() => {});
+  };
+  process.once('SIGINT', () => {
+    killAllChildren();
+    void cleanup().finally(() => process.exit(130));
+  });
+
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHttp(`${base}/api/v1/me`);
+    const demo = await runCli(['demo'], { DATABASE_URL: benchUrl, LOG_LEVEL: 'warn' });
+    const token = demo.key.token as string;
+    const workspaceId = demo.workspace.id as number;
+    const seeded = await seedLeads(pool, workspaceId, 1, INITIAL_LEADS);
+    const pid = service.pid!;
+
+    const constant = await withBaseline('constant', (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
+    const insert = await withBaseline('insert', (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
+
+    const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
+    const read = await measure('2 GET /leads/{id}', base, token, { kind: 'get-random-lead', ids: { from: seeded.firstId, to: seeded.lastId } }, pid);
+    const created = await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid);
+    const updated = await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid);
+    const batch = await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid);
+    batch.leadsPerSecond = batch.requestsPerSecond * 100;
+
+    log(`seeding the workspace to ${largeWorkspaceLeads.toLocaleString('en')} leads`);
+    const seedStarted = performance.now();
+    const existing = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
+    if (existing < largeWorkspaceLeads) await seedLeads(pool, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + largeWorkspaceLeads - existing);
+    const seedSeconds = (performance.now() - seedStarted) / 1000;
+    const leadCount = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
+    log(`seeded in ${seedSeconds.toFixed(1)} s; the workspace holds ${leadCount.toLocaleString('en')} leads`);
+    const large = await measure(`6 POST /leads new person, ${leadCount.toLocaleString('en')} leads`, base, token, { kind: 'new-lead', runId: `${runId}c`, phoneBase: 4_000_000_000 }, pid);
+
+    const serverPeakRssBytes = serviceRss.stop();
+    await stopChild(service);
+
+    // The intake scenarios queued events of their own (WORKER=off left them): set them aside
+    // so the delivery scenario measures exactly its own events.
+    await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
+    log(`7 delivery: ${deliveryEvents} events, 2 workers`);
+    const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
+
+    const scenarios = [constant, insert, me, read, created, updated, batch, large];
+    report(scenarios, { constant, insert, me, created, batch, large }, delivery, serverPeakRssBytes, { leadCount, seedSeconds });
+    const broken = scenarios.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
+    if (broken.length > 0 || delivery.lost > 0 || delivery.duplicates > 0) {
+      log(`FAILED: ${[...broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`), delivery.lost || delivery.duplicates ? `delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates` : ''].filter(Boolean).join('; ')}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+function report(
+  scenarios: ScenarioResult[],
+  named: Record<'constant' | 'insert' | 'me' | 'created' | 'batch' | 'large', ScenarioResult>,
+  delivery: DeliveryResult,
+  serverPeakRssBytes: number,
+  seed: { leadCount: number; seedSeconds: number },
+): void {
+  const rows = scenarios.map((scenario) => [
+    scenario.name,
+    scenario.requestsPerSecond.toFixed(0) + (scenario.leadsPerSecond ? ` (${scenario.leadsPerSecond.toFixed(0)} leads/s)` : ''),
+    `${scenario.p50}`,
+    `${scenario.p99}`,
+    `${scenario.errors + scenario.timeouts}/${scenario.non2xx}`,
+    mb(scenario.serverPeakRssBytes),
+  ]);
+  rows.push([`7 delivery (${delivery.events} events, ${delivery.workers} workers)`, `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`, '', '', `dup ${delivery.duplicates} / lost ${delivery.lost}`, mb(delivery.workerPeakRssBytes)]);
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
+  const table = [line(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+
+  const ratio = (value: number, floor: number) => ({ value: Number(value.toFixed(2)), pass: value >= floor });
+  const targets = {
+    me_vs_constant_baseline: { ...ratio(named.me.requestsPerSecond / named.constant.requestsPerSecond, 0.6), target: '>= 0.6' },
+    new_lead_vs_insert_baseline: { ...ratio(named.created.requestsPerSecond / named.insert.requestsPerSecond, 0.5), target: '>= 0.5' },
+    new_lead_p99_ms: { value: named.created.p99, pass: named.created.p99 < 50, target: `< 50 at ${connections} connections` },
+    batch_leads_vs_single: { ...ratio((named.batch.leadsPerSecond ?? 0) / named.created.requestsPerSecond, 10), target: '>= 10x' },
+    large_workspace_p50_vs_new_lead_p50: { value: Number((named.large.p50 / Math.max(named.created.p50, 0.001)).toFixed(2)), pass: named.large.p50 <= named.created.p50 * 1.25, target: '<= 1.25' },
+    deliveries_per_second: { value: Number(delivery.deliveriesPerSecond.toFixed(0)), pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0, target: '>= 1000, 0 duplicates, 0 lost' },
+    server_peak_rss_mb: { value: Number((serverPeakRssBytes / 1024 / 1024).toFixed(0)), pass: serverPeakRssBytes < 200 * 1024 * 1024, target: '< 200' },
+  };
+  const targetLines = Object.entries(targets).map(([name, target]) => `${target.pass ? 'PASS' : 'MISS'}  ${name} = ${target.value} (target ${target.target})`);
+
+  process.stdout.write(`\n${table}\n\n${targetLines.join('\n')}\n`);
+  const machine = {
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    memory_gib: Number((os.totalmem() / 1024 ** 3).toFixed(1)),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    postgres_host: new URL(adminUrl).host,
+  };
+  const results = {
+    date: new Date().toISOString(),
+    mode: smoke ? 'smoke' : 'full',
+    options: { durationSeconds, warmupSeconds, connections, largeWorkspaceLeads: seed.leadCount, deliveryEvents, seedSeconds: Number(seed.seedSeconds.toFixed(1)) },
+    machine,
+    scenarios,
+    delivery,
+    server_peak_rss_bytes: serverPeakRssBytes,
+    targets,
+    table,
+  };
+  // The smoke run must not overwrite the published figures.
+  writeFileSync(path.join(ROOT, 'bench', smoke ? 'results.tmp.json' : 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+}
+
+main().catch((error: unknown) => {
+  log(`crashed: ${error instanceof Error ? error.stack : String(error)}`);
+  killAllChildren();
+  process.exit(1);
+});

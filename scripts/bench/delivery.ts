@@ -1,0 +1,76 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import path from 'node:path';
+import type pg from 'pg';
+import { ROOT, RssSampler, runCli, spawnChild, stopChild } from './support.js';
+
+export interface DeliveryResult {
+  events: number;
+  workers: number;
+  delivered: number;
+  duplicates: number;
+  lost: number;
+  deliveriesPerSecond: number;
+  /** From starting the workers to the last delivery received (includes start-up and fan-out). */
+  drainSeconds: number;
+  workerPeakRssBytes: number;
+}
+
+/**
+ * Scenario 7: `events` queued lead.created events, a lead_created workflow to a local
+ * receiver, drained by `workers` worker processes. The receiver counts every message id.
+ */
+export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl: string; workspaceId: number; events: number; workers: number; timeoutMs: number }): Promise<DeliveryResult> {
+  const seen = new Map<string, number>();
+  let first = 0;
+  let last = 0;
+  const receiver = http.createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      const id = String(request.headers['webhook-id']);
+      seen.set(id, (seen.get(id) ?? 0) + 1);
+      last = performance.now();
+      if (first === 0) first = last;
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  receiver.keepAliveTimeout = 30000;
+  receiver.listen(0, '127.0.0.1');
+  await once(receiver, 'listening');
+  const { port } = receiver.address() as import('node:net').AddressInfo;
+
+  const env = { DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', OUTBOX_POLL_MS: '100' };
+  await runCli(['workflow', 'create', '--workspace', String(options.workspaceId), '--trigger', 'lead_created', '--url', `http://127.0.0.1:${port}/hook`], env);
+  await options.pool.query(`
+    INSERT INTO outbox (workspace_id, topic, payload)
+    SELECT $1, 'lead.created', jsonb_build_object('lead_id', id)
+    FROM (SELECT id FROM leads WHERE workspace_id = $1 ORDER BY id LIMIT $2) AS some_leads ORDER BY id
+  `, [options.workspaceId, options.events]);
+  const queued = Number((await options.pool.query<{ n: string }>(`SELECT count(*) AS n FROM outbox WHERE workspace_id = $1 AND topic = 'lead.created' AND processed_at IS NULL`, [options.workspaceId])).rows[0]!.n);
+  if (queued < options.events) throw new Error(`only ${queued} events could be queued; seed more leads`);
+
+  const started = performance.now();
+  const workers = Array.from({ length: options.workers }, () => spawnChild([path.join(ROOT, 'dist', 'src', 'worker-main.js')], env));
+  const rss = new RssSampler(() => workers.map((worker) => worker.pid!).filter(Boolean)).start();
+  const deadline = Date.now() + options.timeoutMs;
+  while (seen.size < options.events && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  // A moment more, so a duplicate sent late is still counted.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const workerPeakRssBytes = rss.stop();
+  await Promise.all(workers.map((worker) => stopChild(worker)));
+  receiver.closeAllConnections();
+  receiver.close();
+
+  const total = [...seen.values()].reduce((sum, count) => sum + count, 0);
+  const spanSeconds = Math.max((last - first) / 1000, 0.001);
+  return {
+    events: options.events,
+    workers: options.workers,
+    delivered: seen.size,
+    duplicates: total - seen.size,
+    lost: options.events - seen.size,
+    deliveriesPerSecond: seen.size / spanSeconds,
+    drainSeconds: (last - started) / 1000,
+    workerPeakRssBytes,
+  };
+}

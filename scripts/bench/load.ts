@@ -1,0 +1,115 @@
+// The load generator, run as its own process so it never shares the server's event loop.
+// Reads a LoadSpec as JSON from argv[2], runs the warm-up and then the measured run with
+// autocannon, and prints one LoadResult as JSON on stdout.
+import autocannon from 'autocannon';
+
+export type Workload =
+  | { kind: 'get'; path: string }
+  | { kind: 'get-random-lead'; ids: { from: number; to: number } }
+  | { kind: 'new-lead'; runId: string; phoneBase: number }
+  | { kind: 'existing-lead'; seeded: number }
+  | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
+  | { kind: 'baseline-insert' };
+
+export interface LoadSpec {
+  url: string;
+  token: string | null;
+  connections: number;
+  warmupSeconds: number;
+  durationSeconds: number;
+  workload: Workload;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+let counter = 0;
+const randomInt = (from: number, to: number) => from + Math.floor(Math.random() * (to - from + 1));
+
+/**
+ * A new person: company from a business domain, two tags, a phone and a LinkedIn URL. Every
+ * key is unique per run (phones from a range per scenario), so nothing matches an earlier lead.
+ */
+function newPerson(runId: string, phoneBase: number) {
+  const n = ++counter;
+  return {
+    name: `Bench Person ${runId}-${n}`,
+    email: `p${runId}-${n}@firm${n % 500}.example`,
+    phone: `+1 ${phoneBase + n}`,
+    linkedin_url: `https://www.linkedin.com/in/bench-${runId}-${n}`,
+    job_title: 'Buyer',
+    tags: ['bench', `wave-${n % 10}`],
+  };
+}
+
+/** One of the people seeded by SQL (see seed.ts): the same keys, so it matches and updates. */
+function existingPerson(seeded: number) {
+  const n = randomInt(1, seeded);
+  return { name: `Seed Person ${n}`, email: `seed${n}@seed${n % 1000}.example`, job_title: 'Updated' };
+}
+
+function requestsFor(spec: LoadSpec): autocannon.Request[] {
+  const workload = spec.workload;
+  const json = (body: () => unknown): autocannon.Request => ({
+    method: 'POST',
+    path: workload.kind === 'new-batch' ? '/api/v1/leads/batch' : workload.kind === 'baseline-insert' ? '/insert' : '/api/v1/leads',
+    setupRequest: (request) => ({ ...request, body: JSON.stringify(body()) }),
+  });
+  switch (workload.kind) {
+    case 'get':
+      return [{ method: 'GET', path: workload.path }];
+    case 'get-random-lead':
+      return [{ method: 'GET', setupRequest: (request) => ({ ...request, path: `/api/v1/leads/${randomInt(workload.ids.from, workload.ids.to)}` }) }];
+    case 'new-lead':
+      return [json(() => newPerson(workload.runId, workload.phoneBase))];
+    case 'existing-lead':
+      return [json(() => existingPerson(workload.seeded))];
+    case 'new-batch':
+      return [json(() => ({ leads: Array.from({ length: workload.size }, () => newPerson(workload.runId, workload.phoneBase)) }))];
+    case 'baseline-insert':
+      return [json(() => newPerson('baseline', 0))];
+  }
+}
+
+function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (spec.token) headers.authorization = `Bearer ${spec.token}`;
+    autocannon({
+      url: spec.url,
+      connections: spec.connections,
+      duration: seconds,
+      headers,
+      requests: requestsFor(spec),
+      timeout: 30,
+    }, (error, result) => (error ? reject(error) : resolve(result)));
+  });
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
+  if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds);
+  const result = await run(spec, spec.durationSeconds);
+  const output: LoadResult = {
+    requestsPerSecond: result.requests.total / (result.duration || spec.durationSeconds),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+  };
+  process.stdout.write(`${JSON.stringify(output)}\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`load generator failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
