@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig } from './config.js';
 import { createContext } from './context.js';
+import { createDb, createPool } from './db/connect.js';
 import { startEmbeddedDatabase } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createApp } from './http/app.js';
@@ -24,7 +25,9 @@ async function main(): Promise<void> {
 
   const server: Server = createApp(ctx).listen(config.PORT, config.HOST);
   await once(server, 'listening');
-  const worker = config.WORKER ? startWorker(ctx) : null;
+  // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
+  const workerDb = config.WORKER ? createDb(createPool(config.DATABASE_URL ?? embedded!.url, 4, { asynchronousCommit: true })) : null;
+  const worker = workerDb ? startWorker({ config, db: workerDb, logger }) : null;
   const address = `http://${config.HOST}:${config.PORT}`;
   logger.info({ url: `${address}/api/v1`, docs: `${address}/docs`, worker: config.WORKER }, 'Lead Intake API listening');
   const { keys } = (await ctx.pool.query<{ keys: number }>('SELECT count(*)::int AS keys FROM api_keys')).rows[0]!;
@@ -40,6 +43,7 @@ async function main(): Promise<void> {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     await Promise.all([closed, worker?.stop()]);
+    await workerDb?.destroy();
     await ctx.close();
     await embedded?.stop();
     logger.info('stopped');

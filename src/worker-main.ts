@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL);
   const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT });
   // The worker needs only the database: no Redis, no API key cache.
-  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, config.DATABASE_POOL_SIZE));
+  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, config.DATABASE_POOL_SIZE, { asynchronousCommit: true }));
   await migrateToLatest(db);
   const worker = startWorker({ config, db, logger });
   logger.info('worker started');

@@ -20,8 +20,15 @@ pg.types.setTypeParser(TIMESTAMPTZ_OID, formatTimestamp);
 // Ids and counts are int8; every value this service produces fits in a JS number.
 pg.types.setTypeParser(INT8_OID, (value) => Number(value));
 
-export function createPool(connectionString: string, max: number): pg.Pool {
-  return new pg.Pool({ connectionString, max, options: '-c TimeZone=UTC' });
+/**
+ * `asynchronousCommit` is for the outbound worker only: its commits (claims, attempt records,
+ * fan-out) do not wait for the WAL flush. A database crash can then forget the last moments
+ * of that bookkeeping, which re-sends a delivery under the same webhook-id but never loses
+ * one; everything the API acknowledges is committed synchronously.
+ */
+export function createPool(connectionString: string, max: number, options: { asynchronousCommit?: boolean } = {}): pg.Pool {
+  const settings = `-c TimeZone=UTC${options.asynchronousCommit ? ' -c synchronous_commit=off' : ''}`;
+  return new pg.Pool({ connectionString, max, options: settings });
 }
 
 export function createDb(pool: pg.Pool): Db {

@@ -54,36 +54,54 @@ export interface AttemptOutcome {
 }
 
 /**
- * Records one attempt and its consequence in one statement, only while this worker still
- * holds the claim: a worker whose lease ran out cannot overwrite the one that took over.
+ * Records attempts and their consequences in one statement, each only while this worker
+ * still holds its claim: a worker whose lease ran out cannot overwrite the one that took
+ * over. Returns the ids recorded.
  */
-export async function recordAttempt(db: Executor, workerId: string, outcome: AttemptOutcome): Promise<boolean> {
-  const finished = outcome.branch !== 'pending';
+export async function recordAttempts(db: Executor, workerId: string, outcomes: readonly AttemptOutcome[]): Promise<number[]> {
+  if (outcomes.length === 0) return [];
+  const input = JSON.stringify(outcomes.map((outcome) => ({
+    delivery_id: outcome.deliveryId,
+    attempt: outcome.attempt,
+    status_code: outcome.statusCode,
+    error: outcome.error,
+    reply: outcome.reply,
+    duration_ms: outcome.durationMs,
+    branch: outcome.branch,
+    next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
+    crm_lead_id: outcome.crmRecord?.leadId ?? null,
+    crm_record_id: outcome.crmRecord?.recordId ?? null,
+  })));
   const result = await sql<{ id: number }>`
-    WITH updated AS (
-      UPDATE deliveries SET
-        attempts = ${outcome.attempt},
-        branch = ${outcome.branch},
-        status_code = ${outcome.statusCode},
-        error = ${outcome.error},
-        reply = ${outcome.reply},
-        next_attempt_at = coalesce(${outcome.nextAttemptAt}::timestamptz, next_attempt_at),
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS r(delivery_id bigint, attempt int, status_code int, error text, reply text,
+        duration_ms int, branch text, next_attempt_at timestamptz, crm_lead_id bigint, crm_record_id text)
+    ), updated AS (
+      UPDATE deliveries AS d SET
+        attempts = i.attempt,
+        branch = i.branch,
+        status_code = i.status_code,
+        error = i.error,
+        reply = i.reply,
+        next_attempt_at = coalesce(i.next_attempt_at, d.next_attempt_at),
         locked_by = NULL,
         locked_until = NULL,
-        finished_at = ${finished ? sql`now()` : sql`NULL`}
-      WHERE id = ${outcome.deliveryId} AND locked_by = ${workerId} AND branch = 'pending'
-      RETURNING id
+        finished_at = CASE WHEN i.branch = 'pending' THEN NULL ELSE now() END
+      FROM input AS i
+      WHERE d.id = i.delivery_id AND d.locked_by = ${workerId} AND d.branch = 'pending'
+      RETURNING d.id
     ), attempt AS (
       INSERT INTO delivery_attempts (delivery_id, attempt, status_code, error, reply, duration_ms)
-      SELECT id, ${outcome.attempt}, ${outcome.statusCode}, ${outcome.error}, ${outcome.reply}, ${outcome.durationMs} FROM updated
+      SELECT i.delivery_id, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
       ON CONFLICT DO NOTHING
     ), synced AS (
-      UPDATE leads SET crm_record_id = ${outcome.crmRecord?.recordId ?? null}
-      WHERE ${outcome.crmRecord ? sql`id = ${outcome.crmRecord.leadId}` : sql`false`} AND EXISTS (SELECT 1 FROM updated)
+      UPDATE leads AS l SET crm_record_id = i.crm_record_id
+      FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+      WHERE l.id = i.crm_lead_id AND i.crm_record_id IS NOT NULL
     )
     SELECT id FROM updated
   `.execute(db);
-  return result.rows.length > 0;
+  return result.rows.map((row) => row.id);
 }
 
 /** Gives back claims this worker holds (shutdown): another worker may take them at once. */

@@ -34,11 +34,18 @@ export interface SendResult {
   durationMs: number;
 }
 
-// Keep-alive pools per process: receivers usually get many messages in a row.
-const agent = {
-  http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
-};
+// One client with the fixed rules, so a request merges only what varies. Keep-alive pools
+// per process: receivers usually get many messages in a row.
+const client = got.extend({
+  agent: {
+    http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+    https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+  },
+  followRedirect: false,
+  throwHttpErrors: false,
+  retry: { limit: 0 },
+  decompress: true,
+});
 
 export function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
   if (!value) return null;
@@ -93,17 +100,12 @@ export async function sendRequest(request: OutboundRequest, options: SendOptions
       settled = true;
       resolve(finish(result));
     };
-    const stream = got.stream(url, {
+    const stream = client.stream(url, {
       method: request.method as 'POST',
       headers: request.headers,
       body: request.body ?? undefined,
-      followRedirect: false,
-      throwHttpErrors: false,
-      retry: { limit: 0 },
       timeout: { request: options.timeoutMs },
       dnsLookup: pinnedLookup(addresses) as never,
-      agent,
-      decompress: true,
     });
     // In stream mode got waits for a request body on every method but GET and HEAD.
     if (request.body === null && request.method !== 'GET' && request.method !== 'HEAD') stream.end();

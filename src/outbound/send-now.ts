@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NewDelivery } from '../db/schema.js';
 import { claimDueDeliveries, insertDeliveries } from './delivery-repository.js';
-import { deliverClaimed, leaseMs, newWorkerId, type OutboundDeps } from './worker.js';
+import { AttemptRecorder, deliverClaimed, leaseMs, newWorkerId, type OutboundDeps } from './worker.js';
 
 /** A Standard Webhooks secret: `whsec_` and 24 random bytes in base64. */
 export const newSigningSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -29,7 +29,7 @@ export async function sendNow(deps: OutboundDeps, delivery: NewDelivery): Promis
   const workerId = newWorkerId();
   const [row] = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
-  const outcome = await deliverClaimed(deps, workerId, row);
+  const outcome = await deliverClaimed(deps, new AttemptRecorder(deps.db, workerId), row);
   if (!outcome) return { ...failed, error: 'the attempt could not be recorded', branch: 'pending' };
   return {
     delivery_id: id!,

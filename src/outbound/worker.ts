@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
 import type { DeliveryRow } from '../db/schema.js';
 import { attemptDelivery } from './attempt.js';
-import { claimDueDeliveries, recordAttempt, releaseDeliveryClaims, type AttemptOutcome } from './delivery-repository.js';
+import { claimDueDeliveries, recordAttempts, releaseDeliveryClaims, type AttemptOutcome } from './delivery-repository.js';
 import { fanOutLeadEvents } from './fan-out.js';
 import { releaseAnalysisClaims, runWebsiteAnalyses } from './website-analysis.js';
 
@@ -31,11 +31,44 @@ export const newWorkerId = () => `${os.hostname()}:${process.pid}:${randomBytes(
 /** A claim outlives the longest attempt by a wide margin, so only a dead worker loses one. */
 export const leaseMs = (config: Config) => config.WEBHOOK_TIMEOUT_MS * 2 + 5000;
 
+/**
+ * Records attempts of one worker in batches: outcomes finishing within a few milliseconds
+ * of each other share one statement, so recording costs a fraction of a round trip each.
+ */
+export class AttemptRecorder {
+  private pending: Array<{ outcome: AttemptOutcome; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly db: Db, readonly workerId: string, private readonly maxBatch = 64, private readonly delayMs = 5) {}
+
+  /** Resolves once recorded: true, or false when this worker no longer held the claim. */
+  record(outcome: AttemptOutcome): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ outcome, resolve, reject });
+      if (this.pending.length >= this.maxBatch) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), this.delayMs);
+    });
+  }
+
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return;
+    try {
+      const recorded = new Set(await recordAttempts(this.db, this.workerId, batch.map((entry) => entry.outcome)));
+      for (const entry of batch) entry.resolve(recorded.has(entry.outcome.deliveryId));
+    } catch (error) {
+      for (const entry of batch) entry.reject(error);
+    }
+  }
+}
+
 /** One attempt of a claimed delivery, recorded; never throws (a failure is logged and the lease expires). */
-export async function deliverClaimed(deps: OutboundDeps, workerId: string, row: DeliveryRow): Promise<AttemptOutcome | null> {
+export async function deliverClaimed(deps: OutboundDeps, recorder: AttemptRecorder, row: DeliveryRow): Promise<AttemptOutcome | null> {
   try {
     const outcome = await attemptDelivery(row, deps.config);
-    const recorded = await recordAttempt(deps.db, workerId, outcome);
+    const recorded = await recorder.record(outcome);
     if (!recorded) deps.logger.warn({ deliveryId: row.id }, 'delivery claim was lost before the attempt was recorded');
     deps.logger.debug({ deliveryId: row.id, branch: outcome.branch, status: outcome.statusCode, attempt: outcome.attempt }, 'delivery attempt');
     return outcome;
@@ -57,13 +90,14 @@ export async function housekeeping(db: Db): Promise<void> {
  */
 export async function processAll(deps: OutboundDeps): Promise<void> {
   const workerId = newWorkerId();
+  const recorder = new AttemptRecorder(deps.db, workerId);
   const lease = leaseMs(deps.config);
   for (;;) {
     let progress = 0;
     while ((await fanOutLeadEvents(deps.db, { limit: FAN_OUT_BATCH, maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS })) > 0) progress += 1;
     progress += await runWebsiteAnalyses(deps.db, deps.config, workerId, { limit: ANALYSIS_CONCURRENCY, leaseMs: lease });
     const rows = await claimDueDeliveries(deps.db, workerId, DELIVERY_CONCURRENCY, lease);
-    await Promise.all(rows.map((row) => deliverClaimed(deps, workerId, row)));
+    await Promise.all(rows.map((row) => deliverClaimed(deps, recorder, row)));
     progress += rows.length;
     if (progress === 0) return;
   }
@@ -76,6 +110,7 @@ export async function processAll(deps: OutboundDeps): Promise<void> {
  */
 export function startWorker(deps: OutboundDeps): RunningWorker {
   const workerId = newWorkerId();
+  const recorder = new AttemptRecorder(deps.db, workerId);
   const lease = leaseMs(deps.config);
   const log = deps.logger.child({ worker: workerId });
   let stopping = false;
@@ -109,7 +144,7 @@ export function startWorker(deps: OutboundDeps): RunningWorker {
     }
     const rows = await claimDueDeliveries(deps.db, workerId, free, lease);
     for (const row of rows) {
-      const running: Promise<unknown> = deliverClaimed(deps, workerId, row).finally(() => inFlight.delete(running));
+      const running: Promise<unknown> = deliverClaimed(deps, recorder, row).finally(() => inFlight.delete(running));
       inFlight.add(running);
     }
     if (rows.length === 0 && inFlight.size > 0) {
