@@ -7,7 +7,6 @@ import { startEmbeddedDatabase } from './db/embedded.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createApp } from './http/app.js';
 import { createLogger } from './logger.js';
-import { startWorker } from './outbound/worker.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -27,7 +26,8 @@ async function main(): Promise<void> {
   await once(server, 'listening');
   // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
   const workerDb = config.WORKER ? createDb(createPool(config.DATABASE_URL ?? embedded!.url, 4, { asynchronousCommit: true })) : null;
-  const worker = workerDb ? startWorker({ config, db: workerDb, logger }) : null;
+  // Loaded only when it runs: the HTTP client and HTML parser stay out of an API-only process.
+  const worker = workerDb ? (await import('./outbound/worker.js')).startWorker({ config, db: workerDb, logger }) : null;
   const address = `http://${config.HOST}:${config.PORT}`;
   logger.info({ url: `${address}/api/v1`, docs: `${address}/docs`, worker: config.WORKER }, 'Lead Intake API listening');
   const { keys } = (await ctx.pool.query<{ keys: number }>('SELECT count(*)::int AS keys FROM api_keys')).rows[0]!;
