@@ -26,13 +26,35 @@ export const sentAtNow = () => new Date().toISOString().replace(/Z$/, '000Z');
 
 const newMessageId = () => `msg_${randomUUID().replaceAll('-', '')}`;
 
-function request(origin: DeliveryOrigin, target: {
+/** Who sends what to whom: the part every delivery row has, called or not. */
+interface DeliveryTarget {
   event: DeliveryEvent;
   sender: DeliverySender;
   connectorId?: number | null;
   workflowId?: number | null;
   leadId: number | null;
   url: string;
+  method?: string;
+}
+
+function deliveryRow(origin: DeliveryOrigin, target: DeliveryTarget): NewDelivery {
+  return {
+    workspace_id: origin.workspaceId,
+    event: target.event,
+    sender: target.sender,
+    trigger: origin.trigger,
+    connector_id: target.connectorId ?? null,
+    workflow_id: target.workflowId ?? null,
+    lead_id: target.leadId,
+    outbox_id: origin.outboxId ?? null,
+    message_id: newMessageId(),
+    url: target.url,
+    method: target.method ?? 'POST',
+    max_attempts: origin.maxAttempts,
+  };
+}
+
+function request(origin: DeliveryOrigin, target: DeliveryTarget & {
   method: string;
   format: 'json' | 'form';
   headers: HeaderRow[];
@@ -49,52 +71,17 @@ function request(origin: DeliveryOrigin, target: {
     target.headers,
   );
   return {
-    workspace_id: origin.workspaceId,
-    event: target.event,
-    sender: target.sender,
-    trigger: origin.trigger,
-    connector_id: target.connectorId ?? null,
-    workflow_id: target.workflowId ?? null,
-    lead_id: target.leadId,
-    outbox_id: origin.outboxId ?? null,
-    message_id: newMessageId(),
-    url: target.url,
-    method: target.method,
+    ...deliveryRow(origin, target),
     headers: JSON.stringify(Object.entries(headers).map(([name, value]) => ({ name, value }))),
     body,
     content_type: carriesBody ? contentType : null,
     signing_secret: target.signingSecret,
-    max_attempts: origin.maxAttempts,
   };
 }
 
-export function failedDelivery(origin: DeliveryOrigin, target: {
-  event: DeliveryEvent;
-  sender: DeliverySender;
-  connectorId?: number | null;
-  workflowId?: number | null;
-  leadId: number | null;
-  url: string;
-  method?: string;
-  error: string;
-}): NewDelivery {
-  return {
-    workspace_id: origin.workspaceId,
-    event: target.event,
-    sender: target.sender,
-    trigger: origin.trigger,
-    connector_id: target.connectorId ?? null,
-    workflow_id: target.workflowId ?? null,
-    lead_id: target.leadId,
-    outbox_id: origin.outboxId ?? null,
-    message_id: newMessageId(),
-    url: target.url,
-    method: target.method ?? 'POST',
-    max_attempts: origin.maxAttempts,
-    branch: 'Failed',
-    error: target.error,
-    finished_at: new Date(),
-  };
+/** A configuration error: recorded as Failed, never called. */
+export function failedDelivery(origin: DeliveryOrigin, target: DeliveryTarget & { error: string }): NewDelivery {
+  return { ...deliveryRow(origin, target), branch: 'Failed', error: target.error, finished_at: new Date() };
 }
 
 /** Why a connector cannot be used by this workspace, or null when it can. */

@@ -1,26 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { processAll } from '../../src/outbound/worker.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, deliveries, drain, LOCAL_DELIVERY_ENV } from '../support/outbound.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { cli, cliRefused, deliveries, drain, outboundTestBed } from '../support/outbound.js';
+import type { Receiver } from '../support/receiver.js';
 
+const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-
-beforeAll(async () => {
-  t = await startTestApp({ env: LOCAL_DELIVERY_ENV });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-  await t.close();
-});
-beforeEach(() => {
-  receiver.reset();
-  receiver.fallback = { status: 200, body: '{"ok":true}', headers: { 'content-type': 'application/json' } };
-});
+beforeAll(() => { ({ t, receiver } = bed); });
 
 let sequence = 0;
 const newLead = async (tenant: Tenant) => {

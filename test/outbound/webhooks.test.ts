@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import { enqueue } from '../../src/outbox/repository.js';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, deliveries, drain, LOCAL_DELIVERY_ENV } from '../support/outbound.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { cli, deliveries, drain, outboundTestBed } from '../support/outbound.js';
+import type { Receiver } from '../support/receiver.js';
 
+const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-
-beforeAll(async () => {
-  t = await startTestApp({ env: LOCAL_DELIVERY_ENV });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-  await t.close();
-});
-beforeEach(() => receiver.reset());
+beforeAll(() => { ({ t, receiver } = bed); });
 
 let sequence = 0;
 const unique = (prefix = 'p') => `${prefix}${++sequence}`;

@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { startTestApp, type TestApp } from '../support/app.js';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, drain, LOCAL_DELIVERY_ENV } from '../support/outbound.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { cli, drain, outboundTestBed } from '../support/outbound.js';
+import type { Receiver } from '../support/receiver.js';
 
+const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-
-beforeAll(async () => {
-  t = await startTestApp({ env: LOCAL_DELIVERY_ENV });
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-  await t.close();
-});
-beforeEach(() => receiver.reset());
+beforeAll(() => { ({ t, receiver } = bed); });
 
 const PAGE = '<!doctype html><html><head><title>Anvil Works</title><meta name="description" content="Anvils for every coyote."></head><body>hi</body></html>';
 const html = (body: string) => ({ status: 200, body, headers: { 'content-type': 'text/html; charset=utf-8' } });

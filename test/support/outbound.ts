@@ -1,7 +1,8 @@
-import { expect } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, expect } from '@jest/globals';
 import { processAll } from '../../src/outbound/worker.js';
-import type { TestApp } from './app.js';
+import { startTestApp, type TestApp } from './app.js';
 import { runCli } from './cli.js';
+import { startReceiver, type Receiver } from './receiver.js';
 
 /** Environment for an app that may deliver to the test's receiver on 127.0.0.1. */
 export const LOCAL_DELIVERY_ENV = {
@@ -47,3 +48,21 @@ export interface ListedDelivery {
 
 export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) =>
   cli<ListedDelivery[]>(t, ['deliveries', 'list', '--workspace', String(workspaceId), ...(leadId ? ['--lead', String(leadId)] : [])]);
+
+/**
+ * One app (private database, deliveries to 127.0.0.1 allowed) and one receiver for a test
+ * file; the receiver is reset before each test. Read the fields inside hooks and tests.
+ */
+export function outboundTestBed(): { t: TestApp; receiver: Receiver } {
+  const bed = {} as { t: TestApp; receiver: Receiver };
+  beforeAll(async () => {
+    bed.t = await startTestApp({ env: LOCAL_DELIVERY_ENV });
+    bed.receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await bed.receiver.close();
+    await bed.t.close();
+  });
+  beforeEach(() => bed.receiver.reset());
+  return bed;
+}

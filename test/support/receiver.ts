@@ -28,6 +28,7 @@ export interface Receiver {
   fallback: Reply;
   /** Fixed replies by path, ahead of the queue. */
   routes: Record<string, Reply>;
+  /** Forgets requests, queued replies and routes; the fallback answers 200 again. */
   reset(): void;
   close(): Promise<void>;
 }
@@ -35,11 +36,8 @@ export interface Receiver {
 /** A real HTTP receiver on 127.0.0.1 that records every request and answers as told. */
 export async function startReceiver(): Promise<Receiver> {
   const queued: Reply[] = [];
-  const receiver = {
-    requests: [] as ReceivedRequest[],
-    fallback: { status: 200, body: '{"ok":true}', headers: { 'content-type': 'application/json' } } as Reply,
-    routes: {},
-  } as Receiver;
+  const defaultReply: Reply = { status: 200, body: '{"ok":true}', headers: { 'content-type': 'application/json' } };
+  const receiver = { requests: [] as ReceivedRequest[], fallback: defaultReply, routes: {} } as Receiver;
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -64,7 +62,7 @@ export async function startReceiver(): Promise<Receiver> {
     port,
     url: `http://127.0.0.1:${port}`,
     queue: (...replies: Reply[]) => { queued.push(...replies); },
-    reset: () => { queued.length = 0; receiver.requests.length = 0; receiver.routes = {}; },
+    reset: () => { queued.length = 0; receiver.requests.length = 0; receiver.routes = {}; receiver.fallback = defaultReply; },
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
