@@ -154,7 +154,9 @@ export interface ConnectorsTable {
 export type WorkflowTrigger = 'lead_created' | 'tag_added';
 export type WorkflowBlock =
   | { endpoint: 'connector'; connector_id: number; fields: KeyValue[] }
-  | { endpoint: 'url'; url: string; method: WebhookMethod; format: BodyFormat; headers: KeyValue[]; fields: KeyValue[] };
+  | { endpoint: 'url'; url: string; method: WebhookMethod; format: BodyFormat; headers: KeyValue[]; fields: KeyValue[] }
+  /** The Send to CRM block: the connector's own push (event `lead`), not a Send Webhook block. */
+  | { endpoint: 'crm'; connector_id: number; fields: KeyValue[] };
 
 export interface WorkflowsTable {
   id: Generated<number>;

@@ -135,9 +135,11 @@ export function composeConnectorDelivery(origin: DeliveryOrigin, input: {
   event: DeliveryEvent;
   lead: Lead | null;
   block?: { workflowId: number; fields: KeyValue[] };
+  /** A Send to CRM block: the connector's push, run by this workflow. */
+  workflowId?: number;
 }): NewDelivery {
   const sender: DeliverySender = input.block ? 'saved_connector' : input.event === 'test' ? 'test' : 'connector_push';
-  const base = { event: input.event, sender, connectorId: input.connectorId, workflowId: input.block?.workflowId ?? null, leadId: input.lead?.id ?? null };
+  const base = { event: input.event, sender, connectorId: input.connectorId, workflowId: input.block?.workflowId ?? input.workflowId ?? null, leadId: input.lead?.id ?? null };
   const problem = connectorProblem(input.connector, origin.workspaceId, input.connectorId);
   if (problem) return failedDelivery(origin, { ...base, url: input.connector?.url ?? '', error: problem });
   const connector = input.connector!;

@@ -86,13 +86,18 @@ export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAtte
     const analyzed = await markLeadsAnalyzed(trx, events.filter((event) => event.topic === 'lead.created').map((event) => event.payload.lead_id));
 
     const leads = await loadLeads(trx, [...runs.map(({ event }) => ({ id: event.payload.lead_id, workspace_id: event.workspace_id })), ...analyzed]);
-    const connectorIds = runs.flatMap(({ workflow }) => (workflow.block.endpoint === 'connector' ? [workflow.block.connector_id] : []));
+    const connectorIds = runs.flatMap(({ workflow }) => (workflow.block.endpoint === 'url' ? [] : [workflow.block.connector_id]));
     const connectors = await findConnectors(trx, connectorIds);
 
     const deliveries: NewDelivery[] = runs.map(({ event, workflow }) => {
       const origin = { workspaceId: event.workspace_id, trigger: workflow.trigger, outboxId: event.id, maxAttempts: options.maxAttempts };
       const lead = leads.get(event.payload.lead_id) ?? null;
       const block = workflow.block;
+      if (block.endpoint === 'crm') {
+        return composeConnectorDelivery(origin, {
+          connectorId: block.connector_id, connector: connectors.get(block.connector_id), event: 'lead', lead, workflowId: workflow.id,
+        });
+      }
       if (block.endpoint === 'connector') {
         return composeConnectorDelivery(origin, {
           connectorId: block.connector_id,

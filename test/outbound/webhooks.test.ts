@@ -81,6 +81,25 @@ describe('what fires a workflow', () => {
   });
 });
 
+describe('Send to CRM block', () => {
+  it('runs the connector push from a workflow: event lead, the reply read, the record id stored', async () => {
+    const tenant = await createTenant(t.ctx.db);
+    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/crm`, '--map', 'name=full_name']);
+    const workflow = await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--send-to-crm', String(connector.id)]);
+    expect(workflow.block).toEqual({ endpoint: 'crm', connector_id: connector.id, fields: [] });
+    receiver.queue({ status: 201, body: '{"id":"crm-7"}', headers: { 'content-type': 'application/json' } });
+    const lead = await newLead(tenant);
+    await drain(t);
+
+    expect(receiver.requests.map((request) => request.path)).toEqual(['/crm']);
+    expect(json()).toEqual({ full_name: 'Ada Lovelace', event: 'lead', lead_id: lead.id, sent_at: expect.stringMatching(SENT_AT) });
+    const [delivery] = await deliveries(t, tenant.workspaceId, lead.id);
+    expect(delivery).toMatchObject({ event: 'lead', sender: 'connector_push', trigger: 'lead_created', workflow_id: workflow.id, branch: 'Delivered' });
+    const stored = await t.ctx.db.selectFrom('leads').select('crm_record_id').where('id', '=', lead.id).executeTakeFirstOrThrow();
+    expect(stored.crm_record_id).toBe('crm-7');
+  });
+});
+
 describe('payload envelopes', () => {
   it('Custom URL block: merge tags (URL-encoded in the URL), own envelope winning over block fields', async () => {
     const tenant = await createTenant(t.ctx.db);

@@ -147,6 +147,7 @@ interface WorkflowOptions {
   tag?: string;
   connector?: string;
   url?: string;
+  sendToCrm?: string;
   method?: string;
   format?: string;
   header: string[];
@@ -222,6 +223,7 @@ export function registerOutboundCommands(program: Command, run: Runner): void {
   workflow.command('create').requiredOption('--workspace <id>').requiredOption('--trigger <trigger>', 'lead_created or tag_added')
     .option('--tag <name>', 'the tag of a tag_added trigger (created when missing)')
     .option('--connector <id>', 'Saved connector endpoint').option('--url <url>', 'Custom URL endpoint (merge tags allowed)')
+    .option('--send-to-crm <id>', 'a Send to CRM block instead: the connector\'s own push')
     .option('--method <method>', 'Custom URL method', 'POST').option('--format <format>', 'Custom URL body format', 'json')
     .option('--header <name=value>', 'Custom URL header (repeatable, merge tags allowed)', collect, [])
     .option('--field <key=value>', 'block field (repeatable, merge tags allowed)', collect, [])
@@ -232,16 +234,20 @@ export function registerOutboundCommands(program: Command, run: Runner): void {
       }
       if (options.trigger === 'tag_added' && options.tag === undefined) throw new CliError('invalid_argument', '--trigger tag_added needs --tag.');
       if (options.trigger === 'lead_created' && options.tag !== undefined) throw new CliError('invalid_argument', '--tag only goes with --trigger tag_added.');
-      if ((options.connector === undefined) === (options.url === undefined)) throw new CliError('invalid_argument', 'Give exactly one of --connector or --url.');
+      const endpoints = [options.connector, options.url, options.sendToCrm].filter((value) => value !== undefined);
+      if (endpoints.length !== 1) throw new CliError('invalid_argument', 'Give exactly one of --connector, --url or --send-to-crm.');
+      if (options.sendToCrm !== undefined && options.field.length > 0) throw new CliError('invalid_argument', '--field does not apply to --send-to-crm: the connector\'s own fields and mapping are sent.');
       const fields = parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS);
       const warnings: string[] = [];
       let block: WorkflowBlock;
-      if (options.connector !== undefined) {
-        const connectorId = positiveId(options.connector, '--connector');
+      const savedConnector = options.connector ?? options.sendToCrm;
+      if (savedConnector !== undefined) {
+        const flag = options.connector !== undefined ? '--connector' : '--send-to-crm';
+        const connectorId = positiveId(savedConnector, flag);
         // Saved even when unusable: the run records the configuration error, as for a connector deleted later.
         const problem = connectorProblem((await findConnectors(db, [connectorId])).get(connectorId), workspace.id, connectorId);
         if (problem) warnings.push(`${problem} Runs of this workflow will fail until it is fixed.`);
-        block = { endpoint: 'connector', connector_id: connectorId, fields };
+        block = { endpoint: options.connector !== undefined ? 'connector' : 'crm', connector_id: connectorId, fields };
       } else {
         if (options.url!.trim() === '') warnings.push('The Custom URL is empty: runs of this workflow will fail.');
         block = { endpoint: 'url', url: options.url!, method: parseMethod(options.method), format: parseFormat(options.format), headers: parsePairs(options.header, '--header', MAX_HEADERS), fields };
