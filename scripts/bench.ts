@@ -7,6 +7,7 @@
 // Targets are reported, not asserted: the exit code is non-zero only when something broke
 // (a crash, errors or non-2xx answers, lost deliveries).
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,8 +15,9 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { runDeliveryScenario, type DeliveryResult } from './bench/delivery.js';
 import type { LoadResult, Workload } from './bench/load.js';
+import { seedLeads } from './bench/seed.js';
 import {
-  adminQuery, databaseUrl, freePort, killAllChildren, ROOT, RssSampler, runCli, runLoad, seedLeads, spawnChild, spawnTsx, stopChild, waitForHttp,
+  adminQuery, databaseUrl, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
 } from './bench/support.js';
 
 const { values: flags } = parseArgs({
@@ -49,6 +51,10 @@ interface ScenarioResult extends LoadResult {
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
+let idlePool: pg.Pool | null = null;
+let postgresVersion = 'unknown';
+const loadAtStart = os.loadavg().map((load) => Number(load.toFixed(2)));
+
 async function measure(name: string, url: string, token: string | null, workload: Workload, rssPid: number | null): Promise<ScenarioResult> {
   // A 100-lead batch takes longer than a one-second smoke window at this concurrency.
   const duration = workload.kind === 'new-batch' ? Math.max(durationSeconds, 3) : durationSeconds;
@@ -56,9 +62,25 @@ async function measure(name: string, url: string, token: string | null, workload
   const rss = new RssSampler(() => (rssPid ? [rssPid] : [])).start();
   const result = await runLoad({ url, token, connections, warmupSeconds, durationSeconds: duration, workload });
   const serverPeakRssBytes = rss.stop();
-  // Let requests still in flight when the load stopped finish before the next scenario.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // Requests still in flight when the load stopped finish before the next scenario starts.
+  if (idlePool) await waitForIdleDatabase(idlePool);
+  await new Promise((resolve) => setTimeout(resolve, 500));
   return { name, ...result, serverPeakRssBytes };
+}
+
+interface CeilingResult { statementsPerSecond: number; statements: number }
+
+/** The PostgreSQL-only ceiling of a statement (see bench/pg-ceiling.ts), in its own process. */
+async function ceiling(mode: 'insert' | 'lead-write', workspaceId: number): Promise<CeilingResult> {
+  log(`ceiling ${mode}: ${Math.min(warmupSeconds, 2)}s warm-up + ${durationSeconds}s at ${connections} callers`);
+  const child = spawnTsx('scripts/bench/pg-ceiling.ts', [JSON.stringify({
+    databaseUrl: benchUrl, mode, workspaceId, concurrency: connections, poolSize: 10, warmupSeconds: Math.min(warmupSeconds, 2), durationSeconds,
+  })], {}, { stdout: 'pipe' });
+  let stdout = '';
+  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`pg-ceiling ${mode} failed with exit code ${code}`);
+  return JSON.parse(stdout) as CeilingResult;
 }
 
 async function withBaseline<T>(mode: 'constant' | 'insert', work: (url: string, pid: number) => Promise<T>): Promise<T> {
@@ -77,8 +99,9 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-needed.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   await adminQuery(adminUrl, `CREATE DATABASE "${benchDatabase}"`);
   const pool = new pg.Pool({ connectionString: benchUrl, max: 2 });
+  idlePool = pool;
   const port = await freePort();
-  const service = spawnChild([path.join(ROOT, 'dist', 'src', 'main.js')], {
+  const service = spawnChild([...nodeFlagsOf('start'), path.join(ROOT, 'dist', 'src', 'main.js')], {
     DATABASE_URL: benchUrl, REDIS_URL: redisUrl, PORT: String(port), LOG_LEVEL: 'warn', WORKER: 'off', RATE_LIMIT_PER_MINUTE: '1000000000',
   });
   const serviceRss = new RssSampler(() => [service.pid!]).start();
@@ -93,16 +116,18 @@ async function main(): Promise<void> {
   });
 
   try {
+    postgresVersion = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
     const base = `http://127.0.0.1:${port}`;
     await waitForHttp(`${base}/api/v1/me`);
     const demo = await runCli(['demo'], { DATABASE_URL: benchUrl, LOG_LEVEL: 'warn' });
     const token = demo.key.token as string;
     const workspaceId = demo.workspace.id as number;
-    const seeded = await seedLeads(pool, workspaceId, 1, INITIAL_LEADS);
+    const seeded = await seedLeads(benchUrl, workspaceId, 1, INITIAL_LEADS);
     const pid = service.pid!;
 
     const constant = await withBaseline('constant', (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
     const insert = await withBaseline('insert', (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
+    const insertCeiling = await ceiling('insert', workspaceId);
 
     const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
     const read = await measure('2 GET /leads/{id}', base, token, { kind: 'get-random-lead', ids: { from: seeded.firstId, to: seeded.lastId } }, pid);
@@ -110,14 +135,13 @@ async function main(): Promise<void> {
     const updated = await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid);
     const batch = await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid);
     batch.leadsPerSecond = batch.requestsPerSecond * 100;
+    const leadWriteCeiling = await ceiling('lead-write', workspaceId);
+    await waitForIdleDatabase(pool);
 
-    log(`seeding the workspace to ${largeWorkspaceLeads.toLocaleString('en')} leads`);
-    const seedStarted = performance.now();
-    const existing = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
-    if (existing < largeWorkspaceLeads) await seedLeads(pool, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + largeWorkspaceLeads - existing);
-    const seedSeconds = (performance.now() - seedStarted) / 1000;
+    log(`seeding ${largeWorkspaceLeads.toLocaleString('en')} more leads`);
+    const { insertSeconds: seedSeconds, vacuumSeconds } = await seedLeads(benchUrl, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + largeWorkspaceLeads);
     const leadCount = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
-    log(`seeded in ${seedSeconds.toFixed(1)} s; the workspace holds ${leadCount.toLocaleString('en')} leads`);
+    log(`seeded in ${seedSeconds.toFixed(1)} s (+ ${vacuumSeconds.toFixed(1)} s VACUUM ANALYZE); the workspace holds ${leadCount.toLocaleString('en')} leads`);
     const large = await measure(`6 POST /leads new person, ${leadCount.toLocaleString('en')} leads`, base, token, { kind: 'new-lead', runId: `${runId}c`, phoneBase: 4_000_000_000 }, pid);
 
     const serverPeakRssBytes = serviceRss.stop();
@@ -128,9 +152,10 @@ async function main(): Promise<void> {
     await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
     log(`7 delivery: ${deliveryEvents} events, 2 workers`);
     const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
+    if (delivery.skipped) process.stdout.write(`7 delivery: skipped: ${delivery.skipped}\n`);
 
     const scenarios = [constant, insert, me, read, created, updated, batch, large];
-    report(scenarios, { constant, insert, me, created, batch, large }, delivery, serverPeakRssBytes, { leadCount, seedSeconds });
+    report(scenarios, { constant, insert, me, created, batch, large }, delivery, serverPeakRssBytes, { leadCount, seedSeconds, vacuumSeconds }, { insert: insertCeiling, leadWrite: leadWriteCeiling });
     const broken = scenarios.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
     if (broken.length > 0 || delivery.lost > 0 || delivery.duplicates > 0) {
       log(`FAILED: ${[...broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`), delivery.lost || delivery.duplicates ? `delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates` : ''].filter(Boolean).join('; ')}`);
@@ -146,7 +171,8 @@ function report(
   named: Record<'constant' | 'insert' | 'me' | 'created' | 'batch' | 'large', ScenarioResult>,
   delivery: DeliveryResult,
   serverPeakRssBytes: number,
-  seed: { leadCount: number; seedSeconds: number },
+  seed: { leadCount: number; seedSeconds: number; vacuumSeconds: number },
+  ceilings: { insert: CeilingResult; leadWrite: CeilingResult },
 ): void {
   const rows = scenarios.map((scenario) => [
     scenario.name,
@@ -156,7 +182,9 @@ function report(
     `${scenario.errors + scenario.timeouts}/${scenario.non2xx}`,
     mb(scenario.serverPeakRssBytes),
   ]);
-  rows.push([`7 delivery (${delivery.events} events, ${delivery.workers} workers)`, `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`, '', '', `dup ${delivery.duplicates} / lost ${delivery.lost}`, mb(delivery.workerPeakRssBytes)]);
+  rows.push(delivery.skipped
+    ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '']
+    : [`7 delivery (${delivery.events} events, ${delivery.workers} workers)`, `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`, '', '', `dup ${delivery.duplicates} / lost ${delivery.lost}`, `${mb(delivery.workerPeakRssBytes)} (worker)`]);
   const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
@@ -169,12 +197,21 @@ function report(
     new_lead_p99_ms: { value: named.created.p99, pass: named.created.p99 < 50, target: `< 50 at ${connections} connections` },
     batch_leads_vs_single: { ...ratio((named.batch.leadsPerSecond ?? 0) / named.created.requestsPerSecond, 10), target: '>= 10x' },
     large_workspace_p50_vs_new_lead_p50: { value: Number((named.large.p50 / Math.max(named.created.p50, 0.001)).toFixed(2)), pass: named.large.p50 <= named.created.p50 * 1.25, target: '<= 1.25' },
-    deliveries_per_second: { value: Number(delivery.deliveriesPerSecond.toFixed(0)), pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0, target: '>= 1000, 0 duplicates, 0 lost' },
+    deliveries_per_second: delivery.skipped
+      ? { value: `skipped: ${delivery.skipped}`, pass: null, target: '>= 1000, 0 duplicates, 0 lost' }
+      : { value: Number(delivery.deliveriesPerSecond.toFixed(0)), pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0, target: '>= 1000, 0 duplicates, 0 lost' },
     server_peak_rss_mb: { value: Number((serverPeakRssBytes / 1024 / 1024).toFixed(0)), pass: serverPeakRssBytes < 200 * 1024 * 1024, target: '< 200' },
   };
-  const targetLines = Object.entries(targets).map(([name, target]) => `${target.pass ? 'PASS' : 'MISS'}  ${name} = ${target.value} (target ${target.target})`);
+  const targetLines = Object.entries(targets).map(([name, target]) => `${target.pass === null ? 'SKIP' : target.pass ? 'PASS' : 'MISS'}  ${name} = ${target.value} (target ${target.target})`);
 
-  process.stdout.write(`\n${table}\n\n${targetLines.join('\n')}\n`);
+  const ceilingBound = ceilings.leadWrite.statementsPerSecond / named.insert.requestsPerSecond;
+  const ceilingLines = [
+    `PostgreSQL-only ceiling (statements straight through pg, no HTTP; pool 10, ${connections} callers):`,
+    `  baseline INSERT alone:   ${ceilings.insert.statementsPerSecond.toFixed(0)} statements/s`,
+    `  new-lead write alone:    ${ceilings.leadWrite.statementsPerSecond.toFixed(0)} statements/s (lead + 3 match keys + 2 tags + event, the one statement every new lead needs)`,
+    `  => scenario 3 can reach at most ${ceilingBound.toFixed(2)} of the INSERT baseline on this machine (new-lead write alone / baseline req/s)`,
+  ];
+  process.stdout.write(`\n${table}\n\n${targetLines.join('\n')}\n\n${ceilingLines.join('\n')}\n`);
   const machine = {
     cpu: os.cpus()[0]?.model ?? 'unknown',
     cores: os.cpus().length,
@@ -182,20 +219,32 @@ function report(
     os: `${os.type()} ${os.release()}`,
     node: process.version,
     postgres_host: new URL(adminUrl).host,
+    postgres_version: postgresVersion,
+    load_average_at_start: loadAtStart,
+    load_average_at_end: os.loadavg().map((load) => Number(load.toFixed(2))),
+    service_node_flags: nodeFlagsOf('start'),
   };
   const results = {
     date: new Date().toISOString(),
     mode: smoke ? 'smoke' : 'full',
-    options: { durationSeconds, warmupSeconds, connections, largeWorkspaceLeads: seed.leadCount, deliveryEvents, seedSeconds: Number(seed.seedSeconds.toFixed(1)) },
+    options: { durationSeconds, warmupSeconds, connections, largeWorkspaceLeads: seed.leadCount, deliveryEvents, seedSeconds: Number(seed.seedSeconds.toFixed(1)), vacuumSeconds: Number(seed.vacuumSeconds.toFixed(1)) },
     machine,
     scenarios,
     delivery,
     server_peak_rss_bytes: serverPeakRssBytes,
+    pg_ceiling: {
+      insert_statements_per_second: Number(ceilings.insert.statementsPerSecond.toFixed(0)),
+      new_lead_write_statements_per_second: Number(ceilings.leadWrite.statementsPerSecond.toFixed(0)),
+      scenario_3_vs_insert_baseline_at_most: Number(ceilingBound.toFixed(2)),
+    },
     targets,
     table,
   };
-  // The smoke run must not overwrite the published figures.
-  writeFileSync(path.join(ROOT, 'bench', smoke ? 'results.tmp.json' : 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  // A smoke run's figures mean nothing: they go to the temporary directory, never over the
+  // published ones.
+  const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', 'results.json');
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
 }
 
 main().catch((error: unknown) => {

@@ -2,6 +2,7 @@
 // Reads a LoadSpec as JSON from argv[2], runs the warm-up and then the measured run with
 // autocannon, and prints one LoadResult as JSON on stdout.
 import autocannon from 'autocannon';
+import { seededPerson } from './seed.js';
 
 export type Workload =
   | { kind: 'get'; path: string }
@@ -31,6 +32,9 @@ export interface LoadResult {
 }
 
 let counter = 0;
+// Per load process, so separate runs with the same runId never send the same person twice.
+const salt = Math.random().toString(36).slice(2, 7);
+const phoneOffset = Math.floor(Math.random() * 100) * 1_000_000;
 const randomInt = (from: number, to: number) => from + Math.floor(Math.random() * (to - from + 1));
 
 /**
@@ -41,9 +45,9 @@ function newPerson(runId: string, phoneBase: number) {
   const n = ++counter;
   return {
     name: `Bench Person ${runId}-${n}`,
-    email: `p${runId}-${n}@firm${n % 500}.example`,
-    phone: `+1 ${phoneBase + n}`,
-    linkedin_url: `https://www.linkedin.com/in/bench-${runId}-${n}`,
+    email: `p${runId}${salt}-${n}@firm${n % 500}.example`,
+    phone: `+1 ${phoneBase + phoneOffset + n}`,
+    linkedin_url: `https://www.linkedin.com/in/bench-${runId}${salt}-${n}`,
     job_title: 'Buyer',
     tags: ['bench', `wave-${n % 10}`],
   };
@@ -51,8 +55,7 @@ function newPerson(runId: string, phoneBase: number) {
 
 /** One of the people seeded by SQL (see seed.ts): the same keys, so it matches and updates. */
 function existingPerson(seeded: number) {
-  const n = randomInt(1, seeded);
-  return { name: `Seed Person ${n}`, email: `seed${n}@seed${n % 1000}.example`, job_title: 'Updated' };
+  return { ...seededPerson(randomInt(1, seeded)), job_title: 'Updated' };
 }
 
 function requestsFor(spec: LoadSpec): autocannon.Request[] {

@@ -8,6 +8,16 @@ import type { LoadResult, LoadSpec } from './load.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
+/**
+ * The node flags an npm script runs its entry point with (e.g. the heap limits of `npm start`),
+ * so the benchmark runs the service and workers exactly as they are deployed.
+ */
+export function nodeFlagsOf(script: string): string[] {
+  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const match = /(?:^|&&\s*)node\s+((?:--\S+\s+)*)dist\//.exec(scripts[script] ?? '');
+  return match?.[1]?.split(/\s+/).filter(Boolean) ?? [];
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -52,18 +62,18 @@ export class RssSampler {
 
 const children = new Set<ChildProcess>();
 
-export function spawnChild(args: string[], env: Record<string, string>, options: { stdout?: 'pipe' | 'ignore' } = {}): ChildProcess {
+export function spawnChild(args: string[], env: Record<string, string>, options: { stdout?: 'pipe' | 'ignore'; stderr?: 'pipe' | 'inherit' } = {}): ChildProcess {
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-    stdio: ['ignore', options.stdout ?? 'ignore', 'inherit'],
+    stdio: ['ignore', options.stdout ?? 'ignore', options.stderr ?? 'inherit'],
   });
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;
 }
 
-export const spawnTsx = (file: string, args: string[], env: Record<string, string>, options: { stdout?: 'pipe' | 'ignore' } = {}) =>
+export const spawnTsx = (file: string, args: string[], env: Record<string, string>, options: Parameters<typeof spawnChild>[2] = {}) =>
   spawnChild(['--import', 'tsx', path.join(ROOT, file), ...args], env, options);
 
 export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
@@ -94,13 +104,21 @@ export async function waitForHttp(url: string, timeoutMs = 60000): Promise<void>
   }
 }
 
-/** Runs the compiled admin CLI and returns its JSON. */
+export class CliFailed extends Error {
+  constructor(readonly args: string[], readonly code: number | null, readonly stderr: string) {
+    super(`cli ${args.join(' ')} failed with exit code ${code}: ${stderr.trim()}`);
+  }
+}
+
+/** Runs the compiled admin CLI and returns its JSON; CliFailed (with its stderr) on a non-zero exit. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<any> {
-  const child = spawnChild([path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], env, { stdout: 'pipe' });
+  const child = spawnChild([path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], env, { stdout: 'pipe', stderr: 'pipe' });
   let stdout = '';
+  let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
   const [code] = await once(child, 'exit');
-  if (code !== 0) throw new Error(`cli ${args.join(' ')} failed with exit code ${code}`);
+  if (code !== 0) throw new CliFailed(args, code as number | null, stderr);
   return JSON.parse(stdout);
 }
 
@@ -131,36 +149,23 @@ export async function adminQuery(adminUrl: string, text: string): Promise<void> 
 }
 
 /**
- * Seeds leads numbered `from`..`to` set-based, with their match keys, in chunks: the same
- * people load.ts sends as "existing" (email seed<n>@seed<n % 1000>.example, phone
- * 415 000 0000 + n, LinkedIn /in/seed-<n>).
+ * Waits until no query of `database` is running (other than this one): requests still in
+ * flight when a load run stopped finish before the next scenario starts.
  */
-export async function seedLeads(pool: pg.Pool, workspaceId: number, from: number, to: number): Promise<{ firstId: number; lastId: number }> {
-  const CHUNK = 100_000;
-  let firstId = Number.MAX_SAFE_INTEGER;
-  let lastId = 0;
-  for (let start = from; start <= to; start += CHUNK) {
-    const end = Math.min(to, start + CHUNK - 1);
-    const { rows } = await pool.query<{ first: string; last: string }>(`
-      WITH created AS (
-        INSERT INTO leads (workspace_id, name, source, emails, phones, links, chargeable)
-        SELECT $1, 'Seed Person ' || n, 'bench',
-          ARRAY['seed' || n || '@seed' || (n % 1000) || '.example'],
-          ARRAY[(4150000000 + n)::text],
-          jsonb_build_array(jsonb_build_object('type', 'linkedin', 'url', 'https://www.linkedin.com/in/seed-' || n)),
-          false
-        FROM generate_series($2::int, $3::int) AS n
-        RETURNING id, emails[1] AS email, phones[1] AS phone, 'seed-' || substr(name, 13) AS handle
-      ), identities AS (
-        INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-        SELECT $1, kind, value, id FROM created
-        CROSS JOIN LATERAL (VALUES ('email', email), ('phone', phone), ('linkedin', handle)) AS keys (kind, value)
-      )
-      SELECT min(id) AS first, max(id) AS last FROM created
-    `, [workspaceId, start, end]);
-    firstId = Math.min(firstId, Number(rows[0]!.first));
-    lastId = Math.max(lastId, Number(rows[0]!.last));
+export async function waitForIdleDatabase(pool: pg.Pool, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<{ busy: number }>(`
+      SELECT count(*)::int AS busy FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND state <> 'idle'
+    `);
+    if (rows[0]!.busy === 0 || Date.now() > deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  await pool.query('ANALYZE leads; ANALYZE lead_identities');
-  return { firstId, lastId };
+}
+
+/** Seeds leads through seed.ts on the pool's database (kept for callers that hold a pool). */
+export async function seedLeads(pool: pg.Pool, workspaceId: number, from: number, to: number): Promise<{ firstId: number; lastId: number }> {
+  const { seedLeads: seed } = await import('./seed.js');
+  return seed((pool as unknown as { options: { connectionString: string } }).options.connectionString, workspaceId, from, to);
 }

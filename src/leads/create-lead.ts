@@ -7,7 +7,9 @@ import { authOf } from '../http/auth.js';
 import { ApiError, ValidationFailed } from '../http/errors.js';
 import { fingerprintRequest } from '../idempotency/fingerprint.js';
 import { checkIdempotencyKey, runIdempotent } from '../idempotency/run-idempotent.js';
-import { DuplicateRejected, intakeLead, RowRejected, type RowOutcome } from './intake.js';
+import type { Executor } from '../db/connect.js';
+import { DuplicateRejected, intakeLead, intakeLeadDirect, RowRejected, type RowOutcome } from './intake.js';
+import type { IntakeLookup } from './lookup.js';
 import { prepareLead } from './prepare.js';
 import { presentLead } from './present.js';
 import { findLeadRecords } from './read-repository.js';
@@ -35,6 +37,19 @@ function maskPreviewIds(lead: Lead, outcome: RowOutcome): Lead {
   };
 }
 
+/** A rejected row is the request's error: 422 for a payload problem, 409 for a duplicate under `error`. */
+async function rejectionsAsErrors<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof RowRejected) throw ValidationFailed.single(error.field, error.message);
+    if (error instanceof DuplicateRejected) {
+      throw new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
+    }
+    throw error;
+  }
+}
+
 export function createLeadHandler(ctx: AppContext): RequestHandler {
   return async (req, res) => {
     const auth = authOf(req);
@@ -50,18 +65,9 @@ export function createLeadHandler(ctx: AppContext): RequestHandler {
     };
     const dryRun = body.dry_run ?? false;
 
-    const write = async (trx: Transaction<Database>): Promise<WriteAnswer> => {
-      let outcome: RowOutcome;
-      try {
-        outcome = await intakeLead(trx, auth.workspaceId, lead, options);
-      } catch (error) {
-        if (error instanceof RowRejected) throw ValidationFailed.single(error.field, error.message);
-        if (error instanceof DuplicateRejected) {
-          throw new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
-        }
-        throw error;
-      }
-      const [record] = await findLeadRecords(trx, auth.workspaceId, [outcome.leadId]);
+    const answer = async (db: Executor, outcome: RowOutcome): Promise<WriteAnswer> => {
+      // A created lead comes back from the statement that wrote it; others are read now.
+      const record = outcome.record ?? (await findLeadRecords(db, auth.workspaceId, [outcome.leadId]))[0];
       const presented = presentLead(record!);
       return {
         status: outcome.status === 'created' && !dryRun ? 201 : 200,
@@ -71,6 +77,20 @@ export function createLeadHandler(ctx: AppContext): RequestHandler {
         },
       };
     };
+
+    // Without an Idempotency-Key or dry run, most rows need no transaction (intakeLeadDirect).
+    let prefetched: IntakeLookup | undefined;
+    if (idempotencyKey === undefined && !dryRun) {
+      const direct = await rejectionsAsErrors(() => intakeLeadDirect(ctx.db, auth.workspaceId, lead, options));
+      if ('outcome' in direct) {
+        sendWriteResult(res, { ...(await answer(ctx.db, direct.outcome)), replayed: false });
+        return;
+      }
+      prefetched = direct.transaction;
+    }
+
+    const write = async (trx: Transaction<Database>): Promise<WriteAnswer> =>
+      answer(trx, await rejectionsAsErrors(() => intakeLead(trx, auth.workspaceId, lead, options, prefetched)));
 
     const result = await runIdempotent<LeadWriteResponse>(
       ctx.db,

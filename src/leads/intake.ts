@@ -1,13 +1,14 @@
 import type { components } from '../../generated/api.js';
-import {
-  companyBelongsTo, fillCompany, findCompanyByDomain, findCompanyByName, insertCompanyIfNew, lockCompanyName,
-} from '../companies/repository.js';
+import { fillCompany, findCompanyByDomain, findCompanyByName, insertCompanyIfNew, lockCompanyName } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { enqueue, type OutboxEvent } from '../outbox/repository.js';
-import { findTagsByIdsOrNames, findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import { lookupForIntake, type IntakeLookup } from './lookup.js';
 import type { IdentityKey, PreparedCompany, PreparedLead } from './prepare.js';
+import type { LeadRecord } from './read-repository.js';
 import {
-  attachTags, claimIdentities, deleteLead, findIdentityMatches, insertLeadWithIdentities, lockLead, mergeIntoLead, type IdentityMatch,
+  attachTags, claimIdentities, deleteLead, findIdentityMatches, insertLeadIfKeysFree, insertLeadWithIdentities, lockLead, mergeIntoLead,
+  type IdentityMatch,
 } from './write-repository.js';
 
 type OnDuplicate = components['schemas']['OnDuplicate'];
@@ -26,6 +27,8 @@ export interface RowOutcome {
   /** Rows this call created besides the lead (a dry run reports them with a null id). */
   createdCompanyId: number | null;
   createdTagIds: number[];
+  /** A created lead as stored (read back by the statement that wrote it), when the caller needs it. */
+  record?: LeadRecord;
 }
 
 /** A payload problem found while processing: 422 on POST /leads, a failed row in a batch. */
@@ -45,17 +48,15 @@ export class DuplicateRejected extends Error {
 const MATCH_ATTEMPTS = 3;
 const KIND_LABEL = { email: 'email', linkedin: 'LinkedIn profile', phone: 'phone number' } as const;
 
-interface References {
+export interface References {
   tagIds: number[];
   missingTagNames: string[];
 }
 
-/** Read-only checks of everything the payload points at, before anything is written. */
-async function checkReferences(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<References> {
-  const [tags, company] = await Promise.all([
-    findTagsByIdsOrNames(db, workspaceId, lead.tagIds, lead.tagNames),
-    lead.company?.id ? companyBelongsTo(db, workspaceId, lead.company.id) : Promise.resolve(null),
-  ]);
+/** Checks of everything the payload points at (read by the lookup), before anything is written. */
+export function checkReferences(lookup: IntakeLookup, lead: PreparedLead, options: IntakeOptions): References {
+  const tags = lookup.tags;
+  const company = lookup.companyById;
   const unknownIds = lead.tagIds.filter((id) => !tags.some((tag) => tag.id === id));
   if (unknownIds.length > 0) {
     throw new RowRejected('tag_ids', `The selected tag_ids are invalid: no tag with id ${unknownIds.join(', ')} exists in this workspace.`);
@@ -74,8 +75,8 @@ async function checkReferences(db: Executor, workspaceId: number, lead: Prepared
 }
 
 /** The strongest match: emails in the order sent, then the LinkedIn handle, then phones. */
-async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[]) {
-  const matches = await findIdentityMatches(db, workspaceId, identities);
+async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
+  const matches = prefetched ?? await findIdentityMatches(db, workspaceId, identities);
   for (const identity of identities) {
     const match = matches.find((candidate) => candidate.kind === identity.kind && candidate.value === identity.value);
     if (match) return { leadId: match.lead_id, identity, matches };
@@ -85,8 +86,9 @@ async function findMatch(db: Executor, workspaceId: number, identities: Identity
 
 interface ResolvedCompany { id: number; created: boolean }
 
-async function resolveCompany(db: Executor, workspaceId: number, company: PreparedCompany, enrich: boolean, events: OutboxEvent[]): Promise<ResolvedCompany> {
-  const details = {
+/** What the payload says about the company besides how to find it. */
+function companyDetails(company: PreparedCompany) {
+  return {
     name: company.name,
     industry: company.industry,
     size: company.size,
@@ -96,16 +98,26 @@ async function resolveCompany(db: Executor, workspaceId: number, company: Prepar
     phones: company.phones,
     locations: company.location ? [company.location] : [],
   };
-  const hasDetails = Object.values(details).some((value) => (Array.isArray(value) ? value.length > 0 : value !== null));
+}
+
+/** True when the payload carries company details to fill in (not only a way to find the company). */
+export function companyHasDetails(company: PreparedCompany): boolean {
+  return Object.values(companyDetails(company)).some((value) => (Array.isArray(value) ? value.length > 0 : value !== null));
+}
+
+async function resolveCompany(
+  db: Executor, workspaceId: number, company: PreparedCompany, enrich: boolean, events: OutboxEvent[], lookup: IntakeLookup,
+): Promise<ResolvedCompany> {
+  const details = companyDetails(company);
+  const hasDetails = companyHasDetails(company);
   const fill = async (id: number) => {
     if (hasDetails) await fillCompany(db, id, details);
     return { id, created: false };
   };
 
-  const existingId = company.id
-    ?? (company.websiteDomain ? (await findCompanyByDomain(db, workspaceId, company.websiteDomain))?.id : undefined)
-    ?? (company.emailDomain && company.emailDomain !== company.websiteDomain ? (await findCompanyByDomain(db, workspaceId, company.emailDomain))?.id : undefined)
-    ?? (company.name ? (await findCompanyByName(db, workspaceId, company.name))?.id : undefined);
+  // The lookup read the candidates in this order: website domain, email domain, name. A company
+  // created concurrently since then is caught below (insert conflict, or the name lock).
+  const existingId = company.id ?? lookup.companyByWebsiteDomain ?? lookup.companyByEmailDomain ?? lookup.companyByName;
   if (existingId) return fill(existingId);
 
   const domain = company.websiteDomain ?? company.emailDomain;
@@ -142,14 +154,16 @@ interface Resolution {
   events: OutboxEvent[];
 }
 
-async function resolve(db: Executor, workspaceId: number, lead: PreparedLead, references: References, options: IntakeOptions): Promise<Resolution> {
+async function resolve(
+  db: Executor, workspaceId: number, lead: PreparedLead, lookup: IntakeLookup, references: References, options: IntakeOptions,
+): Promise<Resolution> {
   const events: OutboxEvent[] = [];
-  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events) : null;
+  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events, lookup) : null;
   const tags = await createTags(db, workspaceId, references.missingTagNames);
   return { company, tagIds: [...references.tagIds, ...tags.ids], createdTagIds: tags.createdIds, events };
 }
 
-function leadValues(lead: PreparedLead, companyId: number | null) {
+export function leadValues(lead: PreparedLead, companyId: number | null) {
   return {
     name: lead.name,
     ...lead.scalars,
@@ -163,7 +177,7 @@ function leadValues(lead: PreparedLead, companyId: number | null) {
 }
 
 async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, resolution: Resolution): Promise<RowOutcome | null> {
-  const { id: leadId, claimed } = await insertLeadWithIdentities(
+  const { id: leadId, claimed, record } = await insertLeadWithIdentities(
     db, workspaceId, leadValues(lead, resolution.company?.id ?? null), lead.identities, resolution.tagIds,
     [...resolution.events, { topic: 'lead.created', payload: {} }],
   );
@@ -174,7 +188,7 @@ async function createLead(db: Executor, workspaceId: number, lead: PreparedLead,
   }
   return {
     status: 'created', leadId, matchedOn: null, warnings: lead.warnings,
-    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds, record,
   };
 }
 
@@ -208,29 +222,76 @@ async function updateLead(
   };
 }
 
+/** A match under on_duplicate error or skip: rejected, or skipped without a write. Null for update. */
+function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
+  const matchedOn = identity.label;
+  if (options.onDuplicate === 'error') {
+    throw new DuplicateRejected(leadId, matchedOn, `A lead with this ${KIND_LABEL[identity.kind]} (${matchedOn}) already exists: lead ${leadId}.`);
+  }
+  if (options.onDuplicate === 'skip') {
+    return { status: 'skipped', leadId, matchedOn, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
+  }
+  return null;
+}
+
+/**
+ * POST /leads without an Idempotency-Key or dry run, for the rows that need no transaction:
+ * a new person whose company (if any) and tags exist, or a match under on_duplicate error or
+ * skip. The new lead, its keys, tags and event are then one autocommit statement after one
+ * lookup: two round trips instead of four. Any other row (an update, a company or tag to
+ * create, a person created concurrently since the lookup) returns `transaction`, with the
+ * lookup to reuse when it is still good, and runs through intakeLead in a transaction.
+ * Throws RowRejected / DuplicateRejected exactly as intakeLead does, before writing anything.
+ */
+export async function intakeLeadDirect(
+  db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions,
+): Promise<{ outcome: RowOutcome } | { transaction: IntakeLookup | undefined }> {
+  const lookup = await lookupForIntake(db, workspaceId, lead);
+  const references = checkReferences(lookup, lead, options);
+  const match = await findMatch(db, workspaceId, lead.identities, lookup.matches);
+  if (match.leadId !== null && match.identity) {
+    const settled = settleWithoutUpdate(match.leadId, match.identity, lead, options);
+    return settled ? { outcome: settled } : { transaction: lookup };
+  }
+  if (references.missingTagNames.length > 0) return { transaction: lookup };
+  let companyId: number | null = null;
+  if (lead.company) {
+    const existingId = lead.company.id ?? lookup.companyByWebsiteDomain ?? lookup.companyByEmailDomain ?? lookup.companyByName;
+    if (!existingId || companyHasDetails(lead.company)) return { transaction: lookup };
+    companyId = existingId;
+  }
+  const record = await insertLeadIfKeysFree(db, workspaceId, leadValues(lead, companyId), lead.identities, references.tagIds, [{ topic: 'lead.created', payload: {} }]);
+  // Someone created this person since the lookup: match again, in a transaction.
+  if (!record) return { transaction: undefined };
+  return {
+    outcome: { status: 'created', leadId: record.id, matchedOn: null, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [], record },
+  };
+}
+
 /**
  * Creates, updates or skips one lead inside the caller's transaction. Throws RowRejected or
  * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
  * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
  */
-export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<RowOutcome> {
-  const references = await checkReferences(db, workspaceId, lead, options);
+export async function intakeLead(
+  db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup,
+): Promise<RowOutcome> {
+  // A lookup read just before the transaction began is as good as one read inside it: each
+  // statement reads the latest committed data either way (READ COMMITTED).
+  const lookup = prefetched ?? await lookupForIntake(db, workspaceId, lead);
+  const references = checkReferences(lookup, lead, options);
   // Companies and tags are written only once a row is known to create or update a lead,
   // and only once even when a lost race sends the row round the loop again.
   let resolution: Resolution | null = null;
-  const resolved = async () => (resolution ??= await resolve(db, workspaceId, lead, references, options));
+  const resolved = async () => (resolution ??= await resolve(db, workspaceId, lead, lookup, references, options));
 
   for (let attempt = 1; ; attempt += 1) {
-    const match = await findMatch(db, workspaceId, lead.identities);
+    // The first attempt uses the lookup's matches; after a lost race, the keys are read again.
+    const match = await findMatch(db, workspaceId, lead.identities, attempt === 1 ? lookup.matches : undefined);
     if (match.leadId !== null && match.identity) {
-      const matchedOn = match.identity.label;
-      if (options.onDuplicate === 'error') {
-        throw new DuplicateRejected(match.leadId, matchedOn, `A lead with this ${KIND_LABEL[match.identity.kind]} (${matchedOn}) already exists: lead ${match.leadId}.`);
-      }
-      if (options.onDuplicate === 'skip') {
-        return { status: 'skipped', leadId: match.leadId, matchedOn, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
-      }
-      return updateLead(db, workspaceId, match.leadId, matchedOn, lead, match.matches, await resolved());
+      const settled = settleWithoutUpdate(match.leadId, match.identity, lead, options);
+      if (settled) return settled;
+      return updateLead(db, workspaceId, match.leadId, match.identity.label, lead, match.matches, await resolved());
     }
     const created = await createLead(db, workspaceId, lead, await resolved());
     if (created) return created;

@@ -28,26 +28,47 @@ export type LeadRecord = Omit<Lead, 'id' | 'stage' | 'links' | 'location' | 'tag
   company: CompanyJson | null;
 };
 
+const TAG_JSON = sql`json_build_object('id', t.id, 'name', t.name, 'color', t.color, 'active', t.active)`;
+const TAG_ORDER = sql`lower(t.name), t.name, t.id`;
+
 const tagsOf = (joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: ReturnType<typeof sql.ref>) => sql`
   coalesce((
-    SELECT json_agg(json_build_object('id', t.id, 'name', t.name, 'color', t.color, 'active', t.active) ORDER BY lower(t.name), t.name, t.id)
+    SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER})
     FROM ${sql.table(joinTable)} AS j JOIN tags AS t ON t.id = j.tag_id
     WHERE j.${sql.ref(ownerColumn)} = ${ownerId}
   ), '[]'::json)`;
+
+/** The tags with these ids as a lead record lists them (for a lead whose tags are being written). */
+export const tagsWithIds = (tagIds: readonly number[]) => sql`
+  coalesce((
+    SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER})
+    FROM tags AS t WHERE t.id = ANY(${sql.val([...tagIds])}::bigint[])
+  ), '[]'::json)`;
+
+/** The company row `c` as a lead record embeds it (NULL when the join found none). */
+export const companyJson = (company: string) => {
+  const c = (column: string) => sql.ref(`${company}.${column}`);
+  return sql`CASE WHEN ${c('id')} IS NULL THEN NULL ELSE json_build_object(
+    'id', ${c('id')}, 'name', ${c('name')}, 'industry', ${c('industry')}, 'size', ${c('size')}, 'description', ${c('description')},
+    'status', ${c('status')}, 'links', ${c('links')}, 'created_at', to_char(${c('created_at')} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'tags', ${tagsOf('company_tags', 'company_id', c('id'))}
+  ) END`;
+};
+
+/** The lead columns of a lead record, read from the row (or RETURNING of) `lead`. */
+export const leadColumns = (lead: string) => sql.join(
+  ['id', 'name', 'job_title', 'description', 'gender', 'language', 'decision_maker', 'stage', 'source',
+    'emails', 'phones', 'links', 'locations', 'custom_fields', 'created_at', 'updated_at'].map((column) => sql.ref(`${lead}.${column}`)),
+);
 
 // One round trip for the whole Lead output: the lead row, its tags, its company and the
 // company's tags. Confined to the workspace so a foreign id reads exactly like a missing one.
 export async function findLeadRecords(db: Executor, workspaceId: number, ids: readonly number[]): Promise<LeadRecord[]> {
   if (ids.length === 0) return [];
   const result = await sql<LeadRecord>`
-    SELECT l.id, l.name, l.job_title, l.description, l.gender, l.language, l.decision_maker, l.stage, l.source,
-      l.emails, l.phones, l.links, l.locations, l.custom_fields, l.created_at, l.updated_at,
+    SELECT ${leadColumns('l')},
       ${tagsOf('lead_tags', 'lead_id', sql.ref('l.id'))} AS tags,
-      CASE WHEN c.id IS NULL THEN NULL ELSE json_build_object(
-        'id', c.id, 'name', c.name, 'industry', c.industry, 'size', c.size, 'description', c.description,
-        'status', c.status, 'links', c.links, 'created_at', to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-        'tags', ${tagsOf('company_tags', 'company_id', sql.ref('c.id'))}
-      ) END AS company
+      ${companyJson('c')} AS company
     FROM leads AS l
     LEFT JOIN companies AS c ON c.id = l.company_id
     WHERE l.workspace_id = ${workspaceId} AND l.id = ANY(${sql.val([...ids])}::bigint[])

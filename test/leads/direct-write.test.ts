@@ -1,0 +1,64 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+
+// POST /leads writes a new person in one autocommit statement (no transaction). When another
+// request takes one of the person's keys between the lookup and that statement, the statement
+// must write nothing at all, and the request must end as if it had come second: updated.
+
+let t: TestApp;
+let tenant: Tenant;
+beforeAll(async () => {
+  t = await startTestApp();
+  tenant = await createTenant(t.ctx.db);
+});
+afterAll(() => t.close());
+
+const count = async (table: 'leads' | 'lead_identities' | 'lead_tags' | 'outbox') =>
+  Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+
+describe('POST /leads racing another writer of the same person', () => {
+  it('writes nothing from the lost statement and updates the winner', async () => {
+    // The company and the tag exist, so the request takes the direct path.
+    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Setup', email: 'setup@direct.example', tags: ['racing'] });
+    const client = await t.ctx.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ id: string }>(
+        `INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Winner', 'api', '{race@direct.example}') RETURNING id`, [tenant.workspaceId],
+      );
+      const winner = Number(rows[0]!.id);
+      await client.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', 'race@direct.example', $2)`, [tenant.workspaceId, winner]);
+      const before = { leads: await count('leads'), identities: await count('lead_identities'), tags: await count('lead_tags'), outbox: await count('outbox') };
+
+      // Looks up (sees nothing committed), claims the phone, then waits on the email key.
+      const pending = t.http.post('/api/v1/leads').set(tenant.auth)
+        .send({ name: 'Loser', email: 'race@direct.example', phone: '+1 415 555 0177', tags: ['racing'] })
+        .then((response) => response);
+      // Commit only once the direct statement (the one taking a lead id first) waits on the email key.
+      for (let waited = 0; ; waited += 20) {
+        // From another connection: a transaction sees pg_stat_activity as of its first look.
+        const { rows: waiting } = await t.ctx.pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_get_serial_sequence%'`,
+        );
+        if (waiting.length > 0) break;
+        if (waited > 5000) throw new Error('the request never waited on the key');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await client.query('COMMIT');
+      const response = await pending;
+
+      expect(response.status).toBe(200);
+      expect(response.body.meta).toMatchObject({ status: 'updated', matched_on: 'race@direct.example' });
+      expect(response.body.data).toMatchObject({ id: winner, name: 'Loser', phones: ['14155550177'], tags: [expect.objectContaining({ name: 'racing' })] });
+      // The winner's lead row and key came from the other writer; this request added only
+      // the phone key, the tag and its lead.tag_added event to that lead.
+      expect(await count('leads')).toBe(before.leads + 1);
+      expect(await count('lead_identities')).toBe(before.identities + 2);
+      expect(await count('lead_tags')).toBe(before.tags + 1);
+      expect(await count('outbox')).toBe(before.outbox + 1);
+    } finally {
+      client.release();
+    }
+  });
+});

@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import pg from 'pg';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+
+// Database round trips are the main cost of a write (see bench/README.md): these pin how many
+// statements the hot paths send, so a change that adds one per request shows up here.
+
+let t: TestApp;
+let tenant: Tenant;
+beforeAll(async () => {
+  t = await startTestApp();
+  tenant = await createTenant(t.ctx.db);
+  await t.http.get('/api/v1/me').set(tenant.auth); // the key is cached and its last use written
+});
+afterAll(() => t.close());
+
+async function countStatements<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  const query = pg.Client.prototype.query;
+  const statements: string[] = [];
+  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
+    const [text] = args;
+    statements.push(typeof text === 'string' ? text : (text as { text: string }).text);
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof query;
+  try {
+    return { result: await work(), statements };
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+}
+
+describe('database round trips', () => {
+  it('POST /leads for a new person: one lookup, one write that returns the lead, no transaction', async () => {
+    const person = (n: number) => ({
+      name: `Round ${n}`, email: `round${n}@roundco.example`, phone: `+1 303 555 ${1000 + n}`,
+      linkedin_url: `https://www.linkedin.com/in/round-${n}`, tags: ['round', 'trip'],
+    });
+    await t.http.post('/api/v1/leads').set(tenant.auth).send(person(0)); // creates the company and the tags
+    const { result, statements } = await countStatements(() => t.http.post('/api/v1/leads').set(tenant.auth).send(person(1)));
+    expect(result.status).toBe(201);
+    expect(result.body.data).toMatchObject({ name: 'Round 1', tags: [expect.objectContaining({ name: 'round' }), expect.objectContaining({ name: 'trip' })] });
+    expect(statements).toHaveLength(2);
+  });
+
+  it('POST /leads for an existing person: the lookup, then the update in a transaction', async () => {
+    const { result, statements } = await countStatements(() => t.http.post('/api/v1/leads').set(tenant.auth)
+      .send({ name: 'Round 1 again', email: 'round1@roundco.example', tags: ['round'] }));
+    expect(result.status).toBe(200);
+    expect(result.body.meta.status).toBe('updated');
+    expect(statements[0]).toMatch(/lead_identities/); // the lookup, before BEGIN
+    expect(statements[1]).toMatch(/^begin$/i);
+  });
+
+  it('GET /me with a cached key: none', async () => {
+    const { result, statements } = await countStatements(() => t.http.get('/api/v1/me').set(tenant.auth));
+    expect(result.status).toBe(200);
+    expect(statements).toHaveLength(0);
+  });
+
+  it('GET /leads/{id}: one', async () => {
+    const created = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Read me', email: 'read@roundco.example' });
+    const { result, statements } = await countStatements(() => t.http.get(`/api/v1/leads/${created.body.data.id}`).set(tenant.auth));
+    expect(result.status).toBe(200);
+    expect(statements).toHaveLength(1);
+  });
+});
