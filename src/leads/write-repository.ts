@@ -63,6 +63,16 @@ export interface LeadValues {
   custom_fields: Record<string, string>;
 }
 
+/** The values of a new lead's row after workspace_id, in the column order both inserts use. */
+const newLeadColumns = (values: LeadValues) => sql`${values.company_id}, ${values.name}, ${values.job_title ?? null}, ${values.description ?? null},
+  ${values.gender ?? null}, ${values.language ?? null}, ${values.decision_maker ?? false}, 'api', 'new', false,
+  ${sql.val(values.emails)}::text[], ${sql.val(values.phones)}::text[], ${JSON.stringify(values.links)}::jsonb,
+  ${JSON.stringify(values.locations)}::jsonb, ${JSON.stringify(values.custom_fields)}::jsonb`;
+
+/** Match keys as rows `k(kind, value)`. */
+const keyRows = (keys: readonly { kind: IdentityKind; value: string }[]) =>
+  sql`unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)`;
+
 /**
  * Inserts the lead, claims its match keys, attaches its tags and writes its events in one
  * statement. When a concurrent request claimed one of the keys first, nothing but the lead
@@ -83,15 +93,12 @@ export async function insertLeadWithIdentities(
     WITH lead AS (
       INSERT INTO leads (workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
         source, stage, chargeable, emails, phones, links, locations, custom_fields)
-      VALUES (${workspaceId}, ${values.company_id}, ${values.name}, ${values.job_title ?? null}, ${values.description ?? null},
-        ${values.gender ?? null}, ${values.language ?? null}, ${values.decision_maker ?? false}, 'api', 'new', false,
-        ${sql.val(values.emails)}::text[], ${sql.val(values.phones)}::text[], ${JSON.stringify(values.links)}::jsonb,
-        ${JSON.stringify(values.locations)}::jsonb, ${JSON.stringify(values.custom_fields)}::jsonb)
+      VALUES (${workspaceId}, ${newLeadColumns(values)})
       RETURNING *
     ), claimed AS (
       INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
       SELECT ${workspaceId}, k.kind, k.value, lead.id
-      FROM lead, unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)
+      FROM lead, ${keyRows(keys)}
       ORDER BY k.kind, k.value
       ON CONFLICT (workspace_id, kind, value) DO NOTHING
       RETURNING 1
@@ -139,7 +146,7 @@ export async function insertLeadIfKeysFree(
       ), claimed AS (
         INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
         SELECT ${workspaceId}, k.kind, k.value, new_lead.id
-        FROM new_lead, unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)
+        FROM new_lead, ${keyRows(keys)}
         ORDER BY k.kind, k.value
         ON CONFLICT (workspace_id, kind, value) DO NOTHING
         RETURNING 1
@@ -147,10 +154,7 @@ export async function insertLeadIfKeysFree(
         INSERT INTO leads (id, workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
           source, stage, chargeable, emails, phones, links, locations, custom_fields)
         OVERRIDING SYSTEM VALUE
-        SELECT new_lead.id, ${workspaceId}, ${values.company_id}, ${values.name}, ${values.job_title ?? null}, ${values.description ?? null},
-          ${values.gender ?? null}, ${values.language ?? null}, ${values.decision_maker ?? false}, 'api', 'new', false,
-          ${sql.val(values.emails)}::text[], ${sql.val(values.phones)}::text[], ${JSON.stringify(values.links)}::jsonb,
-          ${JSON.stringify(values.locations)}::jsonb, ${JSON.stringify(values.custom_fields)}::jsonb
+        SELECT new_lead.id, ${workspaceId}, ${newLeadColumns(values)}
         FROM new_lead
         WHERE (SELECT count(*) FROM claimed) = ${keys.length}
         RETURNING *
