@@ -73,6 +73,31 @@ const newLeadColumns = (values: LeadValues) => sql`${values.company_id}, ${value
 const keyRows = (keys: readonly { kind: IdentityKind; value: string }[]) =>
   sql`unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)`;
 
+/** Claims the match keys for the lead whose id `owner.id` holds; returns a row per key claimed. */
+const claimKeys = (workspaceId: number, owner: 'lead' | 'new_lead', keys: readonly { kind: IdentityKind; value: string }[]) => sql`
+  INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+  SELECT ${workspaceId}, k.kind, k.value, ${sql.ref(`${owner}.id`)}
+  FROM ${sql.table(owner)}, ${keyRows(keys)}
+  ORDER BY k.kind, k.value
+  ON CONFLICT (workspace_id, kind, value) DO NOTHING
+  RETURNING 1`;
+
+/** The `tagged` and `queued` steps: tags attached and events written for the lead in `owner`, if any. */
+const tagsAndEvents = (
+  workspaceId: number,
+  owner: 'lead' | 'complete',
+  tagIds: readonly number[],
+  events: readonly { topic: string; payload: Record<string, unknown> }[],
+) => sql`tagged AS (
+    INSERT INTO lead_tags (lead_id, tag_id)
+    SELECT ${sql.ref(`${owner}.id`)}, t.tag_id FROM ${sql.table(owner)}, unnest(${sql.val([...tagIds])}::bigint[]) AS t(tag_id)
+    ON CONFLICT DO NOTHING
+  ), queued AS (
+    INSERT INTO outbox (workspace_id, topic, payload)
+    SELECT ${workspaceId}, e.topic, CASE WHEN e.topic LIKE 'lead.%' THEN e.payload || jsonb_build_object('lead_id', ${sql.ref(`${owner}.id`)}) ELSE e.payload END
+    FROM ${sql.table(owner)}, unnest(${sql.val(events.map((event) => event.topic))}::text[], ${sql.val(events.map((event) => JSON.stringify(event.payload)))}::jsonb[]) AS e(topic, payload)
+  )`;
+
 /**
  * Inserts the lead, claims its match keys, attaches its tags and writes its events in one
  * statement. When a concurrent request claimed one of the keys first, nothing but the lead
@@ -96,23 +121,10 @@ export async function insertLeadWithIdentities(
       VALUES (${workspaceId}, ${newLeadColumns(values)})
       RETURNING *
     ), claimed AS (
-      INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-      SELECT ${workspaceId}, k.kind, k.value, lead.id
-      FROM lead, ${keyRows(keys)}
-      ORDER BY k.kind, k.value
-      ON CONFLICT (workspace_id, kind, value) DO NOTHING
-      RETURNING 1
+      ${claimKeys(workspaceId, 'lead', keys)}
     ), complete AS (
       SELECT lead.id FROM lead WHERE (SELECT count(*) FROM claimed) = ${keys.length}
-    ), tagged AS (
-      INSERT INTO lead_tags (lead_id, tag_id)
-      SELECT complete.id, t.tag_id FROM complete, unnest(${sql.val([...tagIds])}::bigint[]) AS t(tag_id)
-      ON CONFLICT DO NOTHING
-    ), queued AS (
-      INSERT INTO outbox (workspace_id, topic, payload)
-      SELECT ${workspaceId}, e.topic, CASE WHEN e.topic LIKE 'lead.%' THEN e.payload || jsonb_build_object('lead_id', complete.id) ELSE e.payload END
-      FROM complete, unnest(${sql.val(events.map((event) => event.topic))}::text[], ${sql.val(events.map((event) => JSON.stringify(event.payload)))}::jsonb[]) AS e(topic, payload)
-    )
+    ), ${tagsAndEvents(workspaceId, 'complete', tagIds, events)}
     SELECT ${leadColumns('lead')}, (SELECT count(*) FROM claimed)::int AS claimed,
       ${tagsWithIds(tagIds)} AS tags,
       (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
@@ -144,12 +156,7 @@ export async function insertLeadIfKeysFree(
       WITH new_lead AS (
         SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id
       ), claimed AS (
-        INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-        SELECT ${workspaceId}, k.kind, k.value, new_lead.id
-        FROM new_lead, ${keyRows(keys)}
-        ORDER BY k.kind, k.value
-        ON CONFLICT (workspace_id, kind, value) DO NOTHING
-        RETURNING 1
+        ${claimKeys(workspaceId, 'new_lead', keys)}
       ), lead AS (
         INSERT INTO leads (id, workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
           source, stage, chargeable, emails, phones, links, locations, custom_fields)
@@ -158,15 +165,7 @@ export async function insertLeadIfKeysFree(
         FROM new_lead
         WHERE (SELECT count(*) FROM claimed) = ${keys.length}
         RETURNING *
-      ), tagged AS (
-        INSERT INTO lead_tags (lead_id, tag_id)
-        SELECT lead.id, t.tag_id FROM lead, unnest(${sql.val([...tagIds])}::bigint[]) AS t(tag_id)
-        ON CONFLICT DO NOTHING
-      ), queued AS (
-        INSERT INTO outbox (workspace_id, topic, payload)
-        SELECT ${workspaceId}, e.topic, CASE WHEN e.topic LIKE 'lead.%' THEN e.payload || jsonb_build_object('lead_id', lead.id) ELSE e.payload END
-        FROM lead, unnest(${sql.val(events.map((event) => event.topic))}::text[], ${sql.val(events.map((event) => JSON.stringify(event.payload)))}::jsonb[]) AS e(topic, payload)
-      )
+      ), ${tagsAndEvents(workspaceId, 'lead', tagIds, events)}
       SELECT ${leadColumns('lead')},
         ${tagsWithIds(tagIds)} AS tags,
         (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
