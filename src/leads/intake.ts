@@ -177,10 +177,12 @@ export function leadValues(lead: PreparedLead, companyId: number | null) {
 }
 
 async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, resolution: Resolution): Promise<RowOutcome | null> {
-  const { id: leadId, claimed, record } = await insertLeadWithIdentities(
-    db, workspaceId, leadValues(lead, resolution.company?.id ?? null), lead.identities, resolution.tagIds,
-    [...resolution.events, { topic: 'lead.created', payload: {} }],
-  );
+  const { id: leadId, claimed, record } = await insertLeadWithIdentities(db, workspaceId, {
+    values: leadValues(lead, resolution.company?.id ?? null),
+    keys: lead.identities,
+    tagIds: resolution.tagIds,
+    events: [...resolution.events, { topic: 'lead.created', payload: {} }],
+  });
   if (claimed < lead.identities.length) {
     // A concurrent request created this person after our lookup: undo and match again.
     await deleteLead(db, leadId);
@@ -260,7 +262,12 @@ export async function intakeLeadDirect(
     if (!existingId || companyHasDetails(lead.company)) return { transaction: lookup };
     companyId = existingId;
   }
-  const record = await insertLeadIfKeysFree(db, workspaceId, leadValues(lead, companyId), lead.identities, references.tagIds, [{ topic: 'lead.created', payload: {} }]);
+  const record = await insertLeadIfKeysFree(db, workspaceId, {
+    values: leadValues(lead, companyId),
+    keys: lead.identities,
+    tagIds: references.tagIds,
+    events: [{ topic: 'lead.created', payload: {} }],
+  });
   // Someone created this person since the lookup: match again, in a transaction.
   if (!record) return { transaction: undefined };
   return {

@@ -73,6 +73,14 @@ const newLeadColumns = (values: LeadValues) => sql`${values.company_id}, ${value
 const keyRows = (keys: readonly { kind: IdentityKind; value: string }[]) =>
   sql`unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)`;
 
+/** Everything a new lead's statement writes: the row, its match keys, its tags and its events. */
+export interface NewLeadWrite {
+  values: LeadValues;
+  keys: readonly { kind: IdentityKind; value: string }[];
+  tagIds: readonly number[];
+  events: readonly { topic: string; payload: Record<string, unknown> }[];
+}
+
 /** Claims the match keys for the lead whose id `owner.id` holds; returns a row per key claimed. */
 const claimKeys = (workspaceId: number, owner: 'lead' | 'new_lead', keys: readonly { kind: IdentityKind; value: string }[]) => sql`
   INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
@@ -106,14 +114,7 @@ const tagsAndEvents = (
  * `tagIds`, its company the row the earlier statements of this transaction left), which
  * saves POST /leads the read-back round trip.
  */
-export async function insertLeadWithIdentities(
-  db: Executor,
-  workspaceId: number,
-  values: LeadValues,
-  keys: readonly { kind: IdentityKind; value: string }[],
-  tagIds: readonly number[],
-  events: readonly { topic: string; payload: Record<string, unknown> }[],
-): Promise<{ id: number; claimed: number; record: LeadRecord }> {
+export async function insertLeadWithIdentities(db: Executor, workspaceId: number, { values, keys, tagIds, events }: NewLeadWrite): Promise<{ id: number; claimed: number; record: LeadRecord }> {
   const result = await sql<LeadRecord & { claimed: number }>`
     WITH lead AS (
       INSERT INTO leads (workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
@@ -143,14 +144,7 @@ export async function insertLeadWithIdentities(
  * claimed, inserts nothing). Returns the lead as findLeadRecords reads it, or null when a key
  * was taken.
  */
-export async function insertLeadIfKeysFree(
-  db: Executor,
-  workspaceId: number,
-  values: LeadValues,
-  keys: readonly { kind: IdentityKind; value: string }[],
-  tagIds: readonly number[],
-  events: readonly { topic: string; payload: Record<string, unknown> }[],
-): Promise<LeadRecord | null> {
+export async function insertLeadIfKeysFree(db: Executor, workspaceId: number, { values, keys, tagIds, events }: NewLeadWrite): Promise<LeadRecord | null> {
   try {
     const result = await sql<LeadRecord>`
       WITH new_lead AS (
