@@ -29,8 +29,9 @@ const salt = Math.random().toString(36).slice(2, 7);
 const phoneOffset = 5_000_000_000 + Math.floor(Math.random() * 100) * 1_000_000;
 
 async function main(): Promise<void> {
-  const { createDb, createPool } = await import(pathToFileURL(path.join(ROOT, 'dist/src/db/connect.js')).href);
-  const { insertLeadWithIdentities } = await import(pathToFileURL(path.join(ROOT, 'dist/src/leads/write-repository.js')).href);
+  // Typed as the sources, so a changed signature fails the type check instead of the run.
+  const { createDb, createPool } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/db/connect.js')).href)) as typeof import('../../src/db/connect.js');
+  const { insertLeadWithIdentities } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/leads/write-repository.js')).href)) as typeof import('../../src/leads/write-repository.js');
   const pool: pg.Pool = createPool(spec.databaseUrl, spec.poolSize);
   const db = createDb(pool);
 
@@ -47,16 +48,15 @@ async function main(): Promise<void> {
       const email = `ceiling${salt}-${n}@firm${n % 500}.example`;
       const phone = String(phoneOffset + n);
       const handle = `ceiling-${salt}-${n}`;
-      return insertLeadWithIdentities(
-        db, spec.workspaceId,
-        {
+      return insertLeadWithIdentities(db, spec.workspaceId, {
+        values: {
           name: `Ceiling Person ${n}`, job_title: 'Buyer', company_id: companies[n % companies.length]!.id,
           emails: [email], phones: [`1${phone}`], links: [{ type: 'linkedin', url: `https://www.linkedin.com/in/${handle}` }], locations: [], custom_fields: {},
         },
-        [{ kind: 'email', value: email }, { kind: 'linkedin', value: handle }, { kind: 'phone', value: phone }],
-        [tags[0]!.id, tags[1 + (n % (tags.length - 1))]!.id],
-        [{ topic: 'lead.created', payload: {} }],
-      );
+        keys: [{ kind: 'email', value: email }, { kind: 'linkedin', value: handle }, { kind: 'phone', value: phone }],
+        tagIds: [tags[0]!.id, tags[1 + (n % (tags.length - 1))]!.id],
+        events: [{ topic: 'lead.created', payload: {} }],
+      });
     };
   }
 
