@@ -1,3 +1,6 @@
+import type { Executor } from '../db/connect.js';
+import { findWorkspace } from '../workspaces/repository.js';
+
 // A refused command: printed as `{ "error": code, "message": text }` on stderr, exit code 1.
 export class CliError extends Error {
   constructor(readonly code: string, message: string) {
@@ -17,4 +20,10 @@ export function nonEmpty(value: string, flag: string, maxLength = 255): string {
   if (trimmed.length === 0) throw new CliError('invalid_argument', `${flag} must not be empty.`);
   if (trimmed.length > maxLength) throw new CliError('invalid_argument', `${flag} must be at most ${maxLength} characters.`);
   return trimmed;
+}
+
+export async function requireWorkspace(db: Executor, value: string) {
+  const workspace = await findWorkspace(db, positiveId(value, '--workspace'));
+  if (!workspace) throw new CliError('not_found', `Workspace ${value} does not exist.`);
+  return workspace;
 }

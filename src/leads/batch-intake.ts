@@ -7,7 +7,8 @@ import { findTagsByNames } from '../tags/repository.js';
 import {
   checkReferences, companyHasDetails, DuplicateRejected, intakeLead, leadValues, RowRejected, type IntakeOptions, type References,
 } from './intake.js';
-import type { IntakeLookup, TagRow } from './lookup.js';
+import { referencedTags, type IntakeLookup } from './lookup.js';
+import type { TagJson } from './read-repository.js';
 import type { PreparedLead } from './prepare.js';
 import { inSavepoint } from './savepoint.js';
 import { identityMatchRows, type IdentityMatch } from './write-repository.js';
@@ -90,7 +91,7 @@ async function intakeRowAlone(
 }
 
 interface BatchLookup {
-  tags: TagRow[];
+  tags: TagJson[];
   matches: IdentityMatch[];
   companies: Array<{ id: number; domain: string }>;
 }
@@ -106,12 +107,7 @@ async function planBulkRows(
   const domains = [...new Set(leads.flatMap((lead) => (lead.company?.emailDomain ? [lead.company.emailDomain] : [])))];
   const { rows } = await sql<BatchLookup>`
     SELECT
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name, 'color', color, 'active', active)), '[]'::json)
-        FROM tags
-        WHERE workspace_id = ${workspaceId}
-          AND (id = ANY(${sql.val([...new Set(leads.flatMap((lead) => lead.tagIds))])}::bigint[])
-            OR lower(name) = ANY(${sql.val([...new Set(leads.flatMap((lead) => lead.tagNames.map((name) => name.toLowerCase())))])}::text[]))
-      ) AS tags,
+      ${referencedTags(workspaceId, leads.flatMap((lead) => lead.tagIds), leads.flatMap((lead) => lead.tagNames))} AS tags,
       (SELECT coalesce(json_agg(json_build_object('kind', m.kind, 'value', m.value, 'lead_id', m.lead_id)), '[]'::json)
         FROM ${identityMatchRows(workspaceId, keys)} AS m
       ) AS matches,

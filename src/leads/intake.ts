@@ -3,7 +3,7 @@ import { fillCompany, findCompanyByDomain, findCompanyByName, insertCompanyIfNew
 import type { Executor } from '../db/connect.js';
 import { enqueue, type OutboxEvent } from '../outbox/repository.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
-import { lookupForIntake, type IntakeLookup } from './lookup.js';
+import { existingCompanyId, lookupForIntake, type IntakeLookup } from './lookup.js';
 import type { IdentityKey, PreparedCompany, PreparedLead } from './prepare.js';
 import type { LeadRecord } from './read-repository.js';
 import {
@@ -117,7 +117,7 @@ async function resolveCompany(
 
   // The lookup read the candidates in this order: website domain, email domain, name. A company
   // created concurrently since then is caught below (insert conflict, or the name lock).
-  const existingId = company.id ?? lookup.companyByWebsiteDomain ?? lookup.companyByEmailDomain ?? lookup.companyByName;
+  const existingId = existingCompanyId(company, lookup);
   if (existingId) return fill(existingId);
 
   const domain = company.websiteDomain ?? company.emailDomain;
@@ -258,7 +258,7 @@ export async function intakeLeadDirect(
   if (references.missingTagNames.length > 0) return { transaction: lookup };
   let companyId: number | null = null;
   if (lead.company) {
-    const existingId = lead.company.id ?? lookup.companyByWebsiteDomain ?? lookup.companyByEmailDomain ?? lookup.companyByName;
+    const existingId = existingCompanyId(lead.company, lookup);
     if (!existingId || companyHasDetails(lead.company)) return { transaction: lookup };
     companyId = existingId;
   }

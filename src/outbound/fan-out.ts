@@ -23,7 +23,11 @@ interface OutboxEventRow {
 /** Leads by id, in the API's Lead shape, one query per workspace involved. */
 export async function loadLeads(db: Executor, refs: readonly LeadRef[]): Promise<Map<number, Lead>> {
   const byWorkspace = new Map<number, number[]>();
-  for (const ref of refs) byWorkspace.set(ref.workspace_id, [...(byWorkspace.get(ref.workspace_id) ?? []), ref.id]);
+  for (const ref of refs) {
+    const ids = byWorkspace.get(ref.workspace_id);
+    if (ids) ids.push(ref.id);
+    else byWorkspace.set(ref.workspace_id, [ref.id]);
+  }
   const leads = new Map<number, Lead>();
   for (const [workspaceId, ids] of byWorkspace) {
     for (const record of await findLeadRecords(db, workspaceId, [...new Set(ids)])) leads.set(record.id, presentLead(record));

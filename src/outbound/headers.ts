@@ -3,6 +3,8 @@ import { MAX_HEADERS } from './payload.js';
 
 // RFC 9110 field-name token.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+export const isValidHeaderName = (name: string) => HEADER_NAME.test(name);
 // Framing headers are the HTTP client's business; the signature headers are ours.
 const RESERVED = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'webhook-id', 'webhook-timestamp', 'webhook-signature']);
 const MAX_VALUE_LENGTH = 8192;
@@ -13,7 +15,7 @@ const cleanValue = (value: string) => value.replace(/[\r\n\0]/g, '').slice(0, MA
 export function sanitizeHeaders(rows: readonly KeyValue[]): HeaderRow[] {
   return rows.slice(0, MAX_HEADERS)
     .map(({ key, value }) => ({ name: key.trim(), value: cleanValue(String(value)) }))
-    .filter(({ name }) => HEADER_NAME.test(name) && !RESERVED.has(name.toLowerCase()));
+    .filter(({ name }) => isValidHeaderName(name) && !RESERVED.has(name.toLowerCase()));
 }
 
 export function authHeaders(auth: ConnectorAuth): HeaderRow[] {

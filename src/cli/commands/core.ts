@@ -5,19 +5,14 @@ import { insertCompany } from '../../companies/repository.js';
 import { domainOfUrl } from '../../leads/normalize.js';
 import { insertTag } from '../../tags/repository.js';
 import { deleteUser, insertUser, type Role } from '../../users/repository.js';
-import { findWorkspace, insertWorkspace } from '../../workspaces/repository.js';
+import { insertWorkspace } from '../../workspaces/repository.js';
 import type { Executor } from '../../db/connect.js';
-import { CliError, nonEmpty, positiveId } from '../cli-error.js';
+import { CliError, nonEmpty, positiveId, requireWorkspace } from '../cli-error.js';
 import type { Runner } from '../main.js';
 import type { components } from '../../../generated/api.js';
 
 type Scope = components['schemas']['Scope'];
 
-async function requireWorkspace(db: Executor, value: string) {
-  const workspace = await findWorkspace(db, positiveId(value, '--workspace'));
-  if (!workspace) throw new CliError('not_found', `Workspace ${value} does not exist.`);
-  return workspace;
-}
 
 function parseScopes(value: string | undefined): Scope[] {
   if (value === undefined) return [];

@@ -3,25 +3,20 @@ import { findConnectors, insertConnector, setAutoPush, softDeleteConnector } fro
 import type { Executor } from '../../db/connect.js';
 import type { BodyFormat, ConnectorAuth, ConnectorRow, FieldMapping, KeyValue, WebhookMethod, WorkflowBlock } from '../../db/schema.js';
 import { loadLeads } from '../../outbound/fan-out.js';
+import { isValidHeaderName } from '../../outbound/headers.js';
 import { composeConnectorDelivery, connectorProblem } from '../../outbound/compose.js';
 import { listDeliveries } from '../../outbound/delivery-repository.js';
 import { checkUrlShape, RefusedDestination } from '../../outbound/network-guard.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../outbound/payload.js';
 import { newSigningSecret, sendNow } from '../../outbound/send-now.js';
 import { findTagsByNames, insertMissingTags } from '../../tags/repository.js';
-import { findWorkspace } from '../../workspaces/repository.js';
 import { insertWorkflow } from '../../workflows/repository.js';
-import { CliError, nonEmpty, positiveId } from '../cli-error.js';
+import { CliError, nonEmpty, positiveId, requireWorkspace } from '../cli-error.js';
 import type { Runner } from '../main.js';
 
 const METHODS: WebhookMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-async function requireWorkspace(db: Executor, value: string) {
-  const workspace = await findWorkspace(db, positiveId(value, '--workspace'));
-  if (!workspace) throw new CliError('not_found', `Workspace ${value} does not exist.`);
-  return workspace;
-}
 
 function parseMethod(value: string | undefined): WebhookMethod {
   const method = (value ?? 'POST').toUpperCase();
@@ -66,7 +61,7 @@ function parseAuth(options: ConnectorOptions): ConnectorAuth {
       return { type: 'bearer', token: required(options.token, '--token') };
     case 'header': {
       const name = required(options.headerName, '--header-name');
-      if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new CliError('invalid_argument', `--header-name "${name}" is not a valid HTTP header name.`);
+      if (!isValidHeaderName(name)) throw new CliError('invalid_argument', `--header-name "${name}" is not a valid HTTP header name.`);
       return { type: 'header', name, value: required(options.headerValue, '--header-value') };
     }
     case 'basic':
