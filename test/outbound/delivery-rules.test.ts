@@ -90,6 +90,22 @@ describe('retries', () => {
     expect((await deliveries(t, closed.workspaceId))[0]).toMatchObject({ attempts: 3, status_code: null, error: expect.stringMatching(/ECONNREFUSED/) });
   });
 
+  it('a receiver slower than WEBHOOK_TIMEOUT_MS is a connection failure: timed out, and retried', async () => {
+    const tenant = await createTenant(t.ctx.db);
+    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/slow`]);
+    receiver.fallback = { status: 200, body: '{}', delayMs: 3000 };
+    const leadId = await newLead(tenant);
+    const pushed = await cli(t, ['connector', 'push', '--id', String(connector.id), '--lead', String(leadId)]);
+    expect(pushed).toMatchObject({ delivered: false, status: null, branch: 'pending', attempts: 1, error: expect.stringMatching(/timeout/) });
+
+    receiver.fallback = { status: 200, body: '{}' };
+    await eventually(async () => {
+      await drain(t);
+      return (await deliveries(t, tenant.workspaceId, leadId))[0]?.branch === 'Delivered';
+    }, 10000, 50);
+    expect((await deliveries(t, tenant.workspaceId, leadId))[0]).toMatchObject({ attempts: 2, status_code: 200 });
+  });
+
   it('never follows a redirect: a 3xx is a failed delivery, sent once', async () => {
     const tenant = await workspaceWithWorkflow(`${receiver.url}/moved`);
     receiver.fallback = { status: 302, headers: { location: `${receiver.url}/elsewhere` } };

@@ -260,6 +260,12 @@ describe('encodings, authentication and headers', () => {
     expect(Object.keys(request.headers).filter((name) => name.startsWith('x-h'))).toHaveLength(20);
   });
 
+  it('caps mapped fields at 50, dropping the rest silently', async () => {
+    const mapping = Array.from({ length: 55 }, (_, index) => ['--map', `name=k${index}`]).flat();
+    const { request } = await push(['--url', `${receiver.url}/mapped-cap`, ...mapping]);
+    expect(Object.keys(JSON.parse(request.body)).filter((key) => /^k\d+$/.test(key))).toHaveLength(50);
+  });
+
   it('signs every delivery so the standardwebhooks package verifies it (body, and query string for GET)', async () => {
     const posted = await push(['--url', `${receiver.url}/signed`]);
     const verified = new Webhook(posted.connector.signing_secret as string).verify(posted.request.body, posted.request.headers as Record<string, string>);
