@@ -155,7 +155,1308 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    lead: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Standard Webhooks message id: one per delivery, the same on every retry
+                 *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                 *     your answer was lost, a worker stopped mid-delivery).
+                 * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                 *     more than 5 minutes away from your clock: it may be a replay.
+                 * @example 1795428051
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                 *     keyed with the signing secret (the `whsec_...` value shown when the
+                 *     connector or workflow was created) without `whsec_`, base64-decoded.
+                 *     The content is the raw body; for `GET` and `DELETE` it is the query
+                 *     string as sent, without `?`. Standard Webhooks allows several
+                 *     space-separated signatures; this service sends one. Compare in
+                 *     constant time.
+                 * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description Identifies the sender; the version may change.
+                 * @example LeadIntake-Webhooks/1.0
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Connector push (GET)
+         * @description When the connector's method is `GET`: no body; the fields in the query string.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /**
+                     * @description `GET` and `DELETE` send no body: the fields are appended to the query of
+                     *     the connector's URL (`?existing=1&id=4211&...&event=lead&lead_id=4211&sent_at=...`),
+                     *     as text like the form encoding. Keys already in the configured URL are
+                     *     kept and come first.
+                     * @example {
+                     *       "id": "4211",
+                     *       "name": "Jane Doe",
+                     *       "email": "jane.doe@acme-robotics.com",
+                     *       "phone": "14155550123",
+                     *       "job_title": "Head of Operations",
+                     *       "company": "Acme Robotics",
+                     *       "stage": "new",
+                     *       "tags": "Conference 2026,VIP",
+                     *       "event": "lead",
+                     *       "lead_id": "4211",
+                     *       "sent_at": "2026-11-23T10:00:51.882000Z"
+                     *     }
+                     */
+                    payload: components["parameters"]["LeadPushQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookPushAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Connector push (PUT)
+         * @description When the connector's method is `PUT`: the fields as the body, JSON or form-encoded.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["LeadPushDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookPushAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Connector push (POST, the default)
+         * @description When the connector's method is `POST`: the fields as the body, JSON or form-encoded.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["LeadPushDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookPushAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Connector push (DELETE)
+         * @description When the connector's method is `DELETE`: no body; the fields in the query string.
+         */
+        delete: {
+            parameters: {
+                query: {
+                    /**
+                     * @description `GET` and `DELETE` send no body: the fields are appended to the query of
+                     *     the connector's URL (`?existing=1&id=4211&...&event=lead&lead_id=4211&sent_at=...`),
+                     *     as text like the form encoding. Keys already in the configured URL are
+                     *     kept and come first.
+                     * @example {
+                     *       "id": "4211",
+                     *       "name": "Jane Doe",
+                     *       "email": "jane.doe@acme-robotics.com",
+                     *       "phone": "14155550123",
+                     *       "job_title": "Head of Operations",
+                     *       "company": "Acme Robotics",
+                     *       "stage": "new",
+                     *       "tags": "Conference 2026,VIP",
+                     *       "event": "lead",
+                     *       "lead_id": "4211",
+                     *       "sent_at": "2026-11-23T10:00:51.882000Z"
+                     *     }
+                     */
+                    payload: components["parameters"]["LeadPushQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookPushAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Connector push (PATCH)
+         * @description When the connector's method is `PATCH`: the fields as the body, JSON or form-encoded.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["LeadPushDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookPushAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        trace?: never;
+    };
+    workflowCustomUrl: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Standard Webhooks message id: one per delivery, the same on every retry
+                 *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                 *     your answer was lost, a worker stopped mid-delivery).
+                 * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                 *     more than 5 minutes away from your clock: it may be a replay.
+                 * @example 1795428051
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                 *     keyed with the signing secret (the `whsec_...` value shown when the
+                 *     connector or workflow was created) without `whsec_`, base64-decoded.
+                 *     The content is the raw body; for `GET` and `DELETE` it is the query
+                 *     string as sent, without `?`. Standard Webhooks allows several
+                 *     space-separated signatures; this service sends one. Compare in
+                 *     constant time.
+                 * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description Identifies the sender; the version may change.
+                 * @example LeadIntake-Webhooks/1.0
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Custom URL block (GET)
+         * @description When the block's method is `GET`: no body; the fields in the query string.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /**
+                     * @description The fields as text, appended to the query of the block's URL (after merge tags).
+                     * @example {
+                     *       "source": "lead-intake",
+                     *       "event": "workflow",
+                     *       "lead_id": "4211",
+                     *       "workflow_id": "12",
+                     *       "sent_at": "2026-11-23T10:00:51.882000Z"
+                     *     }
+                     */
+                    payload: components["parameters"]["CustomUrlWorkflowQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Custom URL block (PUT)
+         * @description When the block's method is `PUT`: the fields as the body, JSON or form-encoded.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Custom URL block (POST, the default)
+         * @description When the block's method is `POST`: the fields as the body, JSON or form-encoded.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Custom URL block (DELETE)
+         * @description When the block's method is `DELETE`: no body; the fields in the query string.
+         */
+        delete: {
+            parameters: {
+                query: {
+                    /**
+                     * @description The fields as text, appended to the query of the block's URL (after merge tags).
+                     * @example {
+                     *       "source": "lead-intake",
+                     *       "event": "workflow",
+                     *       "lead_id": "4211",
+                     *       "workflow_id": "12",
+                     *       "sent_at": "2026-11-23T10:00:51.882000Z"
+                     *     }
+                     */
+                    payload: components["parameters"]["CustomUrlWorkflowQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Custom URL block (PATCH)
+         * @description When the block's method is `PATCH`: the fields as the body, JSON or form-encoded.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        trace?: never;
+    };
+    workflowSavedConnector: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Standard Webhooks message id: one per delivery, the same on every retry
+                 *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                 *     your answer was lost, a worker stopped mid-delivery).
+                 * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                 *     more than 5 minutes away from your clock: it may be a replay.
+                 * @example 1795428051
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                 *     keyed with the signing secret (the `whsec_...` value shown when the
+                 *     connector or workflow was created) without `whsec_`, base64-decoded.
+                 *     The content is the raw body; for `GET` and `DELETE` it is the query
+                 *     string as sent, without `?`. Standard Webhooks allows several
+                 *     space-separated signatures; this service sends one. Compare in
+                 *     constant time.
+                 * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description Identifies the sender; the version may change.
+                 * @example LeadIntake-Webhooks/1.0
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Saved-connector block (GET)
+         * @description When the connector's method is `GET`: no body; the fields in the query string.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /**
+                     * @description The fields as text, appended to the query of the connector's URL.
+                     * @example {
+                     *       "full_name": "Jane Doe",
+                     *       "event": "workflow",
+                     *       "lead_id": "4211",
+                     *       "sent_at": "2026-11-23T10:00:51.882000Z",
+                     *       "campaign": "Conference 2026 follow-up"
+                     *     }
+                     */
+                    payload: components["parameters"]["SavedConnectorWorkflowQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Saved-connector block (PUT)
+         * @description When the connector's method is `PUT`: the fields as the body, JSON or form-encoded.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Saved-connector block (POST, the default)
+         * @description When the connector's method is `POST`: the fields as the body, JSON or form-encoded.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        /**
+         * Saved-connector block (DELETE)
+         * @description When the connector's method is `DELETE`: no body; the fields in the query string.
+         */
+        delete: {
+            parameters: {
+                query: {
+                    /**
+                     * @description The fields as text, appended to the query of the connector's URL.
+                     * @example {
+                     *       "full_name": "Jane Doe",
+                     *       "event": "workflow",
+                     *       "lead_id": "4211",
+                     *       "sent_at": "2026-11-23T10:00:51.882000Z",
+                     *       "campaign": "Conference 2026 follow-up"
+                     *     }
+                     */
+                    payload: components["parameters"]["SavedConnectorWorkflowQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Saved-connector block (PATCH)
+         * @description When the connector's method is `PATCH`: the fields as the body, JSON or form-encoded.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRetried"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        trace?: never;
+    };
+    test: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Standard Webhooks message id: one per delivery, the same on every retry
+                 *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                 *     your answer was lost, a worker stopped mid-delivery).
+                 * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                 *     more than 5 minutes away from your clock: it may be a replay.
+                 * @example 1795428051
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                 *     keyed with the signing secret (the `whsec_...` value shown when the
+                 *     connector or workflow was created) without `whsec_`, base64-decoded.
+                 *     The content is the raw body; for `GET` and `DELETE` it is the query
+                 *     string as sent, without `?`. Standard Webhooks allows several
+                 *     space-separated signatures; this service sends one. Compare in
+                 *     constant time.
+                 * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description Identifies the sender; the version may change.
+                 * @example LeadIntake-Webhooks/1.0
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Send test (GET)
+         * @description When the connector's method is `GET`: no body; the fields in the query string.
+         */
+        get: {
+            parameters: {
+                query: {
+                    /**
+                     * @description The fields as text, appended to the query of the connector's URL.
+                     * @example {
+                     *       "id": "",
+                     *       "name": "Jane Doe",
+                     *       "email": "jane.doe@example.com",
+                     *       "phone": "14155550100",
+                     *       "job_title": "Head of Sales",
+                     *       "company": "",
+                     *       "stage": "new",
+                     *       "tags": "",
+                     *       "event": "test",
+                     *       "lead_id": "",
+                     *       "sent_at": "2026-11-23T09:58:12.406000Z"
+                     *     }
+                     */
+                    payload: components["parameters"]["SendTestQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                "2XX": components["responses"]["SendTestAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["SendTestFailed"];
+                "5XX": components["responses"]["SendTestFailed"];
+            };
+        };
+        /**
+         * Send test (PUT)
+         * @description When the connector's method is `PUT`: the fields as the body, JSON or form-encoded.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["SendTestDelivery"];
+            responses: {
+                "2XX": components["responses"]["SendTestAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["SendTestFailed"];
+                "5XX": components["responses"]["SendTestFailed"];
+            };
+        };
+        /**
+         * Send test (POST, the default)
+         * @description When the connector's method is `POST`: the fields as the body, JSON or form-encoded.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["SendTestDelivery"];
+            responses: {
+                "2XX": components["responses"]["SendTestAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["SendTestFailed"];
+                "5XX": components["responses"]["SendTestFailed"];
+            };
+        };
+        /**
+         * Send test (DELETE)
+         * @description When the connector's method is `DELETE`: no body; the fields in the query string.
+         */
+        delete: {
+            parameters: {
+                query: {
+                    /**
+                     * @description The fields as text, appended to the query of the connector's URL.
+                     * @example {
+                     *       "id": "",
+                     *       "name": "Jane Doe",
+                     *       "email": "jane.doe@example.com",
+                     *       "phone": "14155550100",
+                     *       "job_title": "Head of Sales",
+                     *       "company": "",
+                     *       "stage": "new",
+                     *       "tags": "",
+                     *       "event": "test",
+                     *       "lead_id": "",
+                     *       "sent_at": "2026-11-23T09:58:12.406000Z"
+                     *     }
+                     */
+                    payload: components["parameters"]["SendTestQuery"];
+                };
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                "2XX": components["responses"]["SendTestAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["SendTestFailed"];
+                "5XX": components["responses"]["SendTestFailed"];
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Send test (PATCH)
+         * @description When the connector's method is `PATCH`: the fields as the body, JSON or form-encoded.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one. Compare in
+                     *     constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["SendTestDelivery"];
+            responses: {
+                "2XX": components["responses"]["SendTestAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["SendTestFailed"];
+                "5XX": components["responses"]["SendTestFailed"];
+            };
+        };
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -164,6 +1465,8 @@ export interface components {
          * @example 2026-11-22T15:04:05.123456Z
          */
         Timestamp: string;
+        /** @description A row id (a positive integer up to 2^53 - 1). */
+        Id: number;
         /**
          * @description `leads:write` guards both POST routes, `leads:read` guards
          *     `GET /leads/{id}`, `tags:read` guards `GET /tags`.
@@ -218,6 +1521,190 @@ export interface components {
         CompanyStatus: "pending" | "analyzed" | "failed" | "not_analyzed";
         /** @enum {string} */
         LinkType: "website" | "linkedin" | "twitter" | "facebook" | "instagram" | "github" | "youtube" | "other";
+        /**
+         * @description The value of one configured field: text for a connector's constant
+         *     fields and a workflow block's fields (merge tags rendered); for a mapped
+         *     lead attribute its value as the API returns it: text, an integer (`id`,
+         *     `company_id`), a boolean (`decision_maker`), `null` when the lead has
+         *     none, a list of text (`emails`, `phones`, `tags`) or an object of text
+         *     (`custom_fields`).
+         */
+        WebhookFieldValue: string | number | boolean | null | string[] | {
+            [key: string]: string;
+        };
+        /**
+         * Default field set (connector without a mapping)
+         * @description What a connector with an empty mapping sends besides the envelope. The
+         *     connector's constant fields are merged in first; a default field of the
+         *     same name replaces a constant field.
+         */
+        DefaultLeadFields: {
+            /** @description The lead's id (the same as `lead_id`); `null` in a Send test, whose sample lead is not saved. */
+            id: number | null;
+            name: string;
+            /** @description The lead's first email address. */
+            email: string | null;
+            /** @description The lead's first phone number, digits as stored. */
+            phone: string | null;
+            job_title: string | null;
+            /** @description The name of the lead's company. */
+            company: string | null;
+            stage: components["schemas"]["LeadStage"];
+            /** @description The names of the lead's tags. */
+            tags: string[];
+        } & {
+            [key: string]: components["schemas"]["WebhookFieldValue"];
+        };
+        /**
+         * Fields of a mapping (connector with a mapping)
+         * @description A connector with a mapping sends each mapped lead attribute under the
+         *     receiver's key (`attribute=key`; the attributes are listed in the
+         *     operator guide), on top of its constant fields (a mapped field replaces
+         *     a constant field of the same name). The keys are the workspace's choice,
+         *     so this document cannot list them.
+         */
+        MappedLeadFields: {
+            [key: string]: components["schemas"]["WebhookFieldValue"];
+        };
+        LeadPushEnvelope: {
+            /** @constant */
+            event: "lead";
+            lead_id: components["schemas"]["Id"];
+            sent_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * Connector push
+         * @description Constant fields, then the mapped fields (or the default set), then the
+         *     envelope `event`, `lead_id`, `sent_at`, which a field of the same name
+         *     cannot replace.
+         */
+        LeadPushPayload: components["schemas"]["LeadPushEnvelope"] & (components["schemas"]["DefaultLeadFields"] | components["schemas"]["MappedLeadFields"]);
+        SendTestEnvelope: {
+            /** @constant */
+            event: "test";
+            /** @description Always `null`: the sample lead is not a real lead. */
+            lead_id: null;
+            sent_at: components["schemas"]["Timestamp"];
+        };
+        /**
+         * Send test
+         * @description The connector's fields rendered on a sample lead (Jane Doe, Head of
+         *     Sales), assembled like a connector push; `lead_id` is `null`.
+         */
+        SendTestPayload: components["schemas"]["SendTestEnvelope"] & (components["schemas"]["DefaultLeadFields"] | components["schemas"]["MappedLeadFields"]);
+        /**
+         * Send Webhook block, Custom URL
+         * @description The block's fields, then its own envelope: a block field named
+         *     `event`, `lead_id`, `workflow_id` or `sent_at` is dropped in favour of
+         *     the envelope. Without a lead in the run `lead_id` is left out, and a
+         *     block field named `lead_id` then stays.
+         */
+        CustomUrlWorkflowPayload: {
+            /** @constant */
+            event: "workflow";
+            /** @description The lead's id; absent when the run has no lead (or a block field's text then). */
+            lead_id?: components["schemas"]["Id"] | string;
+            workflow_id: components["schemas"]["Id"];
+            sent_at: components["schemas"]["Timestamp"];
+        } & {
+            [key: string]: string;
+        };
+        SavedConnectorEnvelope: {
+            /**
+             * @description `workflow`, unless a block field named `event` replaced it (block
+             *     fields are merged last and may replace any envelope key).
+             * @example workflow
+             */
+            event: string;
+            /** @description The lead's id, unless a block field replaced it. */
+            lead_id: components["schemas"]["Id"] | string;
+            /**
+             * @description A timestamp like every timestamp of the API, unless a block field replaced it.
+             * @example 2026-11-23T10:00:51.882000Z
+             */
+            sent_at: string;
+        };
+        /**
+         * Send Webhook block, Saved connector
+         * @description The connector's delivery as stored (constant fields, mapped fields or
+         *     the default set, the envelope `event`, `lead_id`, `sent_at`), then the
+         *     block's fields on top (merge tags rendered), which may replace any key,
+         *     the envelope's included.
+         */
+        SavedConnectorWorkflowPayload: components["schemas"]["SavedConnectorEnvelope"] & (components["schemas"]["DefaultLeadFields"] | components["schemas"]["MappedLeadFields"]);
+        /**
+         * Connector push, form or query string
+         * @description The JSON body's fields as text: lists comma-joined, `null` empty,
+         *     objects as JSON, numbers and booleans as written in JSON.
+         */
+        LeadPushForm: {
+            /** @constant */
+            event: "lead";
+            lead_id: string;
+            sent_at: components["schemas"]["Timestamp"];
+        } & {
+            [key: string]: string;
+        };
+        /**
+         * Send test, form or query string
+         * @description The JSON body's fields as text (see the connector push); `lead_id` is empty.
+         */
+        SendTestForm: {
+            /** @constant */
+            event: "test";
+            /** @constant */
+            lead_id: "";
+            sent_at: components["schemas"]["Timestamp"];
+        } & {
+            [key: string]: string;
+        };
+        /**
+         * Send Webhook block (Custom URL), form or query string
+         * @description The JSON body's fields as text.
+         */
+        CustomUrlWorkflowForm: {
+            /** @constant */
+            event: "workflow";
+            /** @description The lead's id; absent when the run has no lead (or a block field's text then). */
+            lead_id?: string;
+            workflow_id: string;
+            sent_at: components["schemas"]["Timestamp"];
+        } & {
+            [key: string]: string;
+        };
+        /**
+         * Send Webhook block (Saved connector), form or query string
+         * @description The JSON body's fields as text; block fields may replace any key.
+         */
+        SavedConnectorWorkflowForm: {
+            /** @example workflow */
+            event: string;
+            lead_id: string;
+            sent_at: string;
+        } & {
+            [key: string]: string;
+        };
+        /**
+         * @description What the connector push and Send test read in a `2xx` reply. A body
+         *     that is not a JSON object is a plain success.
+         */
+        WebhookReceiverReply: {
+            /**
+             * @description Connector push only: stored on the lead as its CRM record id (as
+             *     text, at most 255 characters).
+             */
+            id?: string | number;
+            /** @description `false` reports a problem: the delivery is `Failed`. */
+            success?: boolean;
+            /** @description `false` reports a problem: the delivery is `Failed`. */
+            ok?: boolean;
+            /** @description Any non-empty value (not `null`, `false`, `""`, `[]` or `{}`) reports a problem. */
+            error?: unknown;
+            /** @description Any non-empty value (not `null`, `false`, `""`, `[]` or `{}`) reports a problem. */
+            errors?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
         Me: {
             workspace: {
                 id: number;
@@ -286,14 +1773,16 @@ export interface components {
             [key: string]: unknown;
         };
         /**
-         * @description The person's company. Resolution: `id`; else the domain of `website`,
-         *     then the business domain of the person's `email`, then `name`
-         *     (case-insensitive, exact). A new company takes `name`, or its domain.
+         * @description The person's company. Resolution: `id`; else the registrable domain of
+         *     `website`, else of the person's business email (the company holding it,
+         *     or a domainless company of this `name`, which takes it, or a new one);
+         *     with no domain, `name` (case-insensitive, exact). A new company takes
+         *     `name`, or its domain.
          */
         CompanyInput: {
             /** @description An existing company of this workspace; any other id fails validation. */
-            id?: number;
-            /** @description Optional when the person's email is on a company domain. */
+            id?: components["schemas"]["Id"];
+            /** @description Optional when a website or business email gives a domain. */
             name?: components["schemas"]["ShortText"];
             /** @description Triggers website analysis of a new company when `enrich` is on. */
             website?: components["schemas"]["Url"];
@@ -313,118 +1802,96 @@ export interface components {
          *     `errors.email` with a message naming `email`, `phone` and `linkedin_url`
          *     only, although the array forms also satisfy the rule.
          */
-        ContactRequirement: unknown | unknown | unknown | {
-            emails: unknown;
-        } | {
-            phones: unknown;
+        ContactRequirement: unknown | unknown | unknown | unknown | unknown;
+        /**
+         * Lead fields
+         * @description The fields of one lead, defined once and used by `POST /leads` (beside
+         *     the switches) and by every row of `POST /leads/batch`. `name` is
+         *     required, plus at least one contact detail: `email`, `phone`,
+         *     `linkedin_url`, or a non-empty `emails` or `phones` array. A payload
+         *     with none fails with `422` filed under `errors.email` (in a batch
+         *     `errors["leads.<index>.email"]`) and a message naming `email`, `phone`
+         *     and `linkedin_url`. Unknown fields are rejected by the schemas that use
+         *     this one (`unevaluatedProperties: false`).
+         */
+        LeadFields: {
+            name: components["schemas"]["LeadName"];
+            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
+            email?: components["schemas"]["EmailAddress"];
+            /** @description Merged with `phones`. */
+            phone?: components["schemas"]["PhoneNumber"];
+            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
+            linkedin_url?: components["schemas"]["Url"];
+            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
+            emails?: components["schemas"]["EmailAddress"][];
+            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
+            phones?: components["schemas"]["PhoneNumber"][];
+            links?: components["schemas"]["LinkInput"][];
+            job_title?: components["schemas"]["ShortText"];
+            /** @description Free text about the person. */
+            description?: components["schemas"]["LongText"];
+            gender?: components["schemas"]["ShortText"];
+            /** @description Preferred outreach language. */
+            language?: components["schemas"]["ShortText"];
+            decision_maker?: boolean;
+            custom_fields?: components["schemas"]["CustomFieldsInput"];
+            location?: components["schemas"]["LocationInput"];
+            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
+            tags?: components["schemas"]["TagName"][];
+            /** @description Ids of this workspace's tags; an unknown id is never created. */
+            tag_ids?: components["schemas"]["Id"][];
+            company?: components["schemas"]["CompanyInput"];
         };
         /**
-         * @description One lead. `name` is required, plus at least one contact detail: `email`,
-         *     `phone`, `linkedin_url`, or a non-empty `emails` or `phones` array. A
-         *     payload with none fails with `422` filed under `errors.email` (in a
-         *     batch `errors["leads.<index>.email"]`) and a message naming `email`,
-         *     `phone` and `linkedin_url`.
+         * Switches
+         * @description The call-level switches, defined once: beside the lead fields in
+         *     `POST /leads`, once beside `leads` in `POST /leads/batch` (applied to
+         *     every row).
          */
-        LeadInput: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: number[];
-            company?: components["schemas"]["CompanyInput"];
-        } & components["schemas"]["ContactRequirement"];
-        /**
-         * @description The `LeadInput` fields plus the four call-level switches, in one flat
-         *     object. Same rules as `LeadInput`: `name` plus at least one contact
-         *     detail (a missing one is reported under `errors.email`).
-         */
-        LeadCreateRequest: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: number[];
-            company?: components["schemas"]["CompanyInput"];
+        IntakeSwitches: {
             /** @default update */
-            on_duplicate: components["schemas"]["OnDuplicate"];
+            on_duplicate?: components["schemas"]["OnDuplicate"];
             /**
-             * @description When false, unknown tag names are rejected (422) instead of created.
+             * @description When false, an unknown tag name is rejected instead of created
+             *     (`422` on `POST /leads`, a failed row in a batch).
              * @default true
              */
-            create_missing_tags: boolean;
+            create_missing_tags?: boolean;
             /**
              * @description When false, no website analysis is queued for new companies.
              * @default true
              */
-            enrich: boolean;
+            enrich?: boolean;
             /**
              * @description Validates and previews inside a transaction that is always rolled
              *     back: reports honestly whether a match exists, saves nothing,
-             *     triggers no automation.
+             *     triggers no automation. In a batch each row is rolled back before
+             *     the next one runs, and every `lead_id` is null.
              * @default false
              */
-            dry_run: boolean;
-        } & components["schemas"]["ContactRequirement"];
+            dry_run?: boolean;
+        };
+        /**
+         * Lead
+         * @description One row of `POST /leads/batch`: the lead fields and nothing else.
+         */
+        LeadInput: components["schemas"]["LeadFields"] & components["schemas"]["ContactRequirement"];
+        /**
+         * Lead and switches
+         * @description The body of `POST /leads`: the lead fields and the switches in one flat
+         *     object. Any other field is rejected with `422` ("The `<field>` field is
+         *     not allowed.").
+         */
+        LeadCreateRequest: components["schemas"]["LeadFields"] & components["schemas"]["ContactRequirement"] & components["schemas"]["IntakeSwitches"];
+        /**
+         * Batch of leads and switches
+         * @description The body of `POST /leads/batch`: `leads` (1 to 100 rows, each the lead
+         *     fields) and the switches, sent once and applied to every row. Any other
+         *     field is rejected with `422`.
+         */
         BatchRequest: {
             leads: components["schemas"]["LeadInput"][];
-            /** @default update */
-            on_duplicate: components["schemas"]["OnDuplicate"];
-            /**
-             * @description When false, an unknown tag name fails that row instead of being created.
-             * @default true
-             */
-            create_missing_tags: boolean;
-            /**
-             * @description When false, no website analysis is queued for new companies.
-             * @default true
-             */
-            enrich: boolean;
-            /**
-             * @description Each row is previewed and rolled back before the next; every `lead_id` is null.
-             * @default false
-             */
-            dry_run: boolean;
-        };
+        } & components["schemas"]["IntakeSwitches"];
         Link: {
             type: components["schemas"]["LinkType"];
             url: string;
@@ -560,8 +2027,8 @@ export interface components {
             error: "not_found";
             message: string;
         };
-        /** @description Unknown route (no `error` field). */
-        RouteNotFound: {
+        /** @description Unknown route (`404`) or a method the path does not have (`405`); no `error` field. */
+        RoutingError: {
             message: string;
         };
         DuplicateLeadError: {
@@ -583,7 +2050,14 @@ export interface components {
             error: "invalid_idempotency_key";
             message: string;
         };
-        /** @description `422` body: field key (dot path, e.g. `company.id`, `leads.2.name`) to messages. */
+        /**
+         * @description `422` body: field key (dot path, e.g. `company.id`, `leads.2.name`, or
+         *     an unknown query parameter's name) to messages. A property whose name is
+         *     the empty string appears as `(empty)` (`{"": 1}` gives
+         *     `(empty): ["A field with an empty name is not allowed."]`, inside
+         *     `company` the key is `company.(empty)`). Keys are never looked up on an
+         *     object prototype: `__proto__` and `constructor` are ordinary names.
+         */
         ValidationError: {
             errors: {
                 [key: string]: string[];
@@ -594,6 +2068,16 @@ export interface components {
             error: "rate_limited";
             message: string;
         };
+        InternalError: {
+            /** @constant */
+            error: "internal_error";
+            message: string;
+        };
+        ServiceUnavailableError: {
+            /** @constant */
+            error: "service_unavailable";
+            message: string;
+        };
         /** @description A request the server could not read (400 `malformed_json`, 413, 415). */
         RequestError: {
             /** @enum {string} */
@@ -602,6 +2086,167 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description **Delivered**, unless the body is a JSON object reporting a problem
+         *     (`success: false`, `ok: false`, or a non-empty `error` / `errors`): then
+         *     **Failed**, and not retried. An `id` in the reply is stored on the lead
+         *     as its CRM record id. The first 2 KiB of the reply are kept with the
+         *     delivery.
+         */
+        WebhookPushAccepted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookReceiverReply"];
+            };
+        };
+        /**
+         * @description **Delivered**, unless the body is a JSON object reporting a problem
+         *     (`success: false`, `ok: false`, or a non-empty `error` / `errors`):
+         *     then **Failed**. Nothing is stored on any lead. The first 64 KiB of
+         *     the reply are kept and shown.
+         */
+        SendTestAccepted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["WebhookReceiverReply"];
+            };
+        };
+        /**
+         * @description **Delivered** (the block's `Delivered` branch), whatever the body says:
+         *     a block never reads the reply, and stores nothing on the lead. The first
+         *     2 KiB are kept with the delivery.
+         */
+        WebhookBlockAccepted: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description **Failed**, sent once: redirects are never followed (the `Location`
+         *     is not called).
+         */
+        WebhookRedirectNotFollowed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description Retried, like a connection failure (refused, reset, no answer within
+         *     10 seconds, temporary DNS failure): `WEBHOOK_MAX_ATTEMPTS` attempts in
+         *     all (6 by default), the n-th retry after `WEBHOOK_RETRY_BASE_MS × 2^(n-1)`
+         *     (30 s, 60 s, 120 s, ... with jitter: between half and all of it), or
+         *     after `Retry-After` when that is longer, never more than 24 hours; then
+         *     **Failed**. Every attempt carries the same `webhook-id`.
+         */
+        WebhookRetried: {
+            headers: {
+                /**
+                 * @description Seconds, or an HTTP date, before the next attempt.
+                 * @example 120
+                 */
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description **Failed**, sent once (`400`, `401`, `404` and every other `4xx`
+         *     except `408` and `429`).
+         */
+        WebhookRefused: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description **Failed**: a Send test is sent once and never retried, whatever the
+         *     status (`408`, `429` and `5xx` included); the first 64 KiB of the reply
+         *     are shown.
+         */
+        SendTestFailed: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description Not an answer of this operation itself: the answer when its path is
+         *     called with a method the document does not give that path (for example
+         *     `DELETE` or `HEAD`). `Allow` lists the path's methods; the body is
+         *     `{ "message": ... }` without `error`. Sent before the key is checked,
+         *     like the unknown-route `404`.
+         */
+        MethodNotAllowed: {
+            headers: {
+                Allow: components["headers"]["Allow"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["RoutingError"];
+            };
+        };
+        /**
+         * @description The query has a parameter this operation does not define (unknown
+         *     query parameters are rejected like unknown body fields). The body is
+         *     exactly `{ "errors": { <parameter>: [messages] } }`.
+         */
+        QueryValidationFailed: {
+            headers: {
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ValidationError"];
+            };
+        };
+        /**
+         * @description `internal_error`: an unexpected failure on the server; nothing was
+         *     saved. Retry, and quote `X-Request-Id` to support if it persists.
+         */
+        InternalError: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["InternalError"];
+            };
+        };
+        /**
+         * @description `service_unavailable`: the service cannot reach its database (a
+         *     restart, a failover, an outage), or every database connection stayed
+         *     busy for longer than 1.5 s. Answered at once (within 2 s), never by
+         *     hanging, for every operation and whatever the key: a key cannot be
+         *     checked either, so this comes before a `401` or `403`. Nothing was saved,
+         *     unless a write's last step raced the outage: then retrying with the same
+         *     `Idempotency-Key` replays the stored answer, and retrying a create
+         *     without one updates the lead it made (deduplication). Retry after
+         *     `Retry-After` seconds; requests succeed again within seconds of the
+         *     database returning, with no action on your side. Rate-limit headers are
+         *     present when the key was checked before the failure.
+         */
+        ServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfterUnavailable"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServiceUnavailableError"];
+            };
+        };
         /**
          * @description `invalid_api_key`: the key is missing, malformed, unknown, revoked,
          *     expired or orphaned. Only `message` differs between the cases. No
@@ -666,7 +2311,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["NotFoundError"] | components["schemas"]["RouteNotFound"];
+                "application/json": components["schemas"]["NotFoundError"] | components["schemas"]["RoutingError"];
             };
         };
         /**
@@ -799,8 +2444,9 @@ export interface components {
          *     Any non-empty string up to 255 characters; its format is not checked (a
          *     UUID is a good choice). An empty or longer key gives
          *     `400 invalid_idempotency_key`, but only after the body validated (a
-         *     malformed body gets the `422`). Scoped to the API key; the whole body is
-         *     fingerprinted; only answers below 400 are stored, for 24 hours.
+         *     malformed body gets the `422`, which does not mention the key). Scoped
+         *     to the API key; the whole body is fingerprinted; only answers below 400
+         *     are stored, for 24 hours.
          * @example 0b6f3c1e-8a52-4d7e-9f41-2c7d5a9e8b13
          */
         IdempotencyKey: string;
@@ -814,10 +2460,135 @@ export interface components {
          *     route and gets the unknown-route `404` without an `error` field.
          * @example 4211
          */
-        LeadId: number;
+        LeadId: components["schemas"]["Id"];
+        /**
+         * @description Standard Webhooks message id: one per delivery, the same on every retry
+         *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+         *     your answer was lost, a worker stopped mid-delivery).
+         * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+         */
+        WebhookIdHeader: string;
+        /**
+         * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+         *     more than 5 minutes away from your clock: it may be a replay.
+         * @example 1795428051
+         */
+        WebhookTimestampHeader: string;
+        /**
+         * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+         *     keyed with the signing secret (the `whsec_...` value shown when the
+         *     connector or workflow was created) without `whsec_`, base64-decoded.
+         *     The content is the raw body; for `GET` and `DELETE` it is the query
+         *     string as sent, without `?`. Standard Webhooks allows several
+         *     space-separated signatures; this service sends one. Compare in
+         *     constant time.
+         * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+         */
+        WebhookSignatureHeader: string;
+        /**
+         * @description Identifies the sender; the version may change.
+         * @example LeadIntake-Webhooks/1.0
+         */
+        WebhookUserAgentHeader: string;
+        /**
+         * @description `GET` and `DELETE` send no body: the fields are appended to the query of
+         *     the connector's URL (`?existing=1&id=4211&...&event=lead&lead_id=4211&sent_at=...`),
+         *     as text like the form encoding. Keys already in the configured URL are
+         *     kept and come first.
+         * @example {
+         *       "id": "4211",
+         *       "name": "Jane Doe",
+         *       "email": "jane.doe@acme-robotics.com",
+         *       "phone": "14155550123",
+         *       "job_title": "Head of Operations",
+         *       "company": "Acme Robotics",
+         *       "stage": "new",
+         *       "tags": "Conference 2026,VIP",
+         *       "event": "lead",
+         *       "lead_id": "4211",
+         *       "sent_at": "2026-11-23T10:00:51.882000Z"
+         *     }
+         */
+        LeadPushQuery: components["schemas"]["LeadPushForm"];
+        /**
+         * @description The fields as text, appended to the query of the connector's URL.
+         * @example {
+         *       "id": "",
+         *       "name": "Jane Doe",
+         *       "email": "jane.doe@example.com",
+         *       "phone": "14155550100",
+         *       "job_title": "Head of Sales",
+         *       "company": "",
+         *       "stage": "new",
+         *       "tags": "",
+         *       "event": "test",
+         *       "lead_id": "",
+         *       "sent_at": "2026-11-23T09:58:12.406000Z"
+         *     }
+         */
+        SendTestQuery: components["schemas"]["SendTestForm"];
+        /**
+         * @description The fields as text, appended to the query of the block's URL (after merge tags).
+         * @example {
+         *       "source": "lead-intake",
+         *       "event": "workflow",
+         *       "lead_id": "4211",
+         *       "workflow_id": "12",
+         *       "sent_at": "2026-11-23T10:00:51.882000Z"
+         *     }
+         */
+        CustomUrlWorkflowQuery: components["schemas"]["CustomUrlWorkflowForm"];
+        /**
+         * @description The fields as text, appended to the query of the connector's URL.
+         * @example {
+         *       "full_name": "Jane Doe",
+         *       "event": "workflow",
+         *       "lead_id": "4211",
+         *       "sent_at": "2026-11-23T10:00:51.882000Z",
+         *       "campaign": "Conference 2026 follow-up"
+         *     }
+         */
+        SavedConnectorWorkflowQuery: components["schemas"]["SavedConnectorWorkflowForm"];
     };
-    requestBodies: never;
+    requestBodies: {
+        /**
+         * @description `application/json` or `application/x-www-form-urlencoded`, as the
+         *     connector's body format says (JSON by default).
+         */
+        LeadPushDelivery: {
+            content: {
+                "application/json": components["schemas"]["LeadPushPayload"];
+                "application/x-www-form-urlencoded": components["schemas"]["LeadPushForm"];
+            };
+        };
+        /** @description The connector's body format, like its pushes. */
+        SendTestDelivery: {
+            content: {
+                "application/json": components["schemas"]["SendTestPayload"];
+                "application/x-www-form-urlencoded": components["schemas"]["SendTestForm"];
+            };
+        };
+        /** @description The block's body format (JSON by default). */
+        CustomUrlWorkflowDelivery: {
+            content: {
+                "application/json": components["schemas"]["CustomUrlWorkflowPayload"];
+                "application/x-www-form-urlencoded": components["schemas"]["CustomUrlWorkflowForm"];
+            };
+        };
+        /** @description The connector's body format, like its pushes. */
+        SavedConnectorWorkflowDelivery: {
+            content: {
+                "application/json": components["schemas"]["SavedConnectorWorkflowPayload"];
+                "application/x-www-form-urlencoded": components["schemas"]["SavedConnectorWorkflowForm"];
+            };
+        };
+    };
     headers: {
+        /**
+         * @description The methods the path supports, for example `GET` or `POST`.
+         * @example POST
+         */
+        Allow: string;
         /**
          * @description IETF RateLimit header (draft 8): the policy name, `r` requests remaining
          *     in the current window and `t` seconds until it resets. Sent on every
@@ -838,6 +2609,12 @@ export interface components {
          */
         "Retry-After": number;
         /**
+         * @description Seconds to wait before retrying: about as long as a database restart or
+         *     failover takes.
+         * @example 5
+         */
+        RetryAfterUnavailable: number;
+        /**
          * @description Identifies the request in the service logs. Echoes the caller's
          *     `X-Request-Id` when it is 1 to 128 characters of letters, digits,
          *     `_ . : -`; otherwise a generated UUID.
@@ -847,6 +2624,119 @@ export interface components {
     };
     pathItems: never;
 }
+export type Timestamp = components['schemas']['Timestamp'];
+export type Id = components['schemas']['Id'];
+export type Scope = components['schemas']['Scope'];
+export type ShortText = components['schemas']['ShortText'];
+export type LongText = components['schemas']['LongText'];
+export type EmailAddress = components['schemas']['EmailAddress'];
+export type Url = components['schemas']['Url'];
+export type PhoneNumber = components['schemas']['PhoneNumber'];
+export type LeadName = components['schemas']['LeadName'];
+export type TagName = components['schemas']['TagName'];
+export type OnDuplicate = components['schemas']['OnDuplicate'];
+export type LeadStage = components['schemas']['LeadStage'];
+export type CompanyStatus = components['schemas']['CompanyStatus'];
+export type LinkType = components['schemas']['LinkType'];
+export type WebhookFieldValue = components['schemas']['WebhookFieldValue'];
+export type DefaultLeadFields = components['schemas']['DefaultLeadFields'];
+export type MappedLeadFields = components['schemas']['MappedLeadFields'];
+export type LeadPushEnvelope = components['schemas']['LeadPushEnvelope'];
+export type LeadPushPayload = components['schemas']['LeadPushPayload'];
+export type SendTestEnvelope = components['schemas']['SendTestEnvelope'];
+export type SendTestPayload = components['schemas']['SendTestPayload'];
+export type CustomUrlWorkflowPayload = components['schemas']['CustomUrlWorkflowPayload'];
+export type SavedConnectorEnvelope = components['schemas']['SavedConnectorEnvelope'];
+export type SavedConnectorWorkflowPayload = components['schemas']['SavedConnectorWorkflowPayload'];
+export type LeadPushForm = components['schemas']['LeadPushForm'];
+export type SendTestForm = components['schemas']['SendTestForm'];
+export type CustomUrlWorkflowForm = components['schemas']['CustomUrlWorkflowForm'];
+export type SavedConnectorWorkflowForm = components['schemas']['SavedConnectorWorkflowForm'];
+export type WebhookReceiverReply = components['schemas']['WebhookReceiverReply'];
+export type Me = components['schemas']['Me'];
+export type MeResponse = components['schemas']['MeResponse'];
+export type Tag = components['schemas']['Tag'];
+export type TagListResponse = components['schemas']['TagListResponse'];
+export type LinkInput = components['schemas']['LinkInput'];
+export type LocationInput = components['schemas']['LocationInput'];
+export type CustomFieldsInput = components['schemas']['CustomFieldsInput'];
+export type CompanyInput = components['schemas']['CompanyInput'];
+export type ContactRequirement = components['schemas']['ContactRequirement'];
+export type LeadFields = components['schemas']['LeadFields'];
+export type IntakeSwitches = components['schemas']['IntakeSwitches'];
+export type LeadInput = components['schemas']['LeadInput'];
+export type LeadCreateRequest = components['schemas']['LeadCreateRequest'];
+export type BatchRequest = components['schemas']['BatchRequest'];
+export type Link = components['schemas']['Link'];
+export type Location = components['schemas']['Location'];
+export type Company = components['schemas']['Company'];
+export type Lead = components['schemas']['Lead'];
+export type LeadResponse = components['schemas']['LeadResponse'];
+export type WriteStatus = components['schemas']['WriteStatus'];
+export type LeadWriteMeta = components['schemas']['LeadWriteMeta'];
+export type LeadWriteResponse = components['schemas']['LeadWriteResponse'];
+export type BatchRowSuccess = components['schemas']['BatchRowSuccess'];
+export type BatchRowFailure = components['schemas']['BatchRowFailure'];
+export type BatchRowResult = components['schemas']['BatchRowResult'];
+export type BatchMeta = components['schemas']['BatchMeta'];
+export type BatchResponse = components['schemas']['BatchResponse'];
+export type InvalidApiKeyError = components['schemas']['InvalidApiKeyError'];
+export type InsufficientScopeError = components['schemas']['InsufficientScopeError'];
+export type NotFoundError = components['schemas']['NotFoundError'];
+export type RoutingError = components['schemas']['RoutingError'];
+export type DuplicateLeadError = components['schemas']['DuplicateLeadError'];
+export type IdempotencyConflictError = components['schemas']['IdempotencyConflictError'];
+export type InvalidIdempotencyKeyError = components['schemas']['InvalidIdempotencyKeyError'];
+export type ValidationError = components['schemas']['ValidationError'];
+export type RateLimitError = components['schemas']['RateLimitError'];
+export type InternalError = components['schemas']['InternalError'];
+export type ServiceUnavailableError = components['schemas']['ServiceUnavailableError'];
+export type RequestError = components['schemas']['RequestError'];
+export type ResponseWebhookPushAccepted = components['responses']['WebhookPushAccepted'];
+export type ResponseSendTestAccepted = components['responses']['SendTestAccepted'];
+export type ResponseWebhookBlockAccepted = components['responses']['WebhookBlockAccepted'];
+export type ResponseWebhookRedirectNotFollowed = components['responses']['WebhookRedirectNotFollowed'];
+export type ResponseWebhookRetried = components['responses']['WebhookRetried'];
+export type ResponseWebhookRefused = components['responses']['WebhookRefused'];
+export type ResponseSendTestFailed = components['responses']['SendTestFailed'];
+export type ResponseMethodNotAllowed = components['responses']['MethodNotAllowed'];
+export type ResponseQueryValidationFailed = components['responses']['QueryValidationFailed'];
+export type ResponseInternalError = components['responses']['InternalError'];
+export type ResponseServiceUnavailable = components['responses']['ServiceUnavailable'];
+export type ResponseUnauthorized = components['responses']['Unauthorized'];
+export type ResponseForbiddenTagsRead = components['responses']['ForbiddenTagsRead'];
+export type ResponseForbiddenLeadsRead = components['responses']['ForbiddenLeadsRead'];
+export type ResponseForbiddenLeadsWrite = components['responses']['ForbiddenLeadsWrite'];
+export type ResponseLeadNotFound = components['responses']['LeadNotFound'];
+export type ResponseLeadConflict = components['responses']['LeadConflict'];
+export type ResponseIdempotencyConflict = components['responses']['IdempotencyConflict'];
+export type ResponseBadRequest = components['responses']['BadRequest'];
+export type ResponsePayloadTooLarge = components['responses']['PayloadTooLarge'];
+export type ResponseUnsupportedMediaType = components['responses']['UnsupportedMediaType'];
+export type ResponseLeadValidationFailed = components['responses']['LeadValidationFailed'];
+export type ResponseBatchValidationFailed = components['responses']['BatchValidationFailed'];
+export type ResponseRateLimited = components['responses']['RateLimited'];
+export type ParameterIdempotencyKey = components['parameters']['IdempotencyKey'];
+export type ParameterIncludeArchived = components['parameters']['IncludeArchived'];
+export type ParameterLeadId = components['parameters']['LeadId'];
+export type ParameterWebhookIdHeader = components['parameters']['WebhookIdHeader'];
+export type ParameterWebhookTimestampHeader = components['parameters']['WebhookTimestampHeader'];
+export type ParameterWebhookSignatureHeader = components['parameters']['WebhookSignatureHeader'];
+export type ParameterWebhookUserAgentHeader = components['parameters']['WebhookUserAgentHeader'];
+export type ParameterLeadPushQuery = components['parameters']['LeadPushQuery'];
+export type ParameterSendTestQuery = components['parameters']['SendTestQuery'];
+export type ParameterCustomUrlWorkflowQuery = components['parameters']['CustomUrlWorkflowQuery'];
+export type ParameterSavedConnectorWorkflowQuery = components['parameters']['SavedConnectorWorkflowQuery'];
+export type RequestBodyLeadPushDelivery = components['requestBodies']['LeadPushDelivery'];
+export type RequestBodySendTestDelivery = components['requestBodies']['SendTestDelivery'];
+export type RequestBodyCustomUrlWorkflowDelivery = components['requestBodies']['CustomUrlWorkflowDelivery'];
+export type RequestBodySavedConnectorWorkflowDelivery = components['requestBodies']['SavedConnectorWorkflowDelivery'];
+export type HeaderAllow = components['headers']['Allow'];
+export type HeaderRateLimit = components['headers']['RateLimit'];
+export type HeaderRateLimitPolicy = components['headers']['RateLimit-Policy'];
+export type HeaderRetryAfter = components['headers']['Retry-After'];
+export type HeaderRetryAfterUnavailable = components['headers']['RetryAfterUnavailable'];
+export type HeaderXRequestId = components['headers']['X-Request-Id'];
 export type $defs = Record<string, never>;
 export interface operations {
     getMe: {
@@ -871,7 +2761,11 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["QueryValidationFailed"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listTags: {
@@ -903,7 +2797,26 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenTagsRead"];
+            405: components["responses"]["MethodNotAllowed"];
+            /**
+             * @description `include_archived` is not `true` or `false`, or the query has a
+             *     parameter this operation does not define. The body is exactly
+             *     `{ "errors": { <parameter>: [messages] } }`.
+             */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createLead: {
@@ -915,8 +2828,9 @@ export interface operations {
                  *     Any non-empty string up to 255 characters; its format is not checked (a
                  *     UUID is a good choice). An empty or longer key gives
                  *     `400 invalid_idempotency_key`, but only after the body validated (a
-                 *     malformed body gets the `422`). Scoped to the API key; the whole body is
-                 *     fingerprinted; only answers below 400 are stored, for 24 hours.
+                 *     malformed body gets the `422`, which does not mention the key). Scoped
+                 *     to the API key; the whole body is fingerprinted; only answers below 400
+                 *     are stored, for 24 hours.
                  * @example 0b6f3c1e-8a52-4d7e-9f41-2c7d5a9e8b13
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -961,11 +2875,14 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenLeadsWrite"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["LeadConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["LeadValidationFailed"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     createLeadsBatch: {
@@ -977,8 +2894,9 @@ export interface operations {
                  *     Any non-empty string up to 255 characters; its format is not checked (a
                  *     UUID is a good choice). An empty or longer key gives
                  *     `400 invalid_idempotency_key`, but only after the body validated (a
-                 *     malformed body gets the `422`). Scoped to the API key; the whole body is
-                 *     fingerprinted; only answers below 400 are stored, for 24 hours.
+                 *     malformed body gets the `422`, which does not mention the key). Scoped
+                 *     to the API key; the whole body is fingerprinted; only answers below 400
+                 *     are stored, for 24 hours.
                  * @example 0b6f3c1e-8a52-4d7e-9f41-2c7d5a9e8b13
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -1010,11 +2928,14 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenLeadsWrite"];
+            405: components["responses"]["MethodNotAllowed"];
             409: components["responses"]["IdempotencyConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["BatchValidationFailed"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getLead: {
@@ -1048,7 +2969,28 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ForbiddenLeadsRead"];
             404: components["responses"]["LeadNotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            422: components["responses"]["QueryValidationFailed"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }
+type FlattenedDeepRequired<T> = {
+    [K in keyof T]-?: FlattenedDeepRequired<T[K] extends unknown[] | undefined | null ? Extract<T[K], unknown[]>[number] : T[K]>;
+};
+type ReadonlyArray<T> = [
+    Exclude<T, undefined>
+] extends [
+    unknown[]
+] ? Readonly<Exclude<T, undefined>> : Readonly<Exclude<T, undefined>[]>;
+export const scopeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["Scope"]> = ["leads:write", "leads:read", "tags:read"];
+export const onDuplicateValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["OnDuplicate"]> = ["update", "skip", "error"];
+export const leadStageValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["LeadStage"]> = ["new", "contacted", "engaged", "qualified", "converted", "lost"];
+export const companyStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["CompanyStatus"]> = ["pending", "analyzed", "failed", "not_analyzed"];
+export const linkTypeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["LinkType"]> = ["website", "linkedin", "twitter", "facebook", "instagram", "github", "youtube", "other"];
+export const writeStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["WriteStatus"]> = ["created", "updated", "skipped"];
+export const batchRowFailureStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BatchRowFailure"]["status"]> = ["failed"];
+export const idempotencyConflictErrorErrorValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["IdempotencyConflictError"]["error"]> = ["idempotency_key_reuse", "idempotency_key_in_progress"];
+export const requestErrorErrorValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["RequestError"]["error"]> = ["malformed_json", "payload_too_large", "unsupported_media_type"];

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
-const booleanFlag = z
+/** A boolean as the environment and the CLI write it. */
+export const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'on', 'off', 'yes', 'no'])
   .transform((value) => ['true', '1', 'on', 'yes'].includes(value));
 
@@ -20,18 +21,37 @@ const envSchema = z.object({
   WEBHOOK_TIMEOUT_MS: positiveInt.default(10000),
   RATE_LIMIT_PER_MINUTE: positiveInt.default(300),
   EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
-  EMBEDDED_PG_PORT: z.coerce.number().int().min(1).max(65535).default(54329),
+  // Unset: derived from the data directory (see src/db/embedded/start.ts).
+  EMBEDDED_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   DATABASE_POOL_SIZE: positiveInt.default(10),
-  DOCUMENTATION_URL: z.string().url().default('http://localhost:3000/docs'),
+  // Longest an API request waits for a database connection before answering 503 (src/context.ts).
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(1500),
+  PUBLIC_URL: z.string().url().refine((url) => /^https?:\/\//.test(url), 'must be an http(s) URL').optional(),
+  DOCUMENTATION_URL: z.string().url().optional(),
 });
 
-export type Config = z.infer<typeof envSchema>;
+/**
+ * Where clients reach this service. Without PUBLIC_URL it is derived from HOST and PORT
+ * (a wildcard bind address becomes `localhost`, the usual way in from the same machine).
+ */
+function publicUrl(env: { PUBLIC_URL?: string | undefined; HOST: string; PORT: number }): string {
+  if (env.PUBLIC_URL) return env.PUBLIC_URL.replace(/\/+$/, '');
+  const host = ['0.0.0.0', '::', '[::]'].includes(env.HOST) ? 'localhost' : env.HOST.includes(':') && !env.HOST.startsWith('[') ? `[${env.HOST}]` : env.HOST;
+  return `http://${host}:${env.PORT}`;
+}
+
+const configSchema = envSchema.transform((env) => {
+  const PUBLIC_URL = publicUrl(env);
+  return { ...env, PUBLIC_URL, DOCUMENTATION_URL: env.DOCUMENTATION_URL ?? `${PUBLIC_URL}/docs` };
+});
+
+export type Config = z.output<typeof configSchema>;
 
 export class ConfigError extends Error {}
 
 // Fails fast with every problem listed, so a misconfigured deployment never half-starts.
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
+  const parsed = configSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')));
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`);

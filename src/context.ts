@@ -3,11 +3,17 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Store } from 'express-rate-limit';
 import { ApiKeyCache } from './api-keys/key-cache.js';
+import { createRateLimitStore } from './api-keys/rate-limit-store.js';
+import type { KeyForAuthentication } from './api-keys/repository.js';
+import { PrefixView } from './api-keys/prefix-view.js';
 import type { Config } from './config.js';
-import type { AuthenticationRow } from './http/auth.js';
+import { OutageLog } from './db/availability.js';
 import { createDb, createPool, type Db } from './db/connect.js';
-import { createRateLimitStore } from './http/rate-limit.js';
 import { createLogger } from './logger.js';
+
+// Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far
+// above any statement of a request; it ends runaway statements and forgotten transactions.
+const API_STATEMENT_TIMEOUT_MS = 15_000;
 
 // The composition root: everything with a lifecycle is built here from validated config
 // and closed here, so handlers and workers receive their collaborators instead of importing them.
@@ -18,7 +24,9 @@ export interface AppContext {
   db: Db;
   redis: Redis | null;
   rateLimitStore: Store;
-  apiKeyCache: ApiKeyCache<AuthenticationRow>;
+  apiKeyCache: ApiKeyCache<KeyForAuthentication>;
+  /** The existing key prefixes, following the cache's LISTEN connection. */
+  apiKeyPrefixes: PrefixView;
   /** Answers responses against the OpenAPI document too (tests). */
   validateResponses: boolean;
   close(): Promise<void>;
@@ -32,29 +40,40 @@ export interface ContextOptions {
 
 export async function createContext(config: Config, options: ContextOptions): Promise<AppContext> {
   const logger = options.logger ?? createLogger(config.LOG_LEVEL);
-  const pool = createPool(options.databaseUrl, config.DATABASE_POOL_SIZE);
-  let closing = false;
-  pool.on('error', (error) => {
-    if (!closing) logger.error({ err: error }, 'idle database connection failed');
+  const pool = createPool(options.databaseUrl, config.DATABASE_POOL_SIZE, {
+    logger,
+    name: 'api',
+    // A request waits at most this long for a connection (a new one, or a busy pool's), so it
+    // is answered within 2 s by default even when the server does not answer at all (then 503).
+    connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
   const db = createDb(pool);
 
   let redis: Redis | null = null;
   if (config.REDIS_URL) {
     // No offline queue: while Redis is down, commands fail at once and the rate limiter
-    // falls back to per-process counting instead of making requests wait.
+    // falls back to per-process counting instead of making requests wait. ioredis keeps
+    // reconnecting by itself; its errors are reported once per outage.
     redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
-    redis.on('error', () => {});
+    const outage = new OutageLog(logger, {
+      down: 'Redis is unreachable: rate limiting per process until it answers again (logged once per outage)',
+      up: 'Redis reachable again: rate limiting shared across processes',
+    });
+    redis.on('error', (error) => outage.failed(error));
+    redis.on('ready', () => outage.recovered());
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 2000);
       redis!.once('ready', () => { clearTimeout(timer); resolve(); });
     });
-    if (redis.status !== 'ready') logger.error('Redis is not reachable at start-up; rate limiting per process until it is');
+    if (redis.status !== 'ready') outage.failed(new Error(`Redis not ready within 2 s at start-up (status ${redis.status})`));
   } else {
     logger.warn('REDIS_URL is not set: the rate limit is counted in this process only (fine for one process, wrong for several)');
   }
   const rateLimitStore = createRateLimitStore(redis, logger);
-  const apiKeyCache = new ApiKeyCache<AuthenticationRow>(options.databaseUrl, logger);
+  const apiKeyCache = new ApiKeyCache<KeyForAuthentication>(options.databaseUrl, logger);
+  const apiKeyPrefixes = new PrefixView(db, logger);
+  apiKeyCache.follow(apiKeyPrefixes);
   await apiKeyCache.start();
 
   return {
@@ -65,9 +84,9 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     redis,
     rateLimitStore,
     apiKeyCache,
+    apiKeyPrefixes,
     validateResponses: options.validateResponses ?? false,
     async close() {
-      closing = true;
       await apiKeyCache.stop();
       await rateLimitStore.shutdown?.();
       redis?.disconnect();

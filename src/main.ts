@@ -1,63 +1,87 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
-import { ConfigError, loadConfig } from './config.js';
-import { createContext } from './context.js';
-import { createDb, createPool } from './db/connect.js';
-import { startEmbeddedDatabase } from './db/embedded.js';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { loadConfig, type Config } from './config.js';
+import { createContext, type AppContext } from './context.js';
+import { createDb, createPool, type Db } from './db/connect.js';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded/start.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createApp } from './http/app.js';
+import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { createLogger } from './logger.js';
+import type { RunningWorker } from './worker/loops.js';
+
+/** What this process runs, filled in start order so a failed start closes what it opened. */
+interface Running {
+  embedded?: EmbeddedDatabase | null;
+  ctx?: AppContext;
+  server?: Server;
+  workerDb?: Db;
+  worker?: RunningWorker | null;
+}
+
+async function start(config: Config, logger: Logger, running: Running): Promise<void> {
+  running.embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
+  const databaseUrl = config.DATABASE_URL ?? running.embedded!.url;
+  running.ctx = await createContext(config, { databaseUrl, logger });
+  // Its own connection: a migration may run longer than the API pool's statement timeout.
+  const migrationDb = createDb(createPool(databaseUrl, 1, { logger, name: 'migrate' }));
+  const applied = await migrateToLatest(migrationDb).finally(() => migrationDb.destroy());
+  if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
+
+  running.server = createApp(running.ctx).listen(config.PORT, config.HOST);
+  await once(running.server, 'listening');
+  if (config.WORKER) {
+    // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
+    running.workerDb = createDb(createPool(databaseUrl, 4, { logger, name: 'worker', asynchronousCommit: true }));
+    // Loaded only when it runs: the HTTP client and HTML parser stay out of an API-only process.
+    running.worker = (await import('./worker/loops.js')).startWorker({ config, db: running.workerDb, logger });
+  }
+  const address = `http://${config.HOST}:${(running.server.address() as AddressInfo).port}`;
+  logger.info({ url: `${address}/api/v1`, docs: `${address}/docs`, worker: config.WORKER }, 'Lead Intake API listening');
+  const { keys } = (await running.ctx.pool.query<{ keys: number }>('SELECT count(*)::int AS keys FROM api_keys')).rows[0]!;
+  if (keys === 0) {
+    logger.info('No API key exists yet. Create a demo workspace and key with: npm run --silent cli -- demo');
+  }
+}
+
+/** Stops accepting connections, finishes in-flight requests and deliveries, then closes the pools and the embedded database. */
+async function stop(running: Running): Promise<void> {
+  const { server } = running;
+  const closed = server?.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : undefined;
+  server?.closeIdleConnections();
+  await Promise.all([closed, running.worker?.stop()]);
+  await running.workerDb?.destroy();
+  await running.ctx?.close();
+  await running.embedded?.close();
+}
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({
-    dir: config.EMBEDDED_PG_DIR,
-    port: config.EMBEDDED_PG_PORT,
-    log: (message) => logger.warn({ embeddedPostgres: message }),
-  });
-  if (embedded) logger.info({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT }, 'DATABASE_URL is not set: using the embedded PostgreSQL');
-
-  const ctx = await createContext(config, { databaseUrl: config.DATABASE_URL ?? embedded!.url, logger });
-  const applied = await migrateToLatest(ctx.db);
-  if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
-
-  const server: Server = createApp(ctx).listen(config.PORT, config.HOST);
-  await once(server, 'listening');
-  // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
-  const workerDb = config.WORKER ? createDb(createPool(config.DATABASE_URL ?? embedded!.url, 4, { asynchronousCommit: true })) : null;
-  // Loaded only when it runs: the HTTP client and HTML parser stay out of an API-only process.
-  const worker = workerDb ? (await import('./outbound/worker.js')).startWorker({ config, db: workerDb, logger }) : null;
-  const address = `http://${config.HOST}:${config.PORT}`;
-  logger.info({ url: `${address}/api/v1`, docs: `${address}/docs`, worker: config.WORKER }, 'Lead Intake API listening');
-  const { keys } = (await ctx.pool.query<{ keys: number }>('SELECT count(*)::int AS keys FROM api_keys')).rows[0]!;
-  if (keys === 0) {
-    logger.info('No API key exists yet. Create a demo workspace and key with: npm run --silent cli -- demo');
-  }
-
+  const running: Running = {};
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = async (reason: string, exitCode: number) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    await Promise.all([closed, worker?.stop()]);
-    await workerDb?.destroy();
-    await ctx.close();
-    await embedded?.stop();
+    logger.info({ reason }, 'shutting down: no new connections, finishing in-flight requests and deliveries');
+    await stop(running);
     logger.info('stopped');
-    process.exit(0);
+    process.exit(exitCode);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  installLastResort(logger, shutdown);
+  try {
+    await start(config, logger, running);
+  } catch (error) {
+    await stop(running).catch(() => {});
+    throw error;
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(`Failed to start: ${error instanceof Error ? error.stack : String(error)}\n`);
-  }
+  process.stderr.write(`${describeStartupFailure(error)}\n`);
   process.exit(1);
 });

@@ -1,34 +1,46 @@
-import { ConfigError, loadConfig } from './config.js';
-import { createDb, createPool } from './db/connect.js';
-import { startEmbeddedDatabase } from './db/embedded.js';
+import { loadConfig } from './config.js';
+import { createDb, createPool, type Db } from './db/connect.js';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded/start.js';
 import { migrateToLatest } from './db/migrate.js';
+import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { createLogger } from './logger.js';
-import { startWorker } from './outbound/worker.js';
+import { startWorker, type RunningWorker } from './worker/loops.js';
 
 // `npm run worker`: the outbox dispatcher and website analysis without the HTTP API.
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT });
-  // The worker needs only the database: no Redis, no API key cache.
-  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, config.DATABASE_POOL_SIZE, { asynchronousCommit: true }));
-  await migrateToLatest(db);
-  const worker = startWorker({ config, db, logger });
-  logger.info('worker started');
+  const running: { embedded?: EmbeddedDatabase | null; db?: Db; worker?: RunningWorker } = {};
+  const stop = async () => {
+    await running.worker?.stop();
+    await running.db?.destroy();
+    await running.embedded?.close();
+  };
   let stopping = false;
-  const shutdown = async () => {
+  const shutdown = async (reason: string, exitCode: number) => {
     if (stopping) return;
     stopping = true;
-    await worker.stop();
-    await db.destroy();
-    await embedded?.stop();
-    process.exit(0);
+    logger.info({ reason }, 'worker shutting down: finishing in-flight deliveries and analyses');
+    await stop();
+    process.exit(exitCode);
   };
-  process.on('SIGTERM', () => void shutdown());
-  process.on('SIGINT', () => void shutdown());
+  installLastResort(logger, shutdown);
+  try {
+    running.embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
+    // The worker needs only the database: no Redis, no API key cache.
+    running.db = createDb(createPool(config.DATABASE_URL ?? running.embedded!.url, config.DATABASE_POOL_SIZE, { logger, name: 'worker', asynchronousCommit: true }));
+    await migrateToLatest(running.db);
+  } catch (error) {
+    await stop().catch(() => {});
+    throw error;
+  }
+  running.worker = startWorker({ config, db: running.db, logger });
+  logger.info('worker started');
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(error instanceof ConfigError ? `${error.message}\n` : `Worker failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.stderr.write(`${describeStartupFailure(error)}\n`);
   process.exit(1);
 });

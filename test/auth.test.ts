@@ -1,19 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { revokeKey } from '../src/api-keys/repository.js';
 import { deleteUser } from '../src/users/repository.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import type { TestApp } from './support/app.js';
+import { testBed } from './support/test-bed.js';
 import { createTenant, type Tenant } from './support/fixtures.js';
 import { eventually } from './support/eventually.js';
 import { API_TIMESTAMP } from './support/timestamps.js';
 
+const bed = testBed({ tenants: [{ name: 'Acme Sales' }] });
 let t: TestApp;
 let tenant: Tenant;
+beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
-beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db, { name: 'Acme Sales' });
-});
-afterAll(() => t.close());
+/**
+ * A key that authenticates, then `change` to it (committed outside the app, which hears of
+ * it through NOTIFY within milliseconds) until it no longer does: the answer it then gets.
+ */
+async function answerAfter(change: (key: Tenant) => Promise<unknown>) {
+  const key = await createTenant(t.ctx.db);
+  expect((await t.http.get('/api/v1/me').set(key.auth)).status).toBe(200);
+  await change(key);
+  await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 1000);
+  return t.http.get('/api/v1/me').set(key.auth);
+}
 
 const expectInvalidKey = (response: { status: number; body: Record<string, unknown> }) => {
   expect(response.status).toBe(401);
@@ -41,12 +50,7 @@ describe('authentication', () => {
   });
 
   it('rejects a revoked key, also one the process had cached', async () => {
-    const key = await createTenant(t.ctx.db);
-    expect((await t.http.get('/api/v1/me').set(key.auth)).status).toBe(200);
-    await revokeKey(t.ctx.db, key.keyId);
-    // The cache hears of the revocation through NOTIFY, within milliseconds of the commit.
-    await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 1000);
-    const response = await t.http.get('/api/v1/me').set(key.auth);
+    const response = await answerAfter((key) => revokeKey(t.ctx.db, key.keyId));
     expectInvalidKey(response);
     expect(response.body.message).toMatch(/revoked/i);
   });
@@ -59,11 +63,7 @@ describe('authentication', () => {
   });
 
   it('rejects an orphaned key with its own message and the same code', async () => {
-    const key = await createTenant(t.ctx.db);
-    expect((await t.http.get('/api/v1/me').set(key.auth)).status).toBe(200);
-    await deleteUser(t.ctx.db, key.userId);
-    await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 1000);
-    const orphaned = await t.http.get('/api/v1/me').set(key.auth);
+    const orphaned = await answerAfter((key) => deleteUser(t.ctx.db, key.userId));
     expectInvalidKey(orphaned);
     const revoked = await t.http.get('/api/v1/me').set('Authorization', 'Bearer not-a-key');
     expect(orphaned.body.message).toMatch(/orphaned/i);

@@ -1,15 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { runCli } from './support/cli.js';
-import { startTestApp, type TestApp } from './support/app.js';
+import type { TestApp } from './support/app.js';
+import { testBed } from './support/test-bed.js';
 
+const bed = testBed({ tenants: [] });
 let t: TestApp;
 let env: Record<string, string>;
-
-beforeAll(async () => {
-  t = await startTestApp();
+beforeAll(() => {
+  ({ t } = bed);
   env = { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn' };
 });
-afterAll(() => t.close());
 
 async function ok(args: string[]) {
   const result = await runCli(args, env);

@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startTestApp, type TestApp } from './support/app.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { TestApp } from './support/app.js';
+import { testBed } from './support/test-bed.js';
+import type { Tenant } from './support/fixtures.js';
 
+const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-
-beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db);
-});
-afterAll(() => t.close());
+beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 const expectJsonError = (response: { status: number; body: Record<string, unknown>; headers: Record<string, string> }, status: number, error: string) => {
   expect(response.status).toBe(status);
@@ -41,12 +38,25 @@ describe('malformed requests get JSON errors, never HTML or a 500', () => {
     expect(response.body.errors).toBeDefined();
   });
 
-  it('answers unknown routes and methods with 404 without an error code', async () => {
-    for (const [method, path] of [['get', '/api/v1/nope'], ['get', '/'], ['delete', '/api/v1/leads/1'], ['post', '/api/v1/me'], ['get', '/api/v2/me']] as const) {
+  it('answers unknown routes with 404 without an error code', async () => {
+    const unknown = [['get', '/api/v1/nope'], ['get', '/'], ['get', '/api/v2/me'], ['delete', '/api/v1/leads/abc'], ['get', '/api/v1/me/'], ['get', '/API/v1/me'],
+      ['get', '/api/v1/leads/%E0%A4%A']] as const;
+    for (const [method, path] of unknown) {
       const response = await t.http[method](path).set(tenant.auth);
-      expect(response.status).toBe(404);
+      expect({ path, status: response.status }).toEqual({ path, status: 404 });
       expect(response.headers['content-type']).toMatch(/application\/json/);
       expect(response.body).toEqual({ message: expect.any(String) });
+    }
+  });
+
+  // Changed by issue 9: a known path with another method was a 404 and is now a 405 with Allow.
+  it('answers a known path called with another method with 405, Allow and no error code, before the key is checked', async () => {
+    const cases = [['delete', '/api/v1/leads/1', 'GET'], ['post', '/api/v1/me', 'GET'], ['get', '/api/v1/leads', 'POST'], ['get', '/api/v1/leads/batch', 'POST'],
+      ['put', '/api/v1/tags', 'GET'], ['head', '/api/v1/me', 'GET'], ['options', '/api/v1/leads', 'POST']] as const;
+    for (const [method, path, allow] of cases) {
+      const response = await t.http[method](path);
+      expect({ method, path, status: response.status, allow: response.headers.allow }).toEqual({ method, path, status: 405, allow });
+      if (method !== 'head') expect(response.body).toEqual({ message: expect.any(String) });
     }
   });
 

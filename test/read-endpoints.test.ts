@@ -1,23 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { insertTag } from '../src/tags/repository.js';
-import { startTestApp, type TestApp } from './support/app.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
+import type { TestApp } from './support/app.js';
+import { testBed } from './support/test-bed.js';
+import type { Tenant } from './support/fixtures.js';
 import { API_TIMESTAMP } from './support/timestamps.js';
 
+const bed = testBed({ tenants: [{}, { name: 'Other workspace' }] });
 let t: TestApp;
 let tenant: Tenant;
 let other: Tenant;
 
 beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db);
-  other = await createTenant(t.ctx.db, { name: 'Other workspace' });
+  ({ t, tenants: [tenant, other] } = bed);
   for (const [name, color, active] of [['vip', '#ff0000', true], ['Alpha', null, true], ['zeta', '#00ff00', true], ['Beta (old)', null, false]] as const) {
     await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name, color, active });
   }
   await insertTag(t.ctx.db, { workspace_id: other.workspaceId, name: 'foreign', color: null, active: true });
 });
-afterAll(() => t.close());
 
 describe('GET /tags', () => {
   it('lists active tags ordered by name, without other workspaces\' tags', async () => {

@@ -1,6 +1,7 @@
 // The load generator, run as its own process so it never shares the server's event loop.
 // Reads a LoadSpec as JSON from argv[2], runs the warm-up and then the measured run with
 // autocannon, and prints one LoadResult as JSON on stdout.
+import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
 import { seededPerson } from './seed.js';
 
@@ -10,7 +11,9 @@ export type Workload =
   | { kind: 'new-lead'; runId: string; phoneBase: number }
   | { kind: 'existing-lead'; seeded: number }
   | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
-  | { kind: 'baseline-insert' };
+  | { kind: 'baseline-insert' }
+  /** GET /me, each request with a new random well-formed key (`lk` + 10 base36 `_` 43 base64url). */
+  | { kind: 'made-up-keys' };
 
 export interface LoadSpec {
   url: string;
@@ -19,6 +22,8 @@ export interface LoadSpec {
   warmupSeconds: number;
   durationSeconds: number;
   workload: Workload;
+  /** Requests per second over all connections (autocannon's overallRate); unset: as fast as answered. */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -29,6 +34,10 @@ export interface LoadResult {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** Answers by status code, warm-up included. */
+  statusCounts: Record<string, number>;
+  /** Answers, warm-up included. */
+  answersIncludingWarmup: number;
 }
 
 let counter = 0;
@@ -78,7 +87,14 @@ function requestsFor(spec: LoadSpec): autocannon.Request[] {
       return [json(() => ({ leads: Array.from({ length: workload.size }, () => newPerson(workload.runId, workload.phoneBase)) }))];
     case 'baseline-insert':
       return [json(() => newPerson('baseline', 0))];
+    case 'made-up-keys':
+      return [{ method: 'GET', path: '/api/v1/me', setupRequest: (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${madeUpKey()}` } }) }];
   }
+}
+
+function madeUpKey(): string {
+  const prefix = Array.from(randomBytes(10), (byte) => (byte % 36).toString(36)).join('');
+  return `lk${prefix}_${randomBytes(32).toString('base64url')}`;
 }
 
 function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
@@ -92,14 +108,19 @@ function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
       headers,
       requests: requestsFor(spec),
       timeout: 30,
+      ...(spec.rate ? { overallRate: spec.rate } : {}),
     }, (error, result) => (error ? reject(error) : resolve(result)));
   });
 }
 
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
-  if (spec.warmupSeconds > 0) await run(spec, spec.warmupSeconds);
+  const warmup = spec.warmupSeconds > 0 ? await run(spec, spec.warmupSeconds) : null;
   const result = await run(spec, spec.durationSeconds);
+  const statusCounts: Record<string, number> = {};
+  for (const run of [warmup, result]) {
+    for (const [status, { count }] of Object.entries(run?.statusCodeStats ?? {})) statusCounts[status] = (statusCounts[status] ?? 0) + (count ?? 0);
+  }
   const output: LoadResult = {
     requestsPerSecond: result.requests.total / (result.duration || spec.durationSeconds),
     p50: result.latency.p50,
@@ -108,6 +129,8 @@ async function main(): Promise<void> {
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
+    statusCounts,
+    answersIncludingWarmup: Object.values(statusCounts).reduce((sum, count) => sum + count, 0),
   };
   process.stdout.write(`${JSON.stringify(output)}\n`);
 }

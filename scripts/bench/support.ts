@@ -39,6 +39,19 @@ export function rssOf(pid: number): number | null {
   }
 }
 
+/** CPU time a process has used so far in seconds (Linux /proc: user + system), or null. */
+export function cpuSecondsOf(pid: number): number | null {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+// USER_HZ, 100 on every Linux architecture node runs on.
+const CLOCK_TICKS_PER_SECOND = 100;
+
 /** Samples a process's RSS every 250 ms and keeps the peak. */
 export class RssSampler {
   peak = 0;
@@ -130,12 +143,6 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const [code] = await once(child, 'exit');
   if (code !== 0) throw new Error(`load generator failed with exit code ${code}`);
   return JSON.parse(stdout) as LoadResult;
-}
-
-export function databaseUrl(adminUrl: string, database: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
 }
 
 export async function adminQuery(adminUrl: string, text: string): Promise<void> {

@@ -1,9 +1,20 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { OutageLog } from '../db/availability.js';
+import { CONNECT_TIMEOUT_MS } from '../db/connect.js';
 
 const CHANNEL = 'api_key_changed';
 const TTL_MS = 60_000;
 const RECONNECT_MS = 1_000;
+
+/** Hears what the cache's LISTEN connection hears (see PrefixView). */
+export interface KeyChangeFollower {
+  /** LISTEN is active: every later change is reported. Awaited by start(); must not throw. */
+  listening(): Promise<void>;
+  changed(prefix: string): void;
+  /** Changes may go unheard from now on: the connection is lost or the cache stopped. */
+  lost(): void;
+}
 
 /**
  * Authenticated keys kept in memory, so a request costs no database round trip for its key.
@@ -16,34 +27,55 @@ export class ApiKeyCache<T> {
   private listening = false;
   private stopped = false;
   private changes = 0;
+  private readonly outage: OutageLog;
+  private readonly followers: KeyChangeFollower[] = [];
 
-  constructor(private readonly connectionString: string, private readonly logger: Logger) {}
+  constructor(private readonly connectionString: string, logger: Logger) {
+    this.outage = new OutageLog(logger, {
+      down: 'API key cache lost its LISTEN connection: authenticating every request from the database, reconnecting every second (logged once per outage)',
+      up: 'API key cache listening for key changes again',
+    });
+  }
+
+  /** Call before start(). */
+  follow(follower: KeyChangeFollower): void {
+    this.followers.push(follower);
+  }
 
   async start(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.connectionString });
+    // TCP keepalive: a connection that dies without a word (a half-open socket after a
+    // network failure) must still end in 'error', or the cache and prefix view would trust it.
+    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     this.client = client;
-    const lost = () => {
+    // The connection's 'error' and 'end' both land here: the cache empties (it can no
+    // longer hear about changes) and a new connection is tried after RECONNECT_MS.
+    const lost = (error?: unknown) => {
       if (this.client !== client) return;
       this.listening = false;
+      for (const follower of this.followers) follower.lost();
       this.entries.clear();
       this.client = null;
       client.end().catch(() => {});
-      if (!this.stopped) setTimeout(() => void this.start(), RECONNECT_MS).unref();
+      if (this.stopped) return;
+      this.outage.failed(error ?? new Error('LISTEN connection ended'));
+      setTimeout(() => void this.start(), RECONNECT_MS).unref();
     };
     client.on('error', lost);
-    client.on('end', lost);
+    client.on('end', () => lost());
     client.on('notification', (message) => {
       this.changes += 1;
       if (message.payload) this.entries.delete(message.payload);
+      if (message.payload) for (const follower of this.followers) follower.changed(message.payload);
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
       this.listening = true;
+      this.outage.recovered();
+      for (const follower of this.followers) await follower.listening();
     } catch (error) {
-      this.logger.warn({ err: error }, 'API key cache cannot listen for changes; authenticating from the database');
-      lost();
+      lost(error);
     }
   }
 
@@ -72,6 +104,7 @@ export class ApiKeyCache<T> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.listening = false;
+    for (const follower of this.followers) follower.lost();
     const client = this.client;
     this.client = null;
     await client?.end().catch(() => {});

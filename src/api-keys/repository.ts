@@ -13,6 +13,9 @@ export function findKeyForAuthentication(db: Executor, prefix: string) {
     .executeTakeFirst();
 }
 
+/** A key as authentication reads it (cached per process by the key cache). */
+export type KeyForAuthentication = NonNullable<Awaited<ReturnType<typeof findKeyForAuthentication>>>;
+
 // Conditional, so concurrent processes write at most once per interval per key.
 export function touchLastUsed(db: Executor, keyId: number, intervalSeconds: number) {
   return db
@@ -46,4 +49,29 @@ export function listKeys(db: Executor, workspaceId: number) {
     .select(['id', 'name', 'prefix', 'scopes', 'user_id', 'expires_at', 'revoked_at', 'last_used_at', 'created_at'])
     .orderBy('id')
     .execute();
+}
+
+/**
+ * Whether creating a key NOTIFYs api_key_changed (migration 0003). Until it does, a view of
+ * the existing prefixes cannot hear of new keys; false too while api_keys does not exist yet.
+ * Bit 4 of tgtype is TRIGGER_TYPE_INSERT; tgenabled 'D' is a disabled trigger.
+ */
+export async function keyCreationIsNotified(db: Executor): Promise<boolean> {
+  const { rows } = await sql<{ notified: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM pg_trigger
+      WHERE tgrelid = to_regclass('api_keys') AND tgname = 'api_keys_changed' AND tgtype & 4 <> 0 AND tgenabled <> 'D'
+    ) AS notified
+  `.execute(db);
+  return rows[0]!.notified;
+}
+
+export async function countKeys(db: Executor): Promise<number> {
+  const row = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('keys')).executeTakeFirstOrThrow();
+  return Number(row.keys);
+}
+
+/** One page of prefixes in id order (the primary key walks them without sorting). */
+export function listPrefixesAfter(db: Executor, afterId: number, limit: number) {
+  return db.selectFrom('api_keys').where('id', '>', afterId).orderBy('id').limit(limit).select(['id', 'prefix']).execute();
 }

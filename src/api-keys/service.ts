@@ -1,28 +1,21 @@
-import type { components } from '../../generated/api.js';
+import type { Scope } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
+import { Refused } from '../refused.js';
 import { findUser, roleHasPermission } from '../users/repository.js';
 import { insertKey } from './repository.js';
 import { generateToken } from './tokens.js';
 
-type Scope = components['schemas']['Scope'];
-export const SCOPES: readonly Scope[] = ['leads:write', 'leads:read', 'tags:read'];
-export const KEY_CREATION_PERMISSION = 'update-companies';
-
-export class KeyCreationRefused extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
-  }
-}
+const KEY_CREATION_PERMISSION = 'update-companies';
 
 export async function createApiKey(db: Executor, input: {
   workspaceId: number; userId: number; name: string; scopes: Scope[]; expiresAt: string | null;
 }) {
   const user = await findUser(db, input.userId);
   if (!user || user.workspace_id !== input.workspaceId) {
-    throw new KeyCreationRefused('user_not_in_workspace', `User ${input.userId} does not belong to workspace ${input.workspaceId}.`);
+    throw new Refused('user_not_in_workspace', `User ${input.userId} does not belong to workspace ${input.workspaceId}.`);
   }
   if (!roleHasPermission(user.role, KEY_CREATION_PERMISSION)) {
-    throw new KeyCreationRefused('permission_denied', `User ${input.userId} lacks the "${KEY_CREATION_PERMISSION}" permission needed to create API keys.`);
+    throw new Refused('permission_denied', `User ${input.userId} lacks the "${KEY_CREATION_PERMISSION}" permission needed to create API keys.`);
   }
   const { prefix, token, hash } = generateToken();
   const key = await insertKey(db, {

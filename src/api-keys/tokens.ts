@@ -16,7 +16,7 @@ export function generateToken(): NewToken {
   return { prefix, token, hash: hashToken(token) };
 }
 
-export function hashToken(token: string): Buffer {
+function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
@@ -26,6 +26,15 @@ export function parseToken(token: string): { prefix: string } | null {
   const prefix = token.slice(0, separator);
   const secret = token.slice(separator + 1);
   return PREFIX_PATTERN.test(prefix) && SECRET_PATTERN.test(secret) ? { prefix } : null;
+}
+
+/**
+ * A well-formed prefix as one number: its 10 base36 characters are below 36^10 < 2^53, so the
+ * number is exact and two prefixes never share one. Null for anything else (such a prefix can
+ * never authenticate: parseToken refuses it).
+ */
+export function prefixCode(prefix: string): number | null {
+  return PREFIX_PATTERN.test(prefix) ? Number.parseInt(prefix.slice(2), 36) : null;
 }
 
 export function tokenMatches(token: string, storedHash: Buffer): boolean {

@@ -1,10 +1,9 @@
-import { loadConfig } from '../config.js';
+import type { Logger } from 'pino';
+import { loadConfig, type Config } from '../config.js';
 import { createDb, createPool, type Db } from '../db/connect.js';
-import { startEmbeddedDatabase } from '../db/embedded.js';
+import { startEmbeddedDatabase } from '../db/embedded/start.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { createLogger } from '../logger.js';
-import type { Config } from '../config.js';
-import type { Logger } from 'pino';
 
 export interface CliContext {
   config: Config;
@@ -14,17 +13,23 @@ export interface CliContext {
 
 // The CLI reads the same environment as the server. Without DATABASE_URL it joins the
 // embedded database the server started, or starts it for the length of the command.
-export async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): Promise<T> {
+async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): Promise<T> {
   const config = loadConfig();
   // Logs go to stderr: stdout carries exactly one JSON value.
   const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL, 2);
-  const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT });
-  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, 2));
+  const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
+  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, 2, { logger, name: 'cli' }));
   try {
     await migrateToLatest(db);
     return await work({ config, db, logger });
   } finally {
     await db.destroy();
-    await embedded?.stop();
+    await embedded?.close();
   }
+}
+
+/** Runs one command in a CLI context and prints its result as the one JSON value on stdout. */
+export async function runCommand(action: (ctx: CliContext) => Promise<unknown>): Promise<void> {
+  const result = await withCliContext(action);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
 }

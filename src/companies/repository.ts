@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
-import type { CompanyStatus, LinkRow, LocationRow } from '../db/schema.js';
+import type { CompanyStatus } from '../../generated/api.js';
+import type { LinkRow, LocationRow } from '../db/schema.js';
 import { appendDistinct } from '../db/sql.js';
-import { MAX_EMAILS, MAX_PHONES } from '../leads/limits.js';
+import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 
 export function insertCompany(db: Executor, company: {
   workspace_id: number; name: string | null; domain: string | null; status: CompanyStatus; links: LinkRow[];
@@ -13,12 +14,13 @@ export function insertCompany(db: Executor, company: {
     .executeTakeFirstOrThrow();
 }
 
-export function companyBelongsTo(db: Executor, workspaceId: number, companyId: number) {
-  return db.selectFrom('companies').where('workspace_id', '=', workspaceId).where('id', '=', companyId).select('id').executeTakeFirst();
-}
-
 export function findCompanyByDomain(db: Executor, workspaceId: number, domain: string) {
   return db.selectFrom('companies').where('workspace_id', '=', workspaceId).where('domain', '=', domain).select('id').executeTakeFirst();
+}
+
+export async function findCompaniesByDomains(db: Executor, workspaceId: number, domains: readonly string[]) {
+  if (domains.length === 0) return [];
+  return db.selectFrom('companies').where('workspace_id', '=', workspaceId).where('domain', 'in', [...domains]).select(['id', 'domain']).execute();
 }
 
 export function findCompanyByName(db: Executor, workspaceId: number, name: string) {
@@ -26,9 +28,36 @@ export function findCompanyByName(db: Executor, workspaceId: number, name: strin
     .select('id').orderBy('id').limit(1).executeTakeFirst();
 }
 
-/** Serializes creation of name-only companies (no unique key to lean on) within a transaction. */
+/**
+ * Serializes, within a transaction, the requests that may create or give a domain to a company
+ * of this name (a name has no unique key to lean on).
+ */
 export async function lockCompanyName(db: Executor, workspaceId: number, name: string): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`company-name:${workspaceId}:${name.toLowerCase()}`}, 0))`.execute(db);
+}
+
+/**
+ * Gives `domain` to the oldest company named `name` (case-insensitive) that has no domain yet;
+ * with `analyze`, a company not analyzed so far becomes pending (`queued`: queue its analysis).
+ * Undefined when there is no such company. Fails with a unique violation (23505) when another
+ * company holds the domain by now: run it in a savepoint.
+ */
+export async function giveDomainToNamedCompany(db: Executor, workspaceId: number, name: string, domain: string, analyze: boolean) {
+  const { rows } = await sql<{ id: number; queued: boolean }>`
+    WITH target AS (
+      SELECT id, status FROM companies
+      WHERE workspace_id = ${workspaceId} AND lower(name) = ${name.toLowerCase()} AND domain IS NULL
+      ORDER BY id LIMIT 1
+      FOR UPDATE
+    )
+    UPDATE companies AS c SET
+      domain = ${domain},
+      status = CASE WHEN ${analyze} AND target.status = 'not_analyzed' THEN 'pending' ELSE c.status END,
+      updated_at = now()
+    FROM target WHERE c.id = target.id
+    RETURNING c.id, (${analyze} AND target.status = 'not_analyzed') AS queued
+  `.execute(db);
+  return rows[0];
 }
 
 export interface CompanyDetails {
@@ -75,4 +104,30 @@ export function fillCompany(db: Executor, companyId: number, details: Omit<Compa
     })
     .where('id', '=', companyId)
     .execute();
+}
+
+/** What website analysis needs of a company: where its site is, and whether it still waits for it. */
+export function findCompanyForAnalysis(db: Executor, workspaceId: number, companyId: number) {
+  return db.selectFrom('companies').select(['id', 'domain', 'links', 'status'])
+    .where('id', '=', companyId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+}
+
+/**
+ * Stores what a pending company's site said (the payload's description wins; the title names
+ * a company that has no real name yet, one named after its domain included) and its status.
+ * False when the company is not pending (any more).
+ */
+export async function finishCompanyAnalysis(
+  db: Executor, workspaceId: number, companyId: number, status: 'analyzed' | 'failed', found: { title: string | null; description: string | null },
+): Promise<boolean> {
+  const { rows } = await sql<{ id: number }>`
+    UPDATE companies SET
+      status = ${status},
+      description = coalesce(description, ${found.description}),
+      name = CASE WHEN ${found.title}::text IS NOT NULL AND (name IS NULL OR name = domain) THEN ${found.title} ELSE name END,
+      updated_at = now()
+    WHERE id = ${companyId} AND workspace_id = ${workspaceId} AND status = 'pending'
+    RETURNING id
+  `.execute(db);
+  return rows.length > 0;
 }

@@ -2,19 +2,24 @@ import { Migrator, type Migration, type MigrationProvider } from 'kysely';
 import type { Db } from './connect.js';
 import * as initial from './migrations/0001_initial.js';
 import * as outbound from './migrations/0002_outbound.js';
+import * as registrableDomains from './migrations/0003_registrable_company_domains.js';
+import * as notifyKeyCreation from './migrations/0004_notify_key_creation.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
 const migrations: Record<string, Migration> = {
   '0001_initial': initial,
   '0002_outbound': outbound,
+  '0003_registrable_company_domains': registrableDomains,
+  '0004_notify_key_creation': notifyKeyCreation,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+export const createMigrator = (db: Db) => new Migrator({ db, provider });
+
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await createMigrator(db).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }

@@ -1,4 +1,5 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { CompanyStatus } from '../../generated/api.js';
 
 // Row types of the database (not of the API: API types come from generated/).
 // Timestamps are read as API-formatted strings (see connect.ts) and written as Date or SQL.
@@ -49,8 +50,6 @@ export interface TagsTable {
   active: Generated<boolean>;
   created_at: Timestamp;
 }
-
-export type CompanyStatus = 'pending' | 'analyzed' | 'failed' | 'not_analyzed';
 
 export interface CompaniesTable {
   id: Generated<number>;
@@ -232,11 +231,6 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
 }
 
-export type ApiKeyRow = Selectable<ApiKeysTable>;
-export type TagRow = Selectable<TagsTable>;
-export type NewLead = Insertable<LeadsTable>;
-export type LeadUpdate = Updateable<LeadsTable>;
-export type CompanyRow = Selectable<CompaniesTable>;
 export type ConnectorRow = Selectable<ConnectorsTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type DeliveryRow = Selectable<DeliveriesTable>;

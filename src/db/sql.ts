@@ -10,3 +10,18 @@ export function apiTimestamp(column: Expression<unknown> | RawBuilder<unknown>):
 export function appendDistinct(column: string, values: readonly string[], max: number): RawBuilder<string[]> {
   return sql<string[]>`(ARRAY(SELECT v FROM unnest(${sql.ref(column)} || ${sql.val([...values])}::text[]) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n)))[1:${sql.lit(max)}]`;
 }
+
+/** PostgreSQL refused a row because another one holds its unique key (SQLSTATE 23505). */
+export const isUniqueViolation = (error: unknown): boolean =>
+  typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * JSON text for a jsonb parameter. PostgreSQL refuses the escape of a lone UTF-16 surrogate
+ * (`"\ud800"`, which JSON.stringify writes for one), so such a code unit becomes U+FFFD, as it
+ * does in a text parameter (pg sends those as UTF-8).
+ */
+export function jsonParameter(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'string' ? item.replace(LONE_SURROGATE, '\ufffd') : item));
+}

@@ -1,45 +1,60 @@
-import { createRequire } from 'node:module';
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { AppContext } from '../context.js';
+import { reportUnavailable } from '../db/connect.js';
 import { OPENAPI_PATH } from '../paths.js';
-import { getLeadHandler } from '../leads/get-lead.js';
-import { createLeadHandler } from '../leads/create-lead.js';
-import { createBatchHandler } from '../leads/create-batch.js';
-import { getMeHandler } from '../me/get-me.js';
-import { listTagsHandler } from '../tags/list-tags.js';
-import { authenticate, requireScope } from './auth.js';
+import { readContract } from './contract-routes.js';
 import { errorHandler, routeNotFound } from './errors.js';
-import { perKeyRateLimit } from './rate-limit.js';
-import { requestLogging } from './request-log.js';
-import { docsPage } from '../docs/docs-page.js';
+import { createLeadHandler } from './handlers/create-lead.js';
+import { createLeadsBatchHandler } from './handlers/create-leads-batch.js';
+import { getLeadHandler } from './handlers/get-lead.js';
+import { getMeHandler } from './handlers/get-me.js';
+import { listTagsHandler } from './handlers/list-tags.js';
+import { authenticate, requireScope } from './middleware/auth.js';
+import { jsonBody } from './middleware/json-body.js';
+import { perKeyRateLimit } from './middleware/rate-limit.js';
+import { requestLogging } from './middleware/request-log.js';
+import { matchesContract, methodNotAllowed, rejectUnknownQueryParameters } from './middleware/route-guards.js';
+import type { OperationHandlers, OperationId } from './operations.js';
+import { addOperatorRoutes } from './operator-routes.js';
 
-const require = createRequire(import.meta.url);
 
 export function createApp(ctx: AppContext): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // Paths are matched exactly as the document writes them: `/api/v1/me/` and `/API/v1/me`
+  // are unknown routes, as they are for the request validator and the Prism mock.
+  app.set('strict routing', true);
+  app.set('case sensitive routing', true);
 
   app.use(requestLogging(ctx.logger));
-
-  // Check order per route: authenticate, rate limit, scope, parse and validate the body, handler.
-  const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.config.DOCUMENTATION_URL);
-  const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE);
-  // PostgreSQL refuses NUL characters in text and jsonb: strip them so hostile input
-  // cannot turn into a 500.
-  const json = express.json({
-    limit: '1mb',
-    strict: false,
-    type: () => true,
-    reviver: (_key, value: unknown) => (typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value),
-  });
-  // The validator writes defaults into req.body; idempotency fingerprints the body as sent.
-  const keepBodyAsSent: RequestHandler = (req, _res, next) => {
-    if (req.get('idempotency-key') !== undefined) req.bodyAsSent = structuredClone(req.body);
-    next();
+  const handlers: OperationHandlers = {
+    getMe: getMeHandler(ctx),
+    listTags: listTagsHandler(ctx),
+    createLead: createLeadHandler(ctx),
+    createLeadsBatch: createLeadsBatchHandler(ctx),
+    getLead: getLeadHandler(ctx),
   };
+  addOperationRoutes(app, ctx, handlers);
+  // Operator routes after the API: their paths never overlap it, and API requests (the hot
+  // ones) then skip matching them.
+  addOperatorRoutes(app, ctx);
+  app.use(routeNotFound);
+  app.use(errorHandler(ctx.logger, (error) => reportUnavailable(ctx.pool, error)));
+  return app;
+}
+
+/**
+ * Each operation of the document, with the per-route steps in the check order: route and
+ * method matched (else 404 / 405), authenticate, rate limit, scope, parse the body, reject
+ * unknown query parameters, validate, handler. Routes sit on the app itself rather than in a
+ * mounted router, which would cost every API request a second round of prefix matching.
+ */
+function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers): void {
+  const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
+  const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE);
   const validate = OpenApiValidator.middleware({
     apiSpec: OPENAPI_PATH,
     validateRequests: { allowUnknownQueryParameters: true, allErrors: true },
@@ -47,48 +62,32 @@ export function createApp(ctx: AppContext): express.Express {
     validateSecurity: false,
     validateApiSpec: ctx.validateResponses,
   });
-  const jsonOnly: RequestHandler = (req, _res, next) => {
-    if (!req.is('application/json') && req.headers['content-length'] !== '0') {
-      next(Object.assign(new Error('unsupported media type'), { status: 415 }));
-      return;
-    }
-    next();
-  };
-  const numericId: RequestHandler = (req, _res, next) => { next(/^\d+$/.test(String(req.params.id)) ? undefined : 'route'); };
 
-  // Routes under /api/v1 sit on the app itself rather than in a mounted router, which would
-  // cost every API request a second round of prefix matching.
-  type Handlers = Array<RequestHandler | RequestHandler[]>;
-  const api = {
-    get: (path: string, ...handlers: Handlers) => app.get(`/api/v1${path}`, ...(handlers as RequestHandler[])),
-    post: (path: string, ...handlers: Handlers) => app.post(`/api/v1${path}`, ...(handlers as RequestHandler[])),
-  };
-  // GET /me declares no parameters and no body, so the request validator has nothing to check
-  // there, yet it costs about a third of a bare route's throughput (bench/README.md): it runs
-  // only where responses are validated too (the tests).
-  api.get('/me', auth, limit, ...(ctx.validateResponses ? [validate] : []), getMeHandler(ctx));
-  api.get('/tags', auth, limit, requireScope('tags:read'), validate, listTagsHandler(ctx));
-  api.get('/leads/:id', numericId, auth, limit, requireScope('leads:read'), validate, getLeadHandler(ctx));
-  api.post('/leads/batch', auth, limit, requireScope('leads:write'), jsonOnly, json, keepBodyAsSent, validate, createBatchHandler(ctx));
-  api.post('/leads', auth, limit, requireScope('leads:write'), jsonOnly, json, keepBodyAsSent, validate, createLeadHandler(ctx));
+  const contract = readContract(OPENAPI_PATH);
+  const bound = new Set(contract.operations.map((operation) => operation.operationId));
+  const unbound = Object.keys(handlers).filter((operationId) => !bound.has(operationId as OperationId));
+  if (unbound.length > 0) throw new Error(`handlers without an operation in the OpenAPI document: ${unbound.join(', ')}`);
 
-  // Operator routes after the API: their paths never overlap it, and API requests (the hot
-  // ones) then skip matching them.
-  app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
-  app.get('/readyz', async (_req, res) => {
-    const checks = await Promise.allSettled([
-      ctx.pool.query('SELECT 1'),
-      ctx.redis ? ctx.redis.ping() : Promise.resolve('not configured'),
-    ]);
-    const [database, redis] = checks.map((check) => (check.status === 'fulfilled' ? 'ok' : 'unreachable'));
-    const ready = database === 'ok' && redis === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', database, redis: ctx.redis ? redis : 'not configured' });
-  });
-  app.get('/openapi.yaml', (_req, res) => { res.type('application/yaml').sendFile(OPENAPI_PATH); });
-  app.get('/docs', docsPage);
-  app.get('/docs/redoc.standalone.js', (_req, res) => { res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js')); });
-
-  app.use(routeNotFound);
-  app.use(errorHandler(ctx.logger));
-  return app;
+  for (const operation of contract.operations) {
+    // The one place where a typed handler meets express's untyped request: the validator
+    // runs before it on every route that has input, so the request has the document's types.
+    const handler = handlers[operation.operationId] as unknown as RequestHandler | undefined;
+    if (!handler) throw new Error(`no handler for the operation ${operation.operationId} of the OpenAPI document`);
+    // An operation with no parameters and no body (GET /me) gives the request validator
+    // nothing to check, yet it costs about a third of a bare route's throughput
+    // (bench/README.md): it runs there only where responses are validated too (the tests).
+    const validates = !operation.declaresNoInput || ctx.validateResponses;
+    app[operation.method](
+      operation.expressPath,
+      matchesContract(operation.method, operation.integerPathParameters),
+      auth,
+      limit,
+      ...operation.requiredScopes.map((scope) => requireScope(scope)),
+      ...(operation.hasJsonBody ? jsonBody : []),
+      rejectUnknownQueryParameters(operation),
+      ...(validates ? [validate] : []),
+      handler,
+    );
+  }
+  for (const path of contract.paths) app.all(path.expressPath, methodNotAllowed(path));
 }

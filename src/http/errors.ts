@@ -1,15 +1,28 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ParamsDictionary } from 'express-serve-static-core';
 import type { Logger } from 'pino';
+import type {
+  DuplicateLeadError, IdempotencyConflictError, InsufficientScopeError, InternalError, InvalidApiKeyError, InvalidIdempotencyKeyError,
+  NotFoundError, RateLimitError, RequestError, RoutingError, ServiceUnavailableError, ValidationError,
+} from '../../generated/api.js';
+import { isUnavailable } from '../db/availability.js';
+import { IdempotencyConflict } from '../idempotency/run-idempotent.js';
+import { DuplicateRejected, RowRejected } from '../leads/rejections.js';
 import { validationErrorsFromValidator } from './validation-errors.js';
+
+/** Every error body the OpenAPI document gives. */
+export type ErrorBody =
+  | InvalidApiKeyError | InsufficientScopeError | NotFoundError | RoutingError | DuplicateLeadError | IdempotencyConflictError
+  | InvalidIdempotencyKeyError | ValidationError | RateLimitError | InternalError | RequestError;
 
 // An error whose status and JSON body are part of the API contract.
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly body: Record<string, unknown>,
+    readonly body: ErrorBody,
     readonly headers: Record<string, string> = {},
   ) {
-    super(typeof body.message === 'string' ? body.message : `HTTP ${status}`);
+    super('message' in body ? body.message : `HTTP ${status}`);
   }
 }
 
@@ -25,13 +38,41 @@ export class ValidationFailed extends ApiError {
 }
 
 // Identical for a missing lead and another workspace's lead, so foreign ids cannot be probed.
-export const NOT_FOUND_BODY = { error: 'not_found', message: 'No lead with this id exists in this workspace.' } as const;
+export const NOT_FOUND_BODY: NotFoundError = { error: 'not_found', message: 'No lead with this id exists in this workspace.' };
 
-export const ROUTE_NOT_FOUND_BODY = { message: 'The requested route does not exist.' };
+const ROUTE_NOT_FOUND_BODY: RoutingError = { message: 'The requested route does not exist.' };
 
-export const routeNotFound: RequestHandler = (_req, res) => {
+const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+
+/** 400 for an empty or over-long key, reported only once the body validated (spec check order). */
+function invalidIdempotencyKey(): ApiError {
+  return new ApiError(400, {
+    error: 'invalid_idempotency_key',
+    message: `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`,
+  });
+}
+
+/** Seconds a client is asked to wait after a 503: about as long as a database restart or failover takes. */
+export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+export const SERVICE_UNAVAILABLE_BODY: ServiceUnavailableError = {
+  error: 'service_unavailable',
+  message: 'The service cannot reach its database right now; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
+};
+
+export const routeNotFound: RequestHandler<ParamsDictionary, RoutingError> = (_req, res) => {
   res.status(404).json(ROUTE_NOT_FOUND_BODY);
 };
+
+/** A refusal of the domain (thrown by a service) as the contract answers it, or null. */
+function fromDomain(error: unknown): ApiError | null {
+  if (error instanceof RowRejected) return ValidationFailed.single(error.field, error.message);
+  if (error instanceof DuplicateRejected) {
+    return new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
+  }
+  if (error instanceof IdempotencyConflict) return new ApiError(409, { error: error.code, message: error.message });
+  return null;
+}
 
 interface HttpLikeError {
   status?: number;
@@ -42,13 +83,20 @@ interface HttpLikeError {
 }
 
 // The single place where anything thrown becomes an HTTP answer: contract errors keep
-// their shape, body-parser and validator errors are mapped onto the spec's shapes, and
-// anything else is a logged 500 that reveals nothing.
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+// their shape, body-parser and validator errors are mapped onto the spec's shapes, the
+// database being unreachable is a 503 (reported through `onUnavailable`, which logs it once
+// per outage), and anything else is a logged 500 that reveals nothing.
+export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => {}): ErrorRequestHandler<ParamsDictionary, ErrorBody> {
   return (error: unknown, req, res, next) => {
     if (res.headersSent) return next(error);
-    if (error instanceof ApiError) {
-      res.set(error.headers).status(error.status).json(error.body);
+    const answer = error instanceof ApiError ? error : fromDomain(error);
+    if (answer) {
+      res.set(answer.headers).status(answer.status).json(answer.body);
+      return;
+    }
+    if (isUnavailable(error)) {
+      onUnavailable(error);
+      res.set('Retry-After', String(SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS)).status(503).json(SERVICE_UNAVAILABLE_BODY);
       return;
     }
     const httpError = (typeof error === 'object' && error !== null ? error : {}) as HttpLikeError;
@@ -72,17 +120,23 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     if (status !== undefined && status >= 400 && status < 500 && Array.isArray(httpError.errors)) {
-      const mapped = validationErrorsFromValidator(httpError.errors);
+      const mapped = validationErrorsFromValidator(httpError.errors, req.body);
       if (mapped.kind === 'path') {
         // Only GET /leads/{id} has a path parameter, and only digits reach the validator:
         // an id the schema rejects (0) names no lead.
         res.status(404).json(NOT_FOUND_BODY);
         return;
       }
+      if (mapped.kind === 'idempotencyKey') {
+        const invalid = invalidIdempotencyKey();
+        res.status(invalid.status).json(invalid.body);
+        return;
+      }
       res.status(422).json({ errors: mapped.errors });
       return;
     }
-    if (status === 405 || status === 404) {
+    // A path the router could not decode (`/api/v1/leads/%E0%A4%A`) names no route.
+    if (status === 400 || status === 404) {
       res.status(404).json(ROUTE_NOT_FOUND_BODY);
       return;
     }

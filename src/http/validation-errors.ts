@@ -7,14 +7,52 @@ interface ValidatorError {
   errorCode?: string;
 }
 
-export type MappedValidation = { kind: 'path' } | { kind: 'fields'; errors: Record<string, string[]> };
+export type MappedValidation =
+  /** An integer path parameter the schema rejects (`0`, beyond 2^53): it names no row. */
+  | { kind: 'path' }
+  /** Only the Idempotency-Key header broke its schema: `400 invalid_idempotency_key`, reported after the body validated. */
+  | { kind: 'idempotencyKey' }
+  | { kind: 'fields'; errors: Record<string, string[]> };
 
 const CONTACT_FIELDS = new Set(['email', 'phone', 'linkedin_url', 'emails', 'phones']);
-export const CONTACT_RULE_MESSAGE = 'The email field is required when none of phone / linkedin_url are present.';
+const CONTACT_RULE_MESSAGE = 'The email field is required when none of phone / linkedin_url are present.';
+const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 
+/** How a property whose name is the empty string appears in an error key (`(empty)`, `company.(empty)`). */
+const EMPTY_NAME_KEY = '(empty)';
+const EMPTY_NAME_MESSAGE = 'A field with an empty name is not allowed.';
+
+export function readableKey(name: string): string {
+  return name === '' ? EMPTY_NAME_KEY : name;
+}
+
+/**
+ * Error messages keyed by field. Keys come from the client (unknown property and query
+ * parameter names such as `__proto__` or `constructor`), so they live in a Map and become
+ * own properties of the JSON object, never lookups on an object prototype.
+ */
+export class FieldErrors {
+  private readonly byField = new Map<string, string[]>();
+
+  add(field: string, message: string): void {
+    const messages = this.byField.get(field);
+    if (!messages) this.byField.set(field, [message]);
+    else if (!messages.includes(message)) messages.push(message);
+  }
+
+  isEmpty(): boolean {
+    return this.byField.size === 0;
+  }
+
+  toObject(): Record<string, string[]> {
+    return Object.fromEntries(this.byField);
+  }
+}
+
+/** `/body/company/website` -> location `body`, field `company.website`; JSON-pointer escapes undone. */
 function fieldKey(path: string): { location: string; field: string } {
   const [, location = '', ...rest] = path.split('/');
-  return { location, field: rest.join('.') };
+  return { location, field: rest.map((segment) => segment.replaceAll('~1', '/').replaceAll('~0', '~')).join('.') };
 }
 
 function keywordOf(error: ValidatorError): string {
@@ -54,23 +92,42 @@ function messageFor(field: string, error: ValidatorError): string {
     case 'type':
       return `The ${name} field must be ${/must be (\w+)/.exec(raw)?.[1] ?? 'of the documented type'}.`;
     case 'additionalProperties':
-      return `The ${name} field is not allowed.`;
+    case 'unevaluatedProperties':
+      // The name as sent, not humanized: it is not one of ours.
+      return `The ${field.split('.').pop()} field is not allowed.`;
     case 'minimum':
       return `The ${name} field must be at least ${/(\d+)/.exec(raw)?.[1] ?? 'the minimum'}.`;
     case 'maximum':
       return `The ${name} field must not be greater than ${/(\d+)/.exec(raw)?.[1] ?? 'the maximum'}.`;
     default:
-      return `The ${name} field ${raw.replace(/^must/, 'must')}.`;
+      return `The ${name} field ${raw}.`;
   }
 }
 
-export function validationErrorsFromValidator(rawErrors: unknown[]): MappedValidation {
+// The one input object whose keys are free (CustomFieldsInput): an empty key there is allowed.
+const FREE_KEYED_OBJECTS = new Set(['custom_fields']);
+
+/**
+ * Where the body has a property named "" outside custom_fields: `(empty)`, `company.(empty)`,
+ * `leads.0.(empty)`. The validator reports such a property with an empty path, losing its
+ * parent; the body says where it is. Iterative, so a deeply nested body cannot overflow the stack.
+ */
+function emptyNameKeys(body: unknown): string[] {
+  const keys: string[] = [];
+  const pending: Array<{ value: unknown; path: string[] }> = [{ value: body, path: [] }];
+  while (pending.length > 0) {
+    const { value, path } = pending.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    if (!Array.isArray(value) && Object.hasOwn(value, '') && !FREE_KEYED_OBJECTS.has(path.at(-1) ?? '')) keys.push([...path, EMPTY_NAME_KEY].join('.'));
+    for (const [key, child] of Object.entries(value)) pending.push({ value: child, path: [...path, readableKey(key)] });
+  }
+  return keys.sort();
+}
+
+export function validationErrorsFromValidator(rawErrors: unknown[], body: unknown): MappedValidation {
   const errors = rawErrors as ValidatorError[];
-  const result: Record<string, string[]> = {};
-  const add = (field: string, message: string) => {
-    const list = (result[field] ??= []);
-    if (!list.includes(message)) list.push(message);
-  };
+  const result = new FieldErrors();
+  let idempotencyKeyInvalid = false;
 
   // An anyOf failure on a lead object is the contact rule: file it under `<lead>.email`
   // and drop the per-branch noise Ajv reports beside it.
@@ -80,24 +137,30 @@ export function validationErrorsFromValidator(rawErrors: unknown[]): MappedValid
   }
 
   for (const error of errors) {
-    const { location, field: rawField } = fieldKey(error.path ?? '');
+    const { location, field } = fieldKey(error.path ?? '');
     if (location === 'params') return { kind: 'path' };
-    let field = rawField;
+    if (location === 'headers' && field.toLowerCase() === IDEMPOTENCY_KEY_HEADER) {
+      idempotencyKeyInvalid = true;
+      continue;
+    }
     const keyword = keywordOf(error);
-    if (keyword === 'additionalProperties') {
-      const extra = /'([^']+)'/.exec(error.message ?? '')?.[1] ?? /property "?([^" ]+)"?/.exec(error.message ?? '')?.[1];
-      if (extra && !field.endsWith(extra)) field = field ? `${field}.${extra}` : extra;
+    if (location === '' && (keyword === 'additionalProperties' || keyword === 'unevaluatedProperties')) {
+      const keys = emptyNameKeys(body);
+      for (const key of keys.length > 0 ? keys : [EMPTY_NAME_KEY]) result.add(key, EMPTY_NAME_MESSAGE);
+      continue;
     }
     if (keyword === 'anyOf') {
-      add(field ? `${field}.email` : 'email', CONTACT_RULE_MESSAGE);
+      result.add(field ? `${field}.email` : 'email', CONTACT_RULE_MESSAGE);
       continue;
     }
     const parent = field.split('.').slice(0, -1).join('.');
     const leaf = field.split('.').pop() ?? '';
-    const isContactBranchNoise = contactFailures.has(parent) && CONTACT_FIELDS.has(leaf) && (keyword === 'required' || keyword === 'minItems');
+    const isContactBranchNoise = (contactFailures.has(parent) && CONTACT_FIELDS.has(leaf) && keyword === 'required')
+      || (contactFailures.has(field) && keyword === 'not');
     if (isContactBranchNoise) continue;
-    if (location === 'headers') field = field.toLowerCase();
-    add(field || location, messageFor(field || location, error));
+    const key = location === 'headers' ? field.toLowerCase() : field || location;
+    result.add(key, messageFor(key, error));
   }
-  return { kind: 'fields', errors: result };
+  if (result.isEmpty() && idempotencyKeyInvalid) return { kind: 'idempotencyKey' };
+  return { kind: 'fields', errors: result.toObject() };
 }

@@ -1,9 +1,8 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from '../db/connect.js';
 import type { Database } from '../db/schema.js';
-import { ApiError } from '../http/errors.js';
+import { claimRecord, deleteRecord, findRecord, storeAnswer, type IdempotencyRecordKey } from './repository.js';
 
-export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 const IN_PROGRESS_WAIT = '10s';
 
 export interface WriteResult<Body> {
@@ -19,13 +18,10 @@ export interface IdempotencyScope {
   fingerprint: string;
 }
 
-/** 400 for an empty or over-long key: checked only after the body validated (spec check order). */
-export function checkIdempotencyKey(key: string | undefined): void {
-  if (key !== undefined && (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_LENGTH)) {
-    throw new ApiError(400, {
-      error: 'invalid_idempotency_key',
-      message: `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`,
-    });
+/** The key was used with another body, or its first request is still running: 409 on both POST routes. */
+export class IdempotencyConflict extends Error {
+  constructor(readonly code: 'idempotency_key_reuse' | 'idempotency_key_in_progress', message: string) {
+    super(message);
   }
 }
 
@@ -36,7 +32,7 @@ const isRetryable = (error: unknown) => RETRYABLE_CODES.has((error as { code?: s
  * Runs a write in one transaction. With an Idempotency-Key the stored answer is claimed
  * first in that same transaction, so the writes and their record commit or vanish together;
  * a concurrent request with the same key waits on the claim and then replays, or gives up
- * with 409 idempotency_key_in_progress. Only answers below 400 are kept (errors roll back).
+ * with IdempotencyConflict (in progress). Only answers below 400 are kept (errors roll back).
  */
 export async function runIdempotent<Body>(
   db: Db,
@@ -59,45 +55,30 @@ async function runOnce<Body>(
   work: (trx: Transaction<Database>) => Promise<{ status: number; body: Body }>,
 ): Promise<WriteResult<Body>> {
   if (scope.key === undefined) return { ...(await work(trx)), replayed: false };
+  const record: IdempotencyRecordKey = { apiKeyId: scope.apiKeyId, key: scope.key };
 
   await sql`SET LOCAL lock_timeout = ${sql.lit(IN_PROGRESS_WAIT)}`.execute(trx);
   let claimed: boolean;
   try {
-    const claim = await trx.insertInto('idempotency_records')
-      .values({ api_key_id: scope.apiKeyId, key: scope.key, fingerprint: scope.fingerprint })
-      .onConflict((oc) => oc.columns(['api_key_id', 'key']).doUpdateSet({
-        fingerprint: scope.fingerprint, status_code: null, response_body: null, created_at: sql`now()`,
-      }).where(sql<boolean>`idempotency_records.created_at < now() - interval '24 hours'`))
-      .returning('key')
-      .executeTakeFirst();
-    claimed = claim !== undefined;
+    claimed = (await claimRecord(trx, record, scope.fingerprint)) !== undefined;
   } catch (error) {
     if ((error as { code?: string }).code === '55P03') {
-      throw new ApiError(409, { error: 'idempotency_key_in_progress', message: 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.' });
+      throw new IdempotencyConflict('idempotency_key_in_progress', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.');
     }
     throw error;
   }
   await sql`SET LOCAL lock_timeout = DEFAULT`.execute(trx);
 
   if (!claimed) {
-    const stored = await trx.selectFrom('idempotency_records')
-      .where('api_key_id', '=', scope.apiKeyId).where('key', '=', scope.key)
-      .select(['fingerprint', 'status_code', 'response_body'])
-      .executeTakeFirstOrThrow();
+    const stored = await findRecord(trx, record);
     if (stored.fingerprint !== scope.fingerprint) {
-      throw new ApiError(409, { error: 'idempotency_key_reuse', message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.' });
+      throw new IdempotencyConflict('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.');
     }
     return { status: stored.status_code!, body: stored.response_body as Body, replayed: true };
   }
 
   const result = await work(trx);
-  if (result.status < 400) {
-    await trx.updateTable('idempotency_records')
-      .set({ status_code: result.status, response_body: JSON.stringify(result.body) })
-      .where('api_key_id', '=', scope.apiKeyId).where('key', '=', scope.key)
-      .execute();
-  } else {
-    await trx.deleteFrom('idempotency_records').where('api_key_id', '=', scope.apiKeyId).where('key', '=', scope.key).execute();
-  }
+  if (result.status < 400) await storeAnswer(trx, record, result.status, result.body);
+  else await deleteRecord(trx, record);
   return { ...result, replayed: false };
 }

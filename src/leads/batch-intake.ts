@@ -1,43 +1,36 @@
-import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { components } from '../../generated/api.js';
+import type { BatchRowResult } from '../../generated/api.js';
+import { findCompaniesByDomains } from '../companies/repository.js';
+import { isUnavailable } from '../db/availability.js';
 import type { Executor } from '../db/connect.js';
-import { enqueue, type OutboxEvent } from '../outbox/repository.js';
+import { inSavepoint } from '../db/savepoint.js';
+import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { findTagsByNames } from '../tags/repository.js';
-import {
-  checkReferences, companyHasDetails, DuplicateRejected, intakeLead, leadValues, RowRejected, type IntakeOptions, type References,
-} from './intake.js';
-import { referencedTags, type IntakeLookup } from './lookup.js';
-import type { TagJson } from './read-repository.js';
+import { fastPathCompany, type FastPathCompany } from './fast-path.js';
+import { lookupForBatch, rowLookup, type MatchKey } from './lookup.js';
 import type { PreparedLead } from './prepare.js';
-import { inSavepoint } from './savepoint.js';
-import { identityMatchRows, type IdentityMatch } from './write-repository.js';
-
-type BatchRowResult = components['schemas']['BatchRowResult'];
+import { DuplicateRejected, RowRejected } from './rejections.js';
+import { checkReferences, intakeLead, leadValues, type IntakeOptions, type References } from './row-intake.js';
+import { deleteLeads, insertCompaniesAndTags, insertNewLeads } from './write-repository.js';
 
 const UNEXPECTED_ROW_FAILURE = 'This row could not be processed because of an unexpected error. Retry the request; contact support if it keeps failing.';
 
-/**
- * A row that certainly creates a new lead with no interplay with other rows: its references
- * are valid, none of its match keys exists in the workspace or appears in any other row of
- * the batch, and its company (if any) is found or created by its email domain alone.
- */
+/** A row on the fast path (see fastPathCompany), its references checked. */
 interface BulkRow {
   index: number;
   lead: PreparedLead;
   references: References;
-  /** The business domain of the person's email, which names the company. */
-  domain: string | null;
+  company: FastPathCompany;
 }
 
 /**
  * Runs the rows of a batch in order inside the caller's transaction and reports each one.
  *
- * Rows that need decisions (a match to update or skip, an explicit company, a rejected
- * reference) run one by one in a savepoint each, exactly as POST /leads runs them. Rows that
- * certainly create a new lead (see BulkRow) are written set-based, a run of consecutive such
- * rows in two statements instead of several per row; the outcome is the same as running them
- * one by one. A dry run runs every row alone, undone before the next.
+ * Rows that need decisions (a match to update or skip, a company to fill, a rejected
+ * reference) run one by one in a savepoint each, exactly as POST /leads runs them. Rows on the
+ * fast path are written set-based, a run of consecutive such rows in two statements instead of
+ * several per row; the outcome is the same as running them one by one. A dry run runs every
+ * row alone, undone before the next.
  */
 export async function intakeBatch(
   db: Executor, workspaceId: number, leads: PreparedLead[], options: IntakeOptions, dryRun: boolean, log: Logger,
@@ -51,10 +44,10 @@ export async function intakeBatch(
     return rows;
   }
 
-  const { plan, companies } = await planBulkRows(db, workspaceId, leads, options);
+  const plan = await planBulkRows(db, workspaceId, leads, options);
   let run: BulkRow[] = [];
   const flush = async () => {
-    if (run.length > 0) await writeRun(db, workspaceId, run, companies, options, rows, alone, log);
+    if (run.length > 0) await writeRun(db, workspaceId, run, options, rows, alone, log);
     run = [];
   };
   for (const index of leads.keys()) {
@@ -85,59 +78,31 @@ async function intakeRowAlone(
       // The spec gives a duplicate's row the matched lead's id, except in a dry run where every lead_id is null.
       return { index, status: 'failed', lead_id: dryRun ? null : error.leadId, error: error.message, field: 'email' };
     }
+    if (isUnavailable(error)) throw error; // the database went away: the call fails (503), not each row
     log.error({ err: error, index }, 'batch row failed unexpectedly');
     return { index, status: 'failed', lead_id: null, error: UNEXPECTED_ROW_FAILURE, field: null };
   }
 }
 
-interface BatchLookup {
-  tags: TagJson[];
-  matches: IdentityMatch[];
-  companies: Array<{ id: number; domain: string }>;
-}
-
-/**
- * Reads, in one statement, what every row of the batch refers to. Returns the bulk rows by
- * index, and the companies found by the rows' email domains.
- */
-async function planBulkRows(
-  db: Executor, workspaceId: number, leads: PreparedLead[], options: IntakeOptions,
-): Promise<{ plan: Array<BulkRow | null>; companies: Map<string, number> }> {
-  const keys = leads.flatMap((lead) => lead.identities);
-  const domains = [...new Set(leads.flatMap((lead) => (lead.company?.emailDomain ? [lead.company.emailDomain] : [])))];
-  const { rows } = await sql<BatchLookup>`
-    SELECT
-      ${referencedTags(workspaceId, leads.flatMap((lead) => lead.tagIds), leads.flatMap((lead) => lead.tagNames))} AS tags,
-      (SELECT coalesce(json_agg(json_build_object('kind', m.kind, 'value', m.value, 'lead_id', m.lead_id)), '[]'::json)
-        FROM ${identityMatchRows(workspaceId, keys)} AS m
-      ) AS matches,
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json)
-        FROM companies WHERE workspace_id = ${workspaceId} AND domain = ANY(${sql.val(domains)}::text[])
-      ) AS companies
-  `.execute(db);
-  const lookup = rows[0]!;
-
-  const keyOf = (key: { kind: string; value: string }) => `${key.kind}\u0000${key.value}`;
-  const matched = new Set(lookup.matches.map(keyOf));
+/** Reads, in one statement, what every row of the batch refers to; returns the rows on the fast path by index. */
+async function planBulkRows(db: Executor, workspaceId: number, leads: PreparedLead[], options: IntakeOptions): Promise<Array<BulkRow | null>> {
+  const lookup = await lookupForBatch(db, workspaceId, leads);
+  const keyOf = (key: MatchKey) => `${key.kind}\u0000${key.value}`;
   const sent = new Map<string, number>();
-  for (const key of keys) sent.set(keyOf(key), (sent.get(keyOf(key)) ?? 0) + 1);
-  const tagsOnly: IntakeLookup = {
-    tags: lookup.tags, matches: [], companyById: null, companyByWebsiteDomain: null, companyByEmailDomain: null, companyByName: null,
-  };
+  for (const key of leads.flatMap((lead) => lead.identities)) sent.set(keyOf(key), (sent.get(keyOf(key)) ?? 0) + 1);
+  const sharedKey = (key: MatchKey) => sent.get(keyOf(key))! > 1;
 
-  const plan = leads.map((lead, index) => {
-    const company = lead.company;
-    if (company && (company.id !== null || companyHasDetails(company))) return null;
-    if (lead.identities.some((key) => matched.has(keyOf(key)) || sent.get(keyOf(key))! > 1)) return null;
+  return leads.map((lead, index) => {
+    const view = rowLookup(lookup, lead);
     let references: References;
     try {
-      references = checkReferences(tagsOnly, lead, options);
+      references = checkReferences(view, lead, options);
     } catch {
       return null; // the row runs alone and reports the rejection
     }
-    return { index, lead, references, domain: company?.emailDomain ?? null };
+    const company = fastPathCompany(lead, view, sharedKey);
+    return company === undefined ? null : { index, lead, references, company };
   });
-  return { plan, companies: new Map(lookup.companies.map((company) => [company.domain, company.id])) };
 }
 
 /**
@@ -147,14 +112,15 @@ async function planBulkRows(
  * if the run fails as a whole, every row of it runs alone.
  */
 async function writeRun(
-  db: Executor, workspaceId: number, run: BulkRow[], companies: ReadonlyMap<string, number>, options: IntakeOptions, rows: BatchRowResult[],
+  db: Executor, workspaceId: number, run: BulkRow[], options: IntakeOptions, rows: BatchRowResult[],
   alone: (index: number) => Promise<void>, log: Logger,
 ): Promise<void> {
   let written: Array<{ ord: number; id: number; complete: boolean }>;
-  let analyzeEvents: Map<number, OutboxEvent[]>;
+  let analyzeEvents: Map<number, CompanyAnalyzeEvent[]>;
   try {
-    ({ written, analyzeEvents } = await inSavepoint(db, 'batch_run', true, () => writeRunStatements(db, workspaceId, run, companies, options)));
+    ({ written, analyzeEvents } = await inSavepoint(db, 'batch_run', true, () => writeRunStatements(db, workspaceId, run, options)));
   } catch (error) {
+    if (isUnavailable(error)) throw error;
     log.warn({ err: error, rows: run.map((row) => row.index) }, 'bulk write of batch rows failed; running them one by one');
     for (const row of run) await alone(row.index);
     return;
@@ -172,129 +138,58 @@ async function writeRun(
   if (lost.length === 0) return;
   // A concurrent request created one of these people after the lookup: undo the new lead
   // (its claimed keys go with it), keep the events of companies this row created, match again.
-  await db.deleteFrom('leads').where('id', 'in', written.filter((row) => !row.complete).map((row) => row.id)).execute();
+  await deleteLeads(db, written.filter((row) => !row.complete).map((row) => row.id));
   await enqueue(db, workspaceId, lost.flatMap((row) => analyzeEvents.get(row.index) ?? []));
   for (const row of lost) await alone(row.index);
 }
 
-async function writeRunStatements(db: Executor, workspaceId: number, run: BulkRow[], companies: ReadonlyMap<string, number>, options: IntakeOptions) {
-  // Companies by domain and tags by name that the rows need: found by the batch's lookup, or
+const newDomainOf = (row: BulkRow) => (row.company && 'newDomain' in row.company ? row.company.newDomain : null);
+
+async function writeRunStatements(db: Executor, workspaceId: number, run: BulkRow[], options: IntakeOptions) {
+  // Companies by domain and tags by name that the rows need and the lookup did not find,
   // created now in the order the rows name them (the first row naming a new company fires its
   // analysis).
-  const companyIds = new Map(companies);
-  const domains = [...new Set(run.flatMap((row) => (row.domain && !companyIds.has(row.domain) ? [row.domain] : [])))];
+  const domains = [...new Set(run.flatMap((row) => newDomainOf(row) ?? []))];
   const missingTags = new Map<string, string>(); // lower-cased -> as first sent
   for (const row of run) for (const name of row.references.missingTagNames) if (!missingTags.has(name.toLowerCase())) missingTags.set(name.toLowerCase(), name);
+  const companyIds = new Map<string, number>();
   const tagIds = new Map<string, number>();
-  const analyzeEvents = new Map<number, OutboxEvent[]>();
+  const analyzeEvents = new Map<number, CompanyAnalyzeEvent[]>();
 
   if (domains.length > 0 || missingTags.size > 0) {
     const status = options.enrich ? 'pending' : 'not_analyzed';
-    const { rows } = await sql<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }>`
-      WITH created AS (
-        INSERT INTO companies (workspace_id, name, domain, status, links, emails, phones, locations)
-        SELECT ${workspaceId}, d.domain, d.domain, ${status},
-          jsonb_build_array(jsonb_build_object('type', 'website', 'url', 'https://' || d.domain)), '{}', '{}', '[]'::jsonb
-        FROM unnest(${sql.val(domains)}::text[]) WITH ORDINALITY AS d(domain, n)
-        ORDER BY d.n
-        ON CONFLICT (workspace_id, domain) WHERE domain IS NOT NULL DO NOTHING
-        RETURNING id, domain
-      ), new_tags AS (
-        INSERT INTO tags (workspace_id, name, color, active)
-        SELECT ${workspaceId}, t.name, NULL, true
-        FROM unnest(${sql.val([...missingTags.values()])}::text[]) WITH ORDINALITY AS t(name, n)
-        ORDER BY t.n
-        ON CONFLICT (workspace_id, lower(name)) DO NOTHING
-        RETURNING id, name
-      )
-      SELECT
-        (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json) FROM created) AS created,
-        (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name)), '[]'::json) FROM new_tags) AS tags
-    `.execute(db);
-    const { created, tags } = rows[0]!;
+    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, [...missingTags.values()], status);
     for (const company of created) companyIds.set(company.domain, company.id);
     for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
 
     // Created a moment ago by a concurrent request (or an earlier row of this batch): read them.
     const unresolvedDomains = domains.filter((domain) => !companyIds.has(domain));
-    if (unresolvedDomains.length > 0) {
-      const raced = await db.selectFrom('companies').where('workspace_id', '=', workspaceId).where('domain', 'in', unresolvedDomains)
-        .select(['id', 'domain']).execute();
-      for (const company of raced) companyIds.set(company.domain!, company.id);
-    }
+    for (const company of await findCompaniesByDomains(db, workspaceId, unresolvedDomains)) companyIds.set(company.domain!, company.id);
     const unresolvedTags = [...missingTags.keys()].filter((name) => !tagIds.has(name));
-    if (unresolvedTags.length > 0) {
-      for (const tag of await findTagsByNames(db, workspaceId, unresolvedTags)) tagIds.set(tag.name.toLowerCase(), tag.id);
-    }
+    for (const tag of await findTagsByNames(db, workspaceId, unresolvedTags)) tagIds.set(tag.name.toLowerCase(), tag.id);
 
     if (status === 'pending') {
       const creator = new Map(created.map((company) => [company.domain, company.id]));
       for (const row of run) {
-        const id = row.domain ? creator.get(row.domain) : undefined;
+        const domain = newDomainOf(row);
+        const id = domain ? creator.get(domain) : undefined;
         if (id === undefined) continue;
-        creator.delete(row.domain!);
+        creator.delete(domain!);
         analyzeEvents.set(row.index, [{ topic: 'company.analyze', payload: { company_id: id } }]);
       }
     }
   }
 
-  const values = run.map((row, ord) => {
-    const companyId = row.domain ? companyIds.get(row.domain) : undefined;
-    if (row.domain && companyId === undefined) throw new Error(`company for ${row.domain} could not be resolved`);
-    return { ord, key_count: row.lead.identities.length, ...leadValues(row.lead, companyId ?? null) };
-  });
-  const keys = run.flatMap((row, ord) => row.lead.identities.map((key) => ({ ord, ...key })));
-  const tags = run.flatMap((row, ord) => [
-    ...row.references.tagIds,
-    ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!),
-  ].map((tagId) => ({ ord, tagId })));
-  const events = run.flatMap((row, ord) => [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created', payload: {} }].map((event) => ({ ord, ...event })));
-
-  const { rows: written } = await sql<{ ord: number; id: number; complete: boolean }>`
-    WITH r AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(values)}::jsonb) AS r(
-        ord int, key_count int, company_id bigint, name text, job_title text, description text, gender text, language text,
-        decision_maker boolean, emails jsonb, phones jsonb, links jsonb, locations jsonb, custom_fields jsonb)
-    ), ids AS (
-      SELECT r.ord, nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
-    ), lead AS (
-      INSERT INTO leads (id, workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
-        source, stage, chargeable, emails, phones, links, locations, custom_fields)
-      OVERRIDING SYSTEM VALUE
-      SELECT ids.id, ${workspaceId}, r.company_id, r.name, r.job_title, r.description, r.gender, r.language, coalesce(r.decision_maker, false),
-        'api', 'new', false, ARRAY(SELECT jsonb_array_elements_text(r.emails)), ARRAY(SELECT jsonb_array_elements_text(r.phones)),
-        r.links, r.locations, r.custom_fields
-      FROM r JOIN ids USING (ord)
-      ORDER BY r.ord
-    ), claimed AS (
-      INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-      SELECT ${workspaceId}, k.kind, k.value, ids.id
-      FROM unnest(${sql.val(keys.map((key) => key.ord))}::int[], ${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[])
-        AS k(ord, kind, value)
-      JOIN ids USING (ord)
-      ORDER BY k.kind, k.value
-      ON CONFLICT (workspace_id, kind, value) DO NOTHING
-      RETURNING lead_id
-    ), claimed_count AS (
-      SELECT lead_id, count(*) AS n FROM claimed GROUP BY lead_id
-    ), complete AS (
-      SELECT ids.ord, ids.id FROM ids JOIN r USING (ord) LEFT JOIN claimed_count AS c ON c.lead_id = ids.id
-      WHERE r.key_count = coalesce(c.n, 0)
-    ), tagged AS (
-      INSERT INTO lead_tags (lead_id, tag_id)
-      SELECT complete.id, t.tag_id
-      FROM unnest(${sql.val(tags.map((tag) => tag.ord))}::int[], ${sql.val(tags.map((tag) => tag.tagId))}::bigint[]) AS t(ord, tag_id)
-      JOIN complete USING (ord)
-      ON CONFLICT DO NOTHING
-    ), queued AS (
-      INSERT INTO outbox (workspace_id, topic, payload)
-      SELECT ${workspaceId}, e.topic, CASE WHEN e.topic LIKE 'lead.%' THEN e.payload || jsonb_build_object('lead_id', complete.id) ELSE e.payload END
-      FROM unnest(${sql.val(events.map((event) => event.ord))}::int[], ${sql.val(events.map((event) => event.topic))}::text[],
-        ${sql.val(events.map((event) => JSON.stringify(event.payload)))}::jsonb[]) WITH ORDINALITY AS e(ord, topic, payload, n)
-      JOIN complete USING (ord)
-      ORDER BY e.n
-    )
-    SELECT ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord) ORDER BY ids.ord
-  `.execute(db);
+  const written = await insertNewLeads(db, workspaceId, run.map((row) => {
+    const domain = newDomainOf(row);
+    const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
+    if (companyId === undefined) throw new Error(`company for ${domain} could not be resolved`);
+    return {
+      values: leadValues(row.lead, companyId),
+      keys: row.lead.identities,
+      tagIds: [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)],
+      events: [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created' as const }],
+    };
+  }));
   return { written, analyzeEvents };
 }

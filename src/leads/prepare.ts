@@ -1,11 +1,7 @@
-import type { components } from '../../generated/api.js';
+import type { CompanyInput, LeadFields, LeadInput, LocationInput } from '../../generated/api.js';
 import type { IdentityKind, LinkRow, LocationRow } from '../db/schema.js';
-import { MAX_EMAILS, MAX_PHONES } from './limits.js';
-import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from './normalize.js';
-
-type LeadInput = components['schemas']['LeadInput'];
-type LocationInput = components['schemas']['LocationInput'];
-type CompanyInput = components['schemas']['CompanyInput'];
+import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
+import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from '../normalize.js';
 
 export interface IdentityKey {
   kind: IdentityKind;
@@ -17,10 +13,13 @@ export interface IdentityKey {
 export interface PreparedCompany {
   id: number | null;
   name: string | null;
-  /** Domain of company.website: the strongest way to find the company. */
-  websiteDomain: string | null;
-  /** Business domain of the person's email (free-mail domains never count). */
-  emailDomain: string | null;
+  /**
+   * The registrable domain that decides the company: company.website's when it has one,
+   * else the business domain of the person's first email that has one (free-mail never counts).
+   */
+  domain: string | null;
+  /** The domain came from an email, not from company.website. */
+  domainFromEmail: boolean;
   links: LinkRow[];
   industry: string | null;
   size: string | null;
@@ -49,6 +48,44 @@ export interface PreparedLead {
   warnings: string[];
 }
 
+// Every input field and what prepareLead makes of it, typed from the generated schemas that
+// both POST /leads and each batch row use: a property added to LeadFields or CompanyInput in
+// openapi/openapi.yaml fails the typecheck here, naming it, until it is handled below and
+// listed here (README, "Changing the contract"). test/leads/input-fields.test.ts checks that
+// each listed field really changes the listed parts of the prepared lead.
+export const LEAD_FIELD_TARGETS = {
+  name: ['name'],
+  email: ['emails', 'identities', 'company'],
+  phone: ['phones', 'identities'],
+  linkedin_url: ['links', 'identities'],
+  emails: ['emails', 'identities', 'company'],
+  phones: ['phones', 'identities'],
+  links: ['links'],
+  job_title: ['scalars'],
+  description: ['scalars'],
+  gender: ['scalars'],
+  language: ['scalars'],
+  decision_maker: ['scalars'],
+  custom_fields: ['customFields'],
+  location: ['location'],
+  tags: ['tagNames'],
+  tag_ids: ['tagIds'],
+  company: ['company'],
+} as const satisfies { [Field in keyof LeadFields]-?: ReadonlyArray<keyof PreparedLead> };
+
+export const COMPANY_FIELD_TARGETS = {
+  id: ['id'],
+  name: ['name'],
+  website: ['domain', 'links'],
+  linkedin_url: ['links'],
+  industry: ['industry'],
+  size: ['size'],
+  description: ['description'],
+  emails: ['emails'],
+  phones: ['phones'],
+  location: ['location'],
+} as const satisfies { [Field in keyof CompanyInput]-?: ReadonlyArray<keyof PreparedCompany> };
+
 const unique = <T>(values: T[]): T[] => [...new Set(values)];
 
 function uniqueIgnoringCase(values: string[]): string[] {
@@ -69,7 +106,8 @@ function prepareLocation(input: LocationInput | undefined): LocationRow | null {
 }
 
 function prepareCustomFields(input: LeadInput['custom_fields'], warnings: string[]): Record<string, string> {
-  const fields: Record<string, string> = {};
+  // Keys are client input: without a prototype no key (not even `__proto__`) can reach one.
+  const fields: Record<string, string> = Object.create(null);
   for (const [rawKey, value] of Object.entries(input ?? {})) {
     const key = slugifyKey(rawKey);
     if (!key) {
@@ -92,18 +130,18 @@ function capped<T>(values: T[], max: number, field: string, warnings: string[]):
 }
 
 function prepareCompany(input: CompanyInput | undefined, personEmails: string[]): PreparedCompany | null {
-  const emailDomain = personEmails.map(businessDomainOfEmail).find((domain) => domain !== null) ?? null;
   const websiteDomain = input?.website ? domainOfUrl(input.website) : null;
+  const domain = websiteDomain ?? personEmails.map(businessDomainOfEmail).find((found) => found !== null) ?? null;
   const name = input?.name?.trim() || null;
-  if (!input?.id && !websiteDomain && !emailDomain && !name) return null;
+  if (!input?.id && !domain && !name) return null;
   const links: LinkRow[] = [];
   if (input?.website) links.push({ type: 'website', url: input.website });
   if (input?.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });
   return {
     id: input?.id ?? null,
     name,
-    websiteDomain,
-    emailDomain,
+    domain,
+    domainFromEmail: websiteDomain === null && domain !== null,
     links,
     industry: input?.industry?.trim() || null,
     size: input?.size?.trim() || null,

@@ -1,11 +1,6 @@
-import type { components } from '../../generated/api.js';
+import type { Company, Lead, LinkType, Location } from '../../generated/api.js';
 import type { LinkRow, LocationRow } from '../db/schema.js';
 import type { CompanyJson, LeadRecord } from './read-repository.js';
-
-type Lead = components['schemas']['Lead'];
-type Company = components['schemas']['Company'];
-type Location = components['schemas']['Location'];
-type LinkType = components['schemas']['LinkType'];
 
 const firstLink = (links: LinkRow[], type: string) => links.find((link) => link.type === type)?.url ?? null;
 

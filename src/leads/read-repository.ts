@@ -1,11 +1,8 @@
 import { sql } from 'kysely';
-import type { components } from '../../generated/api.js';
+import type { Company, Lead, Tag } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import type { LinkRow, LocationRow } from '../db/schema.js';
-
-type Lead = components['schemas']['Lead'];
-type Company = components['schemas']['Company'];
-type Tag = components['schemas']['Tag'];
+import { apiTimestamp } from '../db/sql.js';
 
 /** A stored tag: the API's Tag with an id that is never null. */
 export type TagJson = Omit<Tag, 'id'> & { id: number };
@@ -28,8 +25,9 @@ export type LeadRecord = Omit<Lead, 'id' | 'stage' | 'links' | 'location' | 'tag
   company: CompanyJson | null;
 };
 
-const TAG_JSON = sql`json_build_object('id', t.id, 'name', t.name, 'color', t.color, 'active', t.active)`;
-const TAG_ORDER = sql`lower(t.name), t.name, t.id`;
+/** The tag row `t` as a lead record lists it, and the order of a record's tags. */
+export const TAG_JSON = sql`json_build_object('id', t.id, 'name', t.name, 'color', t.color, 'active', t.active)`;
+export const TAG_ORDER = sql`lower(t.name), t.name, t.id`;
 
 const tagsOf = (joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: ReturnType<typeof sql.ref>) => sql`
   coalesce((
@@ -38,19 +36,12 @@ const tagsOf = (joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' 
     WHERE j.${sql.ref(ownerColumn)} = ${ownerId}
   ), '[]'::json)`;
 
-/** The tags with these ids as a lead record lists them (for a lead whose tags are being written). */
-export const tagsWithIds = (tagIds: readonly number[]) => sql`
-  coalesce((
-    SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER})
-    FROM tags AS t WHERE t.id = ANY(${sql.val([...tagIds])}::bigint[])
-  ), '[]'::json)`;
-
 /** The company row `c` as a lead record embeds it (NULL when the join found none). */
 export const companyJson = (company: string) => {
   const c = (column: string) => sql.ref(`${company}.${column}`);
   return sql`CASE WHEN ${c('id')} IS NULL THEN NULL ELSE json_build_object(
     'id', ${c('id')}, 'name', ${c('name')}, 'industry', ${c('industry')}, 'size', ${c('size')}, 'description', ${c('description')},
-    'status', ${c('status')}, 'links', ${c('links')}, 'created_at', to_char(${c('created_at')} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+    'status', ${c('status')}, 'links', ${c('links')}, 'created_at', ${apiTimestamp(c('created_at'))},
     'tags', ${tagsOf('company_tags', 'company_id', c('id'))}
   ) END`;
 };

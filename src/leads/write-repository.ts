@@ -1,52 +1,12 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
-import type { IdentityKind, LinkRow, LocationRow } from '../db/schema.js';
-import { appendDistinct } from '../db/sql.js';
-import { MAX_EMAILS, MAX_PHONES } from './limits.js';
-import { companyJson, leadColumns, tagsWithIds, type LeadRecord } from './read-repository.js';
-
-export interface IdentityMatch { kind: IdentityKind; value: string; lead_id: number }
-
-/**
- * The existing leads of the workspace holding any of these keys (`n`: the key's position,
- * from 1), as a FROM item. One primary-key probe per key, whatever the planner believes about
- * the table: a plain join against the keys lets it hash the whole workspace's keys instead
- * when its statistics are stale (seen right after a bulk import: 60 ms instead of 2).
- */
-export function identityMatchRows(workspaceId: number, keys: readonly { kind: IdentityKind; value: string }[]) {
-  return sql`(
-    SELECT k.n, i.kind, i.value, i.lead_id
-    FROM unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) WITH ORDINALITY AS k(kind, value, n)
-    CROSS JOIN LATERAL (
-      SELECT i.kind, i.value, i.lead_id FROM lead_identities AS i
-      WHERE i.workspace_id = ${workspaceId} AND i.kind = k.kind AND i.value = k.value
-      OFFSET 0
-    ) AS i
-  )`;
-}
-
-/** Every existing lead of the workspace holding any of these keys: one index-bound query. */
-export async function findIdentityMatches(db: Executor, workspaceId: number, keys: readonly { kind: IdentityKind; value: string }[]): Promise<IdentityMatch[]> {
-  if (keys.length === 0) return [];
-  const result = await sql<IdentityMatch>`
-    SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(workspaceId, keys)} AS m ORDER BY m.n
-  `.execute(db);
-  return result.rows;
-}
-
-/**
- * Claims match keys for a lead. Keys already held by another lead are skipped and returned
- * nothing for; sorted so concurrent claims lock in one order.
- */
-export async function claimIdentities(db: Executor, workspaceId: number, leadId: number, keys: readonly { kind: IdentityKind; value: string }[]) {
-  if (keys.length === 0) return [];
-  const sorted = [...keys].sort((a, b) => (a.kind + a.value < b.kind + b.value ? -1 : 1));
-  return db.insertInto('lead_identities')
-    .values(sorted.map((key) => ({ workspace_id: workspaceId, kind: key.kind, value: key.value, lead_id: leadId })))
-    .onConflict((oc) => oc.columns(['workspace_id', 'kind', 'value']).doNothing())
-    .returning(['kind', 'value'])
-    .execute();
-}
+import type { CompanyStatus } from '../../generated/api.js';
+import type { LinkRow, LocationRow } from '../db/schema.js';
+import { appendDistinct, jsonParameter } from '../db/sql.js';
+import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
+import { newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
+import type { MatchKey } from './lookup.js';
+import { companyJson, leadColumns, TAG_JSON, TAG_ORDER, type LeadRecord } from './read-repository.js';
 
 export interface LeadValues {
   name: string;
@@ -63,109 +23,134 @@ export interface LeadValues {
   custom_fields: Record<string, string>;
 }
 
-/** The values of a new lead's row after workspace_id, in the column order both inserts use. */
-const newLeadColumns = (values: LeadValues) => sql`${values.company_id}, ${values.name}, ${values.job_title ?? null}, ${values.description ?? null},
-  ${values.gender ?? null}, ${values.language ?? null}, ${values.decision_maker ?? false}, 'api', 'new', false,
-  ${sql.val(values.emails)}::text[], ${sql.val(values.phones)}::text[], ${JSON.stringify(values.links)}::jsonb,
-  ${JSON.stringify(values.locations)}::jsonb, ${JSON.stringify(values.custom_fields)}::jsonb`;
-
-/** Match keys as rows `k(kind, value)`. */
-const keyRows = (keys: readonly { kind: IdentityKind; value: string }[]) =>
-  sql`unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) AS k(kind, value)`;
-
-/** Everything a new lead's statement writes: the row, its match keys, its tags and its events. */
+/** Everything the new-lead statement writes for one lead: the row, its match keys, its tags and its events. */
 export interface NewLeadWrite {
   values: LeadValues;
-  keys: readonly { kind: IdentityKind; value: string }[];
+  keys: readonly MatchKey[];
   tagIds: readonly number[];
-  events: readonly { topic: string; payload: Record<string, unknown> }[];
+  events: readonly NewLeadEvent[];
 }
 
-/** Claims the match keys for the lead whose id `owner.id` holds; returns a row per key claimed. */
-const claimKeys = (workspaceId: number, owner: 'lead' | 'new_lead', keys: readonly { kind: IdentityKind; value: string }[]) => sql`
-  INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-  SELECT ${workspaceId}, k.kind, k.value, ${sql.ref(`${owner}.id`)}
-  FROM ${sql.table(owner)}, ${keyRows(keys)}
-  ORDER BY k.kind, k.value
-  ON CONFLICT (workspace_id, kind, value) DO NOTHING
-  RETURNING 1`;
-
-/** The `tagged` and `queued` steps: tags attached and events written for the lead in `owner`, if any. */
-const tagsAndEvents = (
-  workspaceId: number,
-  owner: 'lead' | 'complete',
-  tagIds: readonly number[],
-  events: readonly { topic: string; payload: Record<string, unknown> }[],
-) => sql`tagged AS (
-    INSERT INTO lead_tags (lead_id, tag_id)
-    SELECT ${sql.ref(`${owner}.id`)}, t.tag_id FROM ${sql.table(owner)}, unnest(${sql.val([...tagIds])}::bigint[]) AS t(tag_id)
-    ON CONFLICT DO NOTHING
-  ), queued AS (
-    INSERT INTO outbox (workspace_id, topic, payload)
-    SELECT ${workspaceId}, e.topic, CASE WHEN e.topic LIKE 'lead.%' THEN e.payload || jsonb_build_object('lead_id', ${sql.ref(`${owner}.id`)}) ELSE e.payload END
-    FROM ${sql.table(owner)}, unnest(${sql.val(events.map((event) => event.topic))}::text[], ${sql.val(events.map((event) => JSON.stringify(event.payload)))}::jsonb[]) AS e(topic, payload)
-  )`;
+/** A lead the statement wrote: complete when it claimed every match key it was given. */
+export interface WrittenLead { ord: number; id: number; complete: boolean }
 
 /**
- * Inserts the lead, claims its match keys, attaches its tags and writes its events in one
- * statement. When a concurrent request claimed one of the keys first, nothing but the lead
- * row is written (`claimed` < keys sent): the caller deletes that row and matches again.
- * It also returns the lead as findLeadRecords would read it right after (its tags are exactly
- * `tagIds`, its company the row the earlier statements of this transaction left), which
- * saves POST /leads the read-back round trip.
+ * The columns of a new lead's row after id and workspace_id: the type each has in the
+ * statement's row source `r` (null: a constant), and the value it gets.
  */
-export async function insertLeadWithIdentities(db: Executor, workspaceId: number, { values, keys, tagIds, events }: NewLeadWrite): Promise<{ id: number; claimed: number; record: LeadRecord }> {
-  const result = await sql<LeadRecord & { claimed: number }>`
-    WITH lead AS (
-      INSERT INTO leads (workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
-        source, stage, chargeable, emails, phones, links, locations, custom_fields)
-      VALUES (${workspaceId}, ${newLeadColumns(values)})
-      RETURNING *
-    ), claimed AS (
-      ${claimKeys(workspaceId, 'lead', keys)}
-    ), complete AS (
-      SELECT lead.id FROM lead WHERE (SELECT count(*) FROM claimed) = ${keys.length}
-    ), ${tagsAndEvents(workspaceId, 'complete', tagIds, events)}
-    SELECT ${leadColumns('lead')}, (SELECT count(*) FROM claimed)::int AS claimed,
-      ${tagsWithIds(tagIds)} AS tags,
-      (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
-    FROM lead
-  `.execute(db);
-  const { claimed, ...record } = result.rows[0]!;
-  return { id: record.id, claimed, record };
-}
+const NEW_LEAD_COLUMNS: ReadonlyArray<[column: string, type: string | null, value: string]> = [
+  ['company_id', 'bigint', 'r.company_id'],
+  ['name', 'text', 'r.name'],
+  ['job_title', 'text', 'r.job_title'],
+  ['description', 'text', 'r.description'],
+  ['gender', 'text', 'r.gender'],
+  ['language', 'text', 'r.language'],
+  ['decision_maker', 'boolean', 'coalesce(r.decision_maker, false)'],
+  ['source', null, `'api'`],
+  ['stage', null, `'new'`],
+  ['chargeable', null, 'false'],
+  ['emails', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.emails))'],
+  ['phones', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.phones))'],
+  ['links', 'jsonb', 'r.links'],
+  ['locations', 'jsonb', 'r.locations'],
+  ['custom_fields', 'jsonb', 'r.custom_fields'],
+];
+const ROW_SOURCE_COLUMNS = sql.raw(['ord int', 'key_count int', ...NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []))].join(', '));
+const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
+const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
 
 /**
- * insertLeadWithIdentities for a statement on its own (autocommit), which must leave nothing
- * behind when a concurrent request claimed one of the keys first. The lead's id is taken
- * first and its keys claimed; the lead row (and its tags and events) is inserted only when
- * every key was claimed. Otherwise the keys claimed point at a lead that does not exist, so
- * the statement fails its foreign key at the end and writes nothing (or, when no key was
- * claimed, inserts nothing). Returns the lead as findLeadRecords reads it, or null when a key
- * was taken.
+ * The one statement that writes new leads: each lead's row, its match keys, its tags and its
+ * events, ids taken from the sequence in the leads' order. A lead is complete when it claimed
+ * every key it was given (a concurrent request may have taken one since the lookup); only
+ * complete leads get their tags and events.
+ *
+ * `insert: 'all'` (inside a transaction) inserts every lead row: the caller deletes the
+ * incomplete ones and matches them again. `insert: 'complete'` (one autocommit statement)
+ * inserts only complete ones: the keys an incomplete lead claimed then point at no lead and
+ * the foreign key fails the whole statement, which leaves nothing behind.
+ * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
+ * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-export async function insertLeadIfKeysFree(db: Executor, workspaceId: number, { values, keys, tagIds, events }: NewLeadWrite): Promise<LeadRecord | null> {
-  try {
-    const result = await sql<LeadRecord>`
-      WITH new_lead AS (
-        SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id
-      ), claimed AS (
-        ${claimKeys(workspaceId, 'new_lead', keys)}
-      ), lead AS (
-        INSERT INTO leads (id, workspace_id, company_id, name, job_title, description, gender, language, decision_maker,
-          source, stage, chargeable, emails, phones, links, locations, custom_fields)
-        OVERRIDING SYSTEM VALUE
-        SELECT new_lead.id, ${workspaceId}, ${newLeadColumns(values)}
-        FROM new_lead
-        WHERE (SELECT count(*) FROM claimed) = ${keys.length}
-        RETURNING *
-      ), ${tagsAndEvents(workspaceId, 'lead', tagIds, events)}
-      SELECT ${leadColumns('lead')},
-        ${tagsWithIds(tagIds)} AS tags,
+function newLeadsStatement(workspaceId: number, leads: readonly NewLeadWrite[], options: { insert: 'all' | 'complete'; records: boolean }) {
+  const rows = leads.map((lead, ord) => ({ ord, key_count: lead.keys.length, ...lead.values }));
+  const keys = leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ord, ...key })));
+  const tags = leads.flatMap((lead, ord) => lead.tagIds.map((tagId) => ({ ord, tagId })));
+  const events = leads.flatMap((lead, ord) => lead.events.map((event) => ({ ord, event })));
+  const inserted = sql.table(options.insert === 'all' ? 'ids' : 'complete');
+  const answer = options.records
+    ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
+        coalesce((SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER}) FROM tags AS t WHERE t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
         (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
-      FROM lead
-    `.execute(db);
-    return result.rows[0] ?? null;
+      FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
+    : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
+  return sql`
+    WITH r AS (
+      SELECT * FROM jsonb_to_recordset(${jsonParameter(rows)}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
+    ), ids AS (
+      SELECT r.ord, nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
+    ), claimed AS (
+      INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+      SELECT ${workspaceId}, k.kind, k.value, ids.id
+      FROM unnest(${sql.val(keys.map((key) => key.ord))}::int[], ${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[])
+        AS k(ord, kind, value)
+      JOIN ids USING (ord)
+      ORDER BY k.kind, k.value
+      ON CONFLICT (workspace_id, kind, value) DO NOTHING
+      RETURNING lead_id
+    ), claimed_count AS (
+      SELECT lead_id, count(*) AS n FROM claimed GROUP BY lead_id
+    ), complete AS (
+      SELECT ids.ord, ids.id FROM ids JOIN r USING (ord) LEFT JOIN claimed_count AS c ON c.lead_id = ids.id
+      WHERE r.key_count = coalesce(c.n, 0)
+    ), lead AS (
+      INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
+      OVERRIDING SYSTEM VALUE
+      SELECT ${inserted}.id, ${workspaceId}, ${INSERTED_VALUES}
+      FROM r JOIN ${inserted} USING (ord)
+      ORDER BY r.ord
+      RETURNING *
+    ), tag_rows AS (
+      SELECT * FROM unnest(${sql.val(tags.map((tag) => tag.ord))}::int[], ${sql.val(tags.map((tag) => tag.tagId))}::bigint[]) AS t(ord, tag_id)
+    ), tagged AS (
+      INSERT INTO lead_tags (lead_id, tag_id)
+      SELECT complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
+      ON CONFLICT DO NOTHING
+    ), queued AS (
+      ${newLeadEvents(workspaceId, 'complete', events)}
+    )
+    SELECT ${answer}
+    ORDER BY ids.ord`;
+}
+
+/** New leads inside a transaction (a batch's run of new people): see newLeadsStatement. */
+export async function insertNewLeads(db: Executor, workspaceId: number, leads: readonly NewLeadWrite[]): Promise<WrittenLead[]> {
+  const { rows } = await newLeadsStatement(workspaceId, leads, { insert: 'all', records: false }).$castTo<WrittenLead>().execute(db);
+  return rows;
+}
+
+/**
+ * One new lead inside a transaction, returned as stored, which saves POST /leads the
+ * read-back round trip. Incomplete: delete it and match again.
+ */
+export async function insertNewLead(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<{ complete: boolean; record: LeadRecord }> {
+  const { rows } = await newLeadsStatement(workspaceId, [lead], { insert: 'all', records: true })
+    .$castTo<LeadRecord & { ord: number; complete: boolean }>().execute(db);
+  const { ord: _ord, complete, ...record } = rows[0]!;
+  return { complete, record };
+}
+
+/**
+ * One new lead as a statement on its own (autocommit), which leaves nothing behind when a
+ * concurrent request claimed one of its keys first. Returns the lead as stored, or null when
+ * a key was taken.
+ */
+export async function insertNewLeadIfKeysFree(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<LeadRecord | null> {
+  try {
+    const { rows } = await newLeadsStatement(workspaceId, [lead], { insert: 'complete', records: true })
+      .$castTo<LeadRecord & { ord: number; complete: boolean }>().execute(db);
+    const { ord: _ord, complete, ...record } = rows[0]!;
+    return complete ? record : null;
   } catch (error) {
     const { code, constraint } = error as { code?: string; constraint?: string };
     if (constraint === 'lead_identities_lead_id_fkey') return null;
@@ -175,9 +160,56 @@ export async function insertLeadIfKeysFree(db: Executor, workspaceId: number, { 
   }
 }
 
-/** Undoes a lead that lost the race for one of its match keys. */
-export async function deleteLead(db: Executor, leadId: number): Promise<void> {
-  await db.deleteFrom('leads').where('id', '=', leadId).execute();
+/**
+ * The companies (by domain, with that domain's site as website) and tags (by name) a batch's
+ * new leads need, in one statement, in the order given; those another request created first
+ * are left out of the answer.
+ */
+export async function insertCompaniesAndTags(
+  db: Executor, workspaceId: number, domains: readonly string[], tagNames: readonly string[], status: CompanyStatus,
+): Promise<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }> {
+  const { rows } = await sql<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }>`
+    WITH created AS (
+      INSERT INTO companies (workspace_id, name, domain, status, links, emails, phones, locations)
+      SELECT ${workspaceId}, d.domain, d.domain, ${status},
+        jsonb_build_array(jsonb_build_object('type', 'website', 'url', 'https://' || d.domain)), '{}', '{}', '[]'::jsonb
+      FROM unnest(${sql.val([...domains])}::text[]) WITH ORDINALITY AS d(domain, n)
+      ORDER BY d.n
+      ON CONFLICT (workspace_id, domain) WHERE domain IS NOT NULL DO NOTHING
+      RETURNING id, domain
+    ), new_tags AS (
+      INSERT INTO tags (workspace_id, name, color, active)
+      SELECT ${workspaceId}, t.name, NULL, true
+      FROM unnest(${sql.val([...tagNames])}::text[]) WITH ORDINALITY AS t(name, n)
+      ORDER BY t.n
+      ON CONFLICT (workspace_id, lower(name)) DO NOTHING
+      RETURNING id, name
+    )
+    SELECT
+      (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json) FROM created) AS created,
+      (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name)), '[]'::json) FROM new_tags) AS tags
+  `.execute(db);
+  return rows[0]!;
+}
+
+/** Undoes leads that lost the race for one of their match keys (their claimed keys go with them). */
+export async function deleteLeads(db: Executor, leadIds: readonly number[]): Promise<void> {
+  if (leadIds.length === 0) return;
+  await db.deleteFrom('leads').where('id', 'in', [...leadIds]).execute();
+}
+
+/**
+ * Claims match keys for a lead. Keys already held by another lead are skipped and returned
+ * nothing for; sorted so concurrent claims lock in one order.
+ */
+export async function claimIdentities(db: Executor, workspaceId: number, leadId: number, keys: readonly MatchKey[]) {
+  if (keys.length === 0) return [];
+  const sorted = [...keys].sort((a, b) => (a.kind + a.value < b.kind + b.value ? -1 : 1));
+  return db.insertInto('lead_identities')
+    .values(sorted.map((key) => ({ workspace_id: workspaceId, kind: key.kind, value: key.value, lead_id: leadId })))
+    .onConflict((oc) => oc.columns(['workspace_id', 'kind', 'value']).doNothing())
+    .returning(['kind', 'value'])
+    .execute();
 }
 
 export function lockLead(db: Executor, leadId: number) {
@@ -222,4 +254,31 @@ export async function attachTags(db: Executor, leadId: number, tagIds: readonly 
     .returning('tag_id')
     .execute();
   return inserted.map((row) => row.tag_id);
+}
+
+export interface LeadRef { id: number; workspace_id: number }
+
+/**
+ * Marks leads analyzed unless their company's website analysis is still pending; returns
+ * only the leads this call moved, so each lead is auto-pushed once however events interleave.
+ */
+export async function markLeadsAnalyzed(db: Executor, leadIds: readonly number[]): Promise<LeadRef[]> {
+  if (leadIds.length === 0) return [];
+  const result = await sql<LeadRef>`
+    UPDATE leads AS l SET analyzed_at = now()
+    WHERE l.id = ANY(${sql.val([...leadIds])}::bigint[]) AND l.analyzed_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM companies AS c WHERE c.id = l.company_id AND c.status = 'pending')
+    RETURNING l.id, l.workspace_id
+  `.execute(db);
+  return result.rows;
+}
+
+/** Marks the not yet analyzed leads of a company analyzed (its analysis finished); returns them. */
+export async function markCompanyLeadsAnalyzed(db: Executor, companyId: number): Promise<LeadRef[]> {
+  const result = await sql<LeadRef>`
+    UPDATE leads SET analyzed_at = now()
+    WHERE company_id = ${companyId} AND analyzed_at IS NULL
+    RETURNING id, workspace_id
+  `.execute(db);
+  return result.rows;
 }

@@ -1,14 +1,110 @@
-import type { Executor } from '../db/connect.js';
+import { sql } from 'kysely';
+import type { Db, Executor } from '../db/connect.js';
 
-// Events written in the same transaction as the change that caused them.
+// The outbox: events written in the same transaction as the change that caused them, and
+// drained by the worker. Every statement on the outbox table is in this file.
+
 export type OutboxEvent =
   | { topic: 'lead.created'; payload: { lead_id: number } }
   | { topic: 'lead.tag_added'; payload: { lead_id: number; tag_id: number } }
   | { topic: 'company.analyze'; payload: { company_id: number } };
+
+export type OutboxTopic = OutboxEvent['topic'];
+
+export type CompanyAnalyzeEvent = Extract<OutboxEvent, { topic: 'company.analyze' }>;
+
+/** An event as stored, of the given topics. */
+export type StoredEvent<Topic extends OutboxTopic> = Extract<OutboxEvent, { topic: Topic }> & { id: number; workspace_id: number; attempts: number };
+
+/**
+ * An event of a lead that the statement writing it creates: `lead.created` takes the new
+ * lead's id there (see newLeadEvents).
+ */
+export type NewLeadEvent = { topic: 'lead.created' } | CompanyAnalyzeEvent;
 
 export async function enqueue(db: Executor, workspaceId: number, events: readonly OutboxEvent[]): Promise<void> {
   if (events.length === 0) return;
   await db.insertInto('outbox')
     .values(events.map((event) => ({ workspace_id: workspaceId, topic: event.topic, payload: JSON.stringify(event.payload) })))
     .execute();
+}
+
+/**
+ * The part of a statement that writes the events of the leads it creates: `events` by the
+ * lead's `ord`, written in the order given for the leads of `leads` (a FROM item of the
+ * statement with `ord` and `id`).
+ */
+export function newLeadEvents(workspaceId: number, leads: string, events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>) {
+  const payload = ({ event }: { event: NewLeadEvent }) => (event.topic === 'lead.created' ? null : JSON.stringify(event.payload));
+  return sql`INSERT INTO outbox (workspace_id, topic, payload)
+    SELECT ${workspaceId}, e.topic, CASE WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id) ELSE e.payload END
+    FROM unnest(${sql.val(events.map(({ ord }) => ord))}::int[], ${sql.val(events.map(({ event }) => event.topic))}::text[],
+      ${sql.val(events.map(payload))}::jsonb[]) WITH ORDINALITY AS e(ord, topic, payload, n)
+    JOIN ${sql.table(leads)} AS l USING (ord)
+    ORDER BY e.n`;
+}
+
+/**
+ * Due lead events, locked (SKIP LOCKED) until the caller's transaction ends: it fans them
+ * out and marks them processed in that transaction, so each is fanned out exactly once.
+ */
+export async function lockDueLeadEvents(trx: Executor, limit: number): Promise<Array<StoredEvent<'lead.created' | 'lead.tag_added'>>> {
+  const { rows } = await sql<StoredEvent<'lead.created' | 'lead.tag_added'>>`
+    SELECT id, workspace_id, attempts, topic, payload FROM outbox
+    WHERE processed_at IS NULL AND available_at <= now() AND topic IN ('lead.created', 'lead.tag_added')
+    ORDER BY id LIMIT ${limit}
+    FOR UPDATE SKIP LOCKED
+  `.execute(trx);
+  return rows;
+}
+
+export async function markProcessed(db: Executor, ids: readonly number[]): Promise<void> {
+  await db.updateTable('outbox').set({ processed_at: new Date(), locked_by: null, locked_until: null })
+    .where('id', 'in', [...ids]).execute();
+}
+
+/**
+ * Claims due website analyses for this worker under a lease, committed at once (the analysis
+ * calls the network); a claim whose lease ran out (its worker died) is claimable again.
+ */
+export async function claimAnalyses(db: Db, workerId: string, limit: number, leaseMs: number): Promise<Array<StoredEvent<'company.analyze'>>> {
+  const { rows } = await sql<StoredEvent<'company.analyze'>>`
+    UPDATE outbox AS o
+    SET locked_by = ${workerId}, locked_until = now() + make_interval(secs => ${leaseMs / 1000}), attempts = o.attempts + 1
+    FROM (
+      SELECT id FROM outbox
+      WHERE processed_at IS NULL AND topic = 'company.analyze' AND available_at <= now()
+        AND (locked_until IS NULL OR locked_until < now())
+      ORDER BY id LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    ) AS due
+    WHERE o.id = due.id
+    RETURNING o.id, o.workspace_id, o.attempts, o.topic, o.payload
+  `.execute(db);
+  return rows;
+}
+
+/** Marks a claimed event processed while this worker still holds it; false when it no longer does. */
+export async function finishClaimed(db: Executor, id: number, workerId: string, lastError: string | null): Promise<boolean> {
+  const finished = await db.updateTable('outbox').set({ processed_at: new Date(), locked_by: null, locked_until: null, last_error: lastError })
+    .where('id', '=', id).where('locked_by', '=', workerId).where('processed_at', 'is', null).returning('id').executeTakeFirst();
+  return finished !== undefined;
+}
+
+/** Gives a claimed event back to be tried again after `delaySeconds`, while this worker still holds it. */
+export async function retryClaimedLater(db: Executor, id: number, workerId: string, reason: string, delaySeconds: number): Promise<void> {
+  await db.updateTable('outbox')
+    .set({ locked_by: null, locked_until: null, last_error: reason.slice(0, 500), available_at: sql`now() + make_interval(secs => ${delaySeconds})` })
+    .where('id', '=', id).where('locked_by', '=', workerId).execute();
+}
+
+/** Gives back the claims this worker holds (shutdown): another worker may take them at once. */
+export async function releaseClaims(db: Executor, workerId: string): Promise<void> {
+  await db.updateTable('outbox').set({ locked_by: null, locked_until: null })
+    .where('locked_by', '=', workerId).where('processed_at', 'is', null).execute();
+}
+
+/** Deletes events processed more than 7 days ago. */
+export async function purgeProcessed(db: Executor): Promise<void> {
+  await db.deleteFrom('outbox').where(sql<boolean>`processed_at < now() - interval '7 days'`).execute();
 }

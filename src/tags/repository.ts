@@ -11,17 +11,6 @@ export function insertTag(db: Executor, tag: { workspace_id: number; name: strin
   return db.insertInto('tags').values(tag).returning(['id', 'name', 'color', 'active']).executeTakeFirstOrThrow();
 }
 
-/** Tags of the workspace with any of these ids or (case-insensitive) names, in one query. */
-export function findTagsByIdsOrNames(db: Executor, workspaceId: number, ids: readonly number[], names: readonly string[]) {
-  if (ids.length === 0 && names.length === 0) return Promise.resolve([]);
-  return db.selectFrom('tags').where('workspace_id', '=', workspaceId)
-    .where((eb) => eb.or([
-      eb('id', '=', eb.fn.any(sql.val([...ids]))),
-      eb(sql`lower(name)`, '=', eb.fn.any(sql.val(names.map((name) => name.toLowerCase())))),
-    ]))
-    .select(['id', 'name', 'color', 'active']).execute();
-}
-
 export function findTagsByNames(db: Executor, workspaceId: number, names: readonly string[]) {
   if (names.length === 0) return Promise.resolve([]);
   return db.selectFrom('tags').where('workspace_id', '=', workspaceId)

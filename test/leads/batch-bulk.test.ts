@@ -1,17 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
+import { lockWaitOf } from '../support/statements.js';
+import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 
 // A batch writes the rows that certainly create a new lead set-based and runs the others one
 // by one. Either way the result must be what sending the rows one by one to POST /leads gives:
 // same outcomes, same leads, companies, tags and events, in the same order.
 
+const bed = testBed({ tenants: [] });
 let t: TestApp;
-beforeAll(async () => {
-  t = await startTestApp();
-});
-afterAll(() => t.close());
+beforeAll(() => { ({ t } = bed); });
 
 const ROWS = [
   { name: 'New one', email: 'n1@newco.example', phone: '+1 415 555 0101', linkedin_url: 'https://www.linkedin.com/in/n-one', tags: ['VIP', 'fresh'] },
@@ -122,16 +122,8 @@ describe('POST /leads/batch writes new people set-based', () => {
       const pending = t.http.post('/api/v1/leads/batch').set(tenant.auth)
         .send({ leads: [{ name: 'Calm', email: 'calm@raceco.example' }, { name: 'Racer', email: 'race@raceco.example', tags: ['raced'] }] })
         .then((response) => response);
-      // Commit once the bulk statement waits on the key (asked from another connection: a
-      // transaction sees pg_stat_activity as of its first look).
-      for (let waited = 0; ; waited += 20) {
-        const { rows: waiting } = await t.ctx.pool.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%jsonb_to_recordset%'`,
-        );
-        if (waiting.length > 0) break;
-        if (waited > 5000) throw new Error('the batch never waited on the key');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      // Commit once the bulk statement waits on the key.
+      await lockWaitOf(t.ctx.pool, 'jsonb_to_recordset');
       await client.query('COMMIT');
       const response = await pending;
       expect(response.status).toBe(200);

@@ -1,20 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { insertCompany } from '../../src/companies/repository.js';
 import { insertTag } from '../../src/tags/repository.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import type { Tenant } from '../support/fixtures.js';
 
+const bed = testBed({ tenants: [{}, { name: 'Other' }] });
 let t: TestApp;
 let tenant: Tenant;
 let other: Tenant;
-
-beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db);
-  other = await createTenant(t.ctx.db, { name: 'Other' });
-});
-afterAll(() => t.close());
+beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
 const unique = (prefix = 'person') => `${prefix}${++sequence}`;

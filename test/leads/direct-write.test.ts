@@ -1,18 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import type { TestApp } from '../support/app.js';
+import { lockWaitOf } from '../support/statements.js';
+import { testBed } from '../support/test-bed.js';
+import type { Tenant } from '../support/fixtures.js';
 
 // POST /leads writes a new person in one autocommit statement (no transaction). When another
 // request takes one of the person's keys between the lookup and that statement, the statement
 // must write nothing at all, and the request must end as if it had come second: updated.
 
+const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db);
-});
-afterAll(() => t.close());
+beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 const count = async (table: 'leads' | 'lead_identities' | 'lead_tags' | 'outbox') =>
   Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
@@ -36,15 +35,7 @@ describe('POST /leads racing another writer of the same person', () => {
         .send({ name: 'Loser', email: 'race@direct.example', phone: '+1 415 555 0177', tags: ['racing'] })
         .then((response) => response);
       // Commit only once the direct statement (the one taking a lead id first) waits on the email key.
-      for (let waited = 0; ; waited += 20) {
-        // From another connection: a transaction sees pg_stat_activity as of its first look.
-        const { rows: waiting } = await t.ctx.pool.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_get_serial_sequence%'`,
-        );
-        if (waiting.length > 0) break;
-        if (waited > 5000) throw new Error('the request never waited on the key');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await lockWaitOf(t.ctx.pool, 'pg_get_serial_sequence');
       await client.query('COMMIT');
       const response = await pending;
 

@@ -1,16 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { addKey, createTenant, type Tenant } from '../support/fixtures.js';
+import type { TestApp } from '../support/app.js';
+import { addKey, type Tenant } from '../support/fixtures.js';
+import { testBed } from '../support/test-bed.js';
 
+const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-
-beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db);
-});
-afterAll(() => t.close());
+beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 let sequence = 0;
 const key = () => `idem-${++sequence}-${Date.now()}`;

@@ -1,19 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import type { Tenant } from '../support/fixtures.js';
 
 // Database round trips are the main cost of a write (see bench/README.md): these pin how many
 // statements the hot paths send, so a change that adds one per request shows up here.
 
+const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
 beforeAll(async () => {
-  t = await startTestApp();
-  tenant = await createTenant(t.ctx.db);
+  ({ t, tenants: [tenant] } = bed);
   await t.http.get('/api/v1/me').set(tenant.auth); // the key is cached and its last use written
 });
-afterAll(() => t.close());
 
 async function countStatements<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
   const query = pg.Client.prototype.query;

@@ -1,9 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { processAll } from '../../src/outbound/worker.js';
+import { processAll } from '../../src/worker/loops.js';
 import type { TestApp } from '../support/app.js';
-import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, deliveries, drain, outboundTestBed } from '../support/outbound.js';
+import { cli, cliRefused, deliveries, drain, drainUntilBranch, outboundTestBed } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 
 const bed = outboundTestBed();
@@ -33,10 +32,7 @@ describe('retries', () => {
     receiver.queue({ status: 503, body: 'busy' });
     const leadId = await newLead(tenant);
     await drain(t);
-    await eventually(async () => {
-      await drain(t);
-      return (await deliveries(t, tenant.workspaceId))[0]?.branch === 'Delivered';
-    }, 10000, 50);
+    await drainUntilBranch(t, tenant.workspaceId, 'Delivered');
 
     expect(receiver.requests).toHaveLength(2);
     expect(receiver.requests[0]!.headers['webhook-id']).toBe(receiver.requests[1]!.headers['webhook-id']);
@@ -62,10 +58,7 @@ describe('retries', () => {
     receiver.fallback = { status: 500 };
     const broken = await workspaceWithWorkflow(`${receiver.url}/down`);
     await newLead(broken);
-    await eventually(async () => {
-      await drain(t);
-      return (await deliveries(t, broken.workspaceId))[0]?.branch === 'Failed';
-    }, 10000, 50);
+    await drainUntilBranch(t, broken.workspaceId, 'Failed');
     expect(receiver.requests).toHaveLength(3);
     expect((await deliveries(t, broken.workspaceId))[0]).toMatchObject({ attempts: 3, status_code: 500, error: expect.stringMatching(/gave up after 3 attempts/) });
   });
@@ -83,10 +76,7 @@ describe('retries', () => {
     // Nothing listens on this port: a connection failure, retried until it gives up.
     const closed = await workspaceWithWorkflow('http://127.0.0.1:9/refused');
     await newLead(closed);
-    await eventually(async () => {
-      await drain(t);
-      return (await deliveries(t, closed.workspaceId))[0]?.branch === 'Failed';
-    }, 10000, 50);
+    await drainUntilBranch(t, closed.workspaceId, 'Failed');
     expect((await deliveries(t, closed.workspaceId))[0]).toMatchObject({ attempts: 3, status_code: null, error: expect.stringMatching(/ECONNREFUSED/) });
   });
 
@@ -99,10 +89,7 @@ describe('retries', () => {
     expect(pushed).toMatchObject({ delivered: false, status: null, branch: 'pending', attempts: 1, error: expect.stringMatching(/timeout/) });
 
     receiver.fallback = { status: 200, body: '{}' };
-    await eventually(async () => {
-      await drain(t);
-      return (await deliveries(t, tenant.workspaceId, leadId))[0]?.branch === 'Delivered';
-    }, 10000, 50);
+    await drainUntilBranch(t, tenant.workspaceId, 'Delivered', leadId);
     expect((await deliveries(t, tenant.workspaceId, leadId))[0]).toMatchObject({ attempts: 2, status_code: 200 });
   });
 

@@ -1,29 +1,22 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli } from '../support/outbound.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import type { Receiver } from '../support/receiver.js';
 
 const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '../..');
 
+const bed = testBed({ tenants: [], receiver: true });
 let t: TestApp;
 let receiver: Receiver;
 const workers: ChildProcess[] = [];
-
-beforeAll(async () => {
-  t = await startTestApp();
-  receiver = await startReceiver();
-});
-afterAll(async () => {
-  await receiver.close();
-  await t.close();
-});
-beforeEach(() => receiver.reset());
+beforeAll(() => { ({ t, receiver } = bed); });
 afterEach(async () => {
   for (const worker of workers.splice(0)) {
     if (worker.exitCode === null && worker.signalCode === null) {
@@ -73,6 +66,15 @@ const branches = async (workspaceId: number) => Object.fromEntries((await t.ctx.
   .select(['branch', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('branch').execute()).map((row) => [row.branch, Number(row.n)]));
 const distinctMessages = () => new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size;
 
+/** One worker in the middle of `events` queued events, each answered after `delayMs`, once the receiver has seen `seen` of them. */
+async function workerMidRun(events: number, delayMs: number, seen: number) {
+  const tenant = await queueEvents(events);
+  receiver.fallback = { status: 200, body: '{}', delayMs };
+  const worker = startWorkerProcess();
+  await eventually(async () => receiver.requests.length >= seen, 20000, 20);
+  return { tenant, worker };
+}
+
 describe('the dispatcher under several workers', () => {
   it('two workers drain 1,000 events with no duplicate and no loss, and stop cleanly on SIGTERM', async () => {
     const tenant = await queueEvents(1000);
@@ -94,10 +96,7 @@ describe('the dispatcher under several workers', () => {
   }, 60000);
 
   it('a worker killed mid-run loses nothing: its claims are retried after the lease', async () => {
-    const tenant = await queueEvents(200);
-    receiver.fallback = { status: 200, body: '{}', delayMs: 150 };
-    const doomed = startWorkerProcess();
-    await eventually(async () => receiver.requests.length >= 20, 20000, 20);
+    const { tenant, worker: doomed } = await workerMidRun(200, 150, 20);
     doomed.kill('SIGKILL');
     await once(doomed, 'exit');
     const claimedByTheDead = await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', tenant.workspaceId)
@@ -112,10 +111,7 @@ describe('the dispatcher under several workers', () => {
   }, 60000);
 
   it('SIGTERM finishes in-flight deliveries and leaves no claim behind', async () => {
-    const tenant = await queueEvents(100);
-    receiver.fallback = { status: 200, body: '{}', delayMs: 300 };
-    const worker = startWorkerProcess();
-    await eventually(async () => receiver.requests.length >= 10, 20000, 20);
+    const { tenant, worker } = await workerMidRun(100, 300, 10);
     worker.kill('SIGTERM');
     const [code] = await once(worker, 'exit');
     expect(code).toBe(0);

@@ -1,10 +1,17 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { pino } from 'pino';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import { createApp } from '../../src/http/app.js';
+import { OPENAPI_PATH, PROJECT_ROOT } from '../../src/paths.js';
 import { createTestDatabase } from './database.js';
+import { eventually } from './eventually.js';
 import { readTestEnvironment } from './env.js';
 
 export interface TestApp {
@@ -12,6 +19,8 @@ export interface TestApp {
   databaseUrl: string;
   app: Express;
   http: ReturnType<typeof supertest>;
+  /** Serves the app on a free port of 127.0.0.1 (once) and gives its base URL, for clients that need a real socket. */
+  listen(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -21,6 +30,54 @@ export interface TestAppOptions {
   redis?: boolean;
   /** A second API process on the first one's database (closing it leaves the database). */
   sameDatabaseAs?: TestApp;
+}
+
+const running = new Map<AppContext, string>();
+
+/**
+ * Resolves once every running test app on the database behind `db` accepts a key with this
+ * prefix. A key made in the test process reaches the apps' prefix views through NOTIFY, like
+ * a key made by the CLI, a few milliseconds after its commit: fixtures wait for that instead
+ * of racing it with their first request.
+ */
+export async function knownToRunningApps(db: AppContext['db'], prefix: string): Promise<void> {
+  const databaseUrl = [...running].find(([ctx]) => ctx.db === db)?.[1];
+  const apps = [...running].filter(([, url]) => url === databaseUrl).map(([ctx]) => ctx);
+  await eventually(async () => apps.every((ctx) => ctx.apiKeyPrefixes.mayExist(prefix)), 2000, 2);
+}
+
+/**
+ * With TEST_THROUGH_PRISM_PROXY=1 every test request goes through Prism's validation proxy
+ * (`prism proxy`, without --errors: it forwards everything and reports what breaks the
+ * document). A response that breaks the document fails the test file when its app closes.
+ * Requests the tests send invalid on purpose are reported too, and are not counted.
+ */
+const THROUGH_PRISM_PROXY = process.env.TEST_THROUGH_PRISM_PROXY === '1';
+
+async function startPrismProxy(upstream: string): Promise<{ url: string; responseViolations(): string[]; stop(): void }> {
+  const probe = await import('node:net').then((net) => net.createServer().listen(0, '127.0.0.1'));
+  await once(probe, 'listening');
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const prism = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'), ['proxy', OPENAPI_PATH, upstream, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  prism.stdout.on('data', (chunk: Buffer) => { log += chunk.toString(); });
+  prism.stderr.on('data', (chunk: Buffer) => { log += chunk.toString(); });
+  const url = `http://127.0.0.1:${port}`;
+  for (const deadline = Date.now() + 60_000; ;) {
+    try {
+      await fetch(`${url}/healthz`);
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`Prism proxy did not start:\n${log}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+  return {
+    url,
+    responseViolations: () => log.split('\n').filter((line) => /Violation: response/.test(line)),
+    stop: () => { prism.kill(); },
+  };
 }
 
 /**
@@ -35,19 +92,41 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const config: Config = loadConfig({
     LOG_LEVEL: 'silent',
     WORKER: 'off',
+    // The suite shares a loaded machine: opening a connection can take longer than the
+    // default 1.5 s there. Tests of that bound run with the default (database-unavailable.test.ts).
+    DATABASE_CONNECT_TIMEOUT_MS: '10000',
     ...(options.redis && testEnv.redisUrl ? { REDIS_URL: testEnv.redisUrl } : {}),
     ...options.env,
   });
   const ctx = await createContext(config, { databaseUrl: database.url, logger: pino({ level: 'silent' }), validateResponses: true });
   const app = createApp(ctx);
+  let server: Server | undefined;
+  const listen = async () => {
+    if (!server) {
+      server = app.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+    }
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const proxy = THROUGH_PRISM_PROXY ? await startPrismProxy(await listen()) : null;
+  running.set(ctx, database.url);
   return {
     ctx,
     databaseUrl: database.url,
     app,
-    http: supertest(app),
+    http: supertest(proxy ? proxy.url : app),
+    listen,
     async close() {
+      proxy?.stop();
+      if (server) {
+        server.closeAllConnections();
+        await new Promise((resolve) => server!.close(resolve));
+      }
+      running.delete(ctx);
       await ctx.close();
       await database.drop();
+      const violations = proxy?.responseViolations() ?? [];
+      if (violations.length > 0) throw new Error(`Prism's validation proxy found responses that break the document:\n${violations.join('\n')}`);
     },
   };
 }

@@ -11,6 +11,6 @@ export default async function cleanupDatabase(): Promise<void> {
   } finally {
     await admin.end();
   }
-  const embedded = (globalThis as { __embeddedTestDb?: { stop(): Promise<void> } }).__embeddedTestDb;
-  await embedded?.stop();
+  const embedded = (globalThis as { __embeddedTestDb?: { remove(): Promise<void> } }).__embeddedTestDb;
+  await embedded?.remove();
 }

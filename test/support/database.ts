@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { databaseUrl, readTestEnvironment } from './env.js';
+import { databaseUrl } from '../../scripts/database-url.js';
+import { readTestEnvironment } from './env.js';
 
 export interface TestDatabase {
   url: string;

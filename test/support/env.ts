@@ -18,9 +18,3 @@ export function readTestEnvironment(): TestEnvironment {
   if (!raw) throw new Error('test environment missing: run the tests through jest (global-setup)');
   return JSON.parse(raw) as TestEnvironment;
 }
-
-export function databaseUrl(adminUrl: string, database: string): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${database}`;
-  return url.toString();
-}

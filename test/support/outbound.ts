@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, beforeEach, expect } from '@jest/globals';
-import { processAll } from '../../src/outbound/worker.js';
-import { startTestApp, type TestApp } from './app.js';
+import { expect } from '@jest/globals';
+import type { DeliveryListItem } from '../../src/deliveries/repository.js';
+import { processAll } from '../../src/worker/loops.js';
+import type { TestApp } from './app.js';
 import { runCli } from './cli.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import { eventually } from './eventually.js';
+import { testBed } from './test-bed.js';
 
 /** Environment for an app that may deliver to the test's receiver on 127.0.0.1. */
 export const LOCAL_DELIVERY_ENV = {
@@ -30,39 +32,19 @@ export async function cliRefused(t: TestApp, args: string[]): Promise<{ error: s
 /** Drains the outbox and every due delivery, as the worker would. */
 export const drain = (t: TestApp) => processAll(t.ctx);
 
-export interface ListedDelivery {
-  id: number;
-  event: string;
-  sender: string;
-  trigger: string;
-  lead_id: number | null;
-  workflow_id: number | null;
-  connector_id: number | null;
-  url: string;
-  attempts: number;
-  branch: string;
-  status_code: number | null;
-  error: string | null;
-  reply: string | null;
-}
-
 export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) =>
-  cli<ListedDelivery[]>(t, ['deliveries', 'list', '--workspace', String(workspaceId), ...(leadId ? ['--lead', String(leadId)] : [])]);
+  cli<DeliveryListItem[]>(t, ['deliveries', 'list', '--workspace', String(workspaceId), ...(leadId ? ['--lead', String(leadId)] : [])]);
+
+/** Drains, retries included as they fall due, until the workspace's (or the lead's) first delivery is on `branch`. */
+export const drainUntilBranch = (t: TestApp, workspaceId: number, branch: DeliveryListItem['branch'], leadId?: number) =>
+  eventually(async () => {
+    await drain(t);
+    return (await deliveries(t, workspaceId, leadId))[0]?.branch === branch;
+  }, 10000, 50);
 
 /**
- * One app (private database, deliveries to 127.0.0.1 allowed) and one receiver for a test
- * file; the receiver is reset before each test. Read the fields inside hooks and tests.
+ * The test bed of the outbound tests: one app whose deliveries may reach 127.0.0.1 and one
+ * receiver, reset before each test, whose deliveries are checked against the document's
+ * webhooks after each test; each test makes its own tenants.
  */
-export function outboundTestBed(): { t: TestApp; receiver: Receiver } {
-  const bed = {} as { t: TestApp; receiver: Receiver };
-  beforeAll(async () => {
-    bed.t = await startTestApp({ env: LOCAL_DELIVERY_ENV });
-    bed.receiver = await startReceiver();
-  });
-  afterAll(async () => {
-    await bed.receiver.close();
-    await bed.t.close();
-  });
-  beforeEach(() => bed.receiver.reset());
-  return bed;
-}
+export const outboundTestBed = () => testBed({ app: { env: LOCAL_DELIVERY_ENV }, tenants: [], receiver: true });

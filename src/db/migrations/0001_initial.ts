@@ -8,6 +8,9 @@ import { sql, type Kysely } from 'kysely';
 // deduplication live in lead_identities, whose primary key makes two leads of one
 // workspace sharing an email, LinkedIn handle or phone tail impossible, so parallel
 // requests for the same person cannot both create it.
+//
+// One `up` of DDL in order, longer than a function should be: a migration is read as the
+// schema it creates, top to bottom, and never changes once applied.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE workspaces (

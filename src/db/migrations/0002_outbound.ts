@@ -9,6 +9,9 @@ import { sql, type Kysely } from 'kysely';
 // Workflow blocks keep the connector id without a foreign key: a connector that is
 // missing, deleted or of another workspace is a configuration error recorded on the
 // delivery at run time, as the spec asks, not a reason to refuse saving the workflow.
+//
+// One `up` of DDL in order, longer than a function should be: a migration is read as the
+// schema it creates, top to bottom, and never changes once applied.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE connectors (

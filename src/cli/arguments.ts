@@ -1,0 +1,75 @@
+import { booleanFlag } from '../config.js';
+import type { BodyFormat, KeyValue, WebhookMethod } from '../db/schema.js';
+import { checkUrlShape, RefusedDestination } from '../deliveries/network-guard.js';
+import { parseLooseUrl } from '../normalize.js';
+import { Refused } from '../refused.js';
+
+// Arguments of the admin CLI, parsed and refused (invalid_argument) before anything runs.
+
+const invalid = (message: string) => new Refused('invalid_argument', message);
+
+export function positiveId(value: string, flag: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) {
+    throw invalid(`${flag} must be a positive integer id, got "${value}".`);
+  }
+  return Number(value);
+}
+
+export function nonEmpty(value: string, flag: string, maxLength = 255): string {
+  const trimmed = value.trim();
+  if (trimmed.length === 0) throw invalid(`${flag} must not be empty.`);
+  if (trimmed.length > maxLength) throw invalid(`${flag} must be at most ${maxLength} characters.`);
+  return trimmed;
+}
+
+/** The same words as the boolean environment variables (true/false, on/off, yes/no, 1/0). */
+export function parseBoolean(value: string, flag: string): boolean {
+  const parsed = booleanFlag.safeParse(value);
+  if (!parsed.success) throw invalid(`${flag} must be true or false, got "${value}".`);
+  return parsed.data;
+}
+
+/** A website as intake reads one (`acme.com` is `https://acme.com/`), http or https only. */
+export function parseWebsite(value: string, flag: string): string {
+  const url = parseLooseUrl(value);
+  if (!url) throw invalid(`${flag} must be a URL, got "${value}".`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid(`${flag} must be an http or https URL.`);
+  return url.toString();
+}
+
+/** A webhook URL as the network rules accept its shape (addresses are checked at every delivery). */
+export function parseWebhookUrl(value: string, flag: string): string {
+  try {
+    return checkUrlShape(value).toString();
+  } catch (error) {
+    if (error instanceof RefusedDestination) throw invalid(`${flag}: ${error.message}`);
+    throw error;
+  }
+}
+
+const METHODS: WebhookMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+export function parseMethod(value: string | undefined): WebhookMethod {
+  const method = (value ?? 'POST').toUpperCase();
+  if (!METHODS.includes(method as WebhookMethod)) throw invalid(`--method must be one of ${METHODS.join(', ')}, got "${value}".`);
+  return method as WebhookMethod;
+}
+
+export function parseFormat(value: string | undefined): BodyFormat {
+  const format = (value ?? 'json').toLowerCase();
+  if (format !== 'json' && format !== 'form') throw invalid(`--format must be json or form, got "${value}".`);
+  return format;
+}
+
+/** `key=value` pairs; the value may contain `=`; an empty value is allowed, an empty key is not. Past `cap`, rows are dropped. */
+export function parsePairs(values: string[], flag: string, cap: number): KeyValue[] {
+  return values.slice(0, cap).map((pair) => {
+    const at = pair.indexOf('=');
+    const key = at < 0 ? '' : pair.slice(0, at).trim();
+    if (at < 0 || key === '') throw invalid(`${flag} takes key=value, got "${pair}".`);
+    return { key, value: pair.slice(at + 1) };
+  });
+}
+
+/** For repeatable options: every value in the order given. */
+export const collect = (value: string, previous: string[]) => [...previous, value];

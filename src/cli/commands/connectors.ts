@@ -1,0 +1,99 @@
+import type { Command } from 'commander';
+import { createConnector, deleteConnector, pushLead, testConnector, updateAutoPush } from '../../connectors/service.js';
+import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
+import { droppedHeaderReason } from '../../deliveries/headers.js';
+import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
+import { Refused } from '../../refused.js';
+import { requireWorkspace } from '../../workspaces/service.js';
+import { collect, parseBoolean, parseFormat, parseMethod, parsePairs, parseWebhookUrl, positiveId } from '../arguments.js';
+import { runCommand } from '../cli-context.js';
+
+interface ConnectorOptions {
+  workspace: string;
+  url: string;
+  method?: string;
+  format?: string;
+  auth?: string;
+  token?: string;
+  headerName?: string;
+  headerValue?: string;
+  username?: string;
+  password?: string;
+  map: string[];
+  field: string[];
+  header: string[];
+  autoPush?: boolean;
+}
+
+function parseMapping(values: string[]): FieldMapping[] {
+  return parsePairs(values, '--map', MAX_MAPPED_FIELDS).map(({ key: attribute, value: key }) => {
+    if (!isMappableAttribute(attribute)) throw new Refused('invalid_argument', `--map: unknown lead attribute "${attribute}". Known: ${MAPPABLE_ATTRIBUTES.join(', ')}.`);
+    if (key.trim() === '') throw new Refused('invalid_argument', `--map ${attribute}= needs a receiver key.`);
+    return { attribute, key: key.trim() };
+  });
+}
+
+function parseAuth(options: ConnectorOptions): ConnectorAuth {
+  const type = (options.auth ?? 'none').toLowerCase();
+  const required = (value: string | undefined, flag: string) => {
+    if (value === undefined || value === '') throw new Refused('invalid_argument', `--auth ${type} needs ${flag}.`);
+    return value;
+  };
+  switch (type) {
+    case 'none':
+      return { type: 'none' };
+    case 'bearer':
+      return { type: 'bearer', token: required(options.token, '--token') };
+    case 'header': {
+      const name = required(options.headerName, '--header-name');
+      const unsendable = droppedHeaderReason(name);
+      if (unsendable) throw new Refused('invalid_argument', `--header-name: ${unsendable}.`);
+      return { type: 'header', name, value: required(options.headerValue, '--header-value') };
+    }
+    case 'basic':
+      return { type: 'basic', username: required(options.username, '--username'), password: options.password ?? '' };
+    default:
+      throw new Refused('invalid_argument', `--auth must be none, bearer, header or basic, got "${options.auth}".`);
+  }
+}
+
+export function registerConnectorCommands(program: Command): void {
+  const connector = program.command('connector').description('Webhook connectors (apps and CRM)');
+  connector.command('create').requiredOption('--workspace <id>').requiredOption('--url <url>')
+    .option('--method <method>', 'GET, POST, PUT, PATCH or DELETE', 'POST').option('--format <format>', 'json or form', 'json')
+    .option('--auth <type>', 'none, bearer, header or basic', 'none').option('--token <token>').option('--header-name <name>').option('--header-value <value>')
+    .option('--username <username>').option('--password <password>')
+    .option('--map <attribute=key>', 'lead attribute to receiver key (repeatable)', collect, [])
+    .option('--field <key=value>', 'constant field sent every time (repeatable)', collect, [])
+    .option('--header <name=value>', 'constant header sent every time (repeatable)', collect, [])
+    .option('--auto-push', 'push every analyzed lead')
+    .action((options: ConnectorOptions) => runCommand(async ({ db }) => {
+      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+      const headers = parsePairs(options.header, '--header', MAX_HEADERS);
+      return createConnector(db, {
+        workspace_id: workspace.id,
+        url: parseWebhookUrl(options.url, '--url'),
+        method: parseMethod(options.method),
+        format: parseFormat(options.format),
+        auth: parseAuth(options),
+        mapping: parseMapping(options.map),
+        fields: parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS),
+        headers,
+        auto_push: options.autoPush === true,
+      });
+    }));
+
+  connector.command('update').requiredOption('--id <id>').requiredOption('--auto-push <on|off>')
+    .action((options: { id: string; autoPush: string }) => runCommand(({ db }) =>
+      updateAutoPush(db, positiveId(options.id, '--id'), parseBoolean(options.autoPush, '--auto-push'))));
+
+  connector.command('delete').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));
+
+  connector.command('test').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand((ctx) => testConnector(ctx, positiveId(options.id, '--id'))));
+
+  connector.command('push').requiredOption('--id <id>').requiredOption('--lead <id>')
+    .action((options: { id: string; lead: string }) => runCommand((ctx) =>
+      pushLead(ctx, positiveId(options.id, '--id'), positiveId(options.lead, '--lead'))));
+}

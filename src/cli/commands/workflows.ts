@@ -1,0 +1,71 @@
+import type { Command } from 'commander';
+import type { WorkflowBlock } from '../../db/schema.js';
+import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
+import { listDeliveries } from '../../deliveries/repository.js';
+import { Refused } from '../../refused.js';
+import { createWorkflow, type NewWorkflowInput } from '../../workflows/service.js';
+import { requireWorkspace } from '../../workspaces/service.js';
+import { collect, nonEmpty, parseFormat, parseMethod, parsePairs, positiveId } from '../arguments.js';
+import { runCommand } from '../cli-context.js';
+
+interface WorkflowOptions {
+  workspace: string;
+  trigger: string;
+  tag?: string;
+  connector?: string;
+  url?: string;
+  sendToCrm?: string;
+  method?: string;
+  format?: string;
+  header: string[];
+  field: string[];
+}
+
+/** The trigger: lead_created, or tag_added with its tag. */
+function parseTrigger(options: WorkflowOptions): Pick<NewWorkflowInput, 'trigger'> & { tag?: string } {
+  if (options.trigger !== 'lead_created' && options.trigger !== 'tag_added') {
+    throw new Refused('invalid_argument', `--trigger must be lead_created or tag_added, got "${options.trigger}".`);
+  }
+  if (options.trigger === 'tag_added' && options.tag === undefined) throw new Refused('invalid_argument', '--trigger tag_added needs --tag.');
+  if (options.trigger === 'lead_created' && options.tag !== undefined) throw new Refused('invalid_argument', '--tag only goes with --trigger tag_added.');
+  return { trigger: options.trigger, tag: options.tag };
+}
+
+/** The block: a Saved connector (--connector), a Send to CRM (--send-to-crm) or a Custom URL (--url). */
+function parseBlock(options: WorkflowOptions): WorkflowBlock {
+  const endpoints = [options.connector, options.url, options.sendToCrm].filter((value) => value !== undefined);
+  if (endpoints.length !== 1) throw new Refused('invalid_argument', 'Give exactly one of --connector, --url or --send-to-crm.');
+  if (options.sendToCrm !== undefined && options.field.length > 0) throw new Refused('invalid_argument', '--field does not apply to --send-to-crm: the connector\'s own fields and mapping are sent.');
+  const fields = parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS);
+  if (options.connector !== undefined) return { endpoint: 'connector', connector_id: positiveId(options.connector, '--connector'), fields };
+  if (options.sendToCrm !== undefined) return { endpoint: 'crm', connector_id: positiveId(options.sendToCrm, '--send-to-crm'), fields };
+  const headers = parsePairs(options.header, '--header', MAX_HEADERS);
+  return { endpoint: 'url', url: options.url!, method: parseMethod(options.method), format: parseFormat(options.format), headers, fields };
+}
+
+export function registerWorkflowCommands(program: Command): void {
+  const workflow = program.command('workflow').description('Workflows with one Send Webhook block');
+  workflow.command('create').requiredOption('--workspace <id>').requiredOption('--trigger <trigger>', 'lead_created or tag_added')
+    .option('--tag <name>', 'the tag of a tag_added trigger (created when missing)')
+    .option('--connector <id>', 'Saved connector endpoint').option('--url <url>', 'Custom URL endpoint (merge tags allowed)')
+    .option('--send-to-crm <id>', 'a Send to CRM block instead: the connector\'s own push')
+    .option('--method <method>', 'Custom URL method', 'POST').option('--format <format>', 'Custom URL body format', 'json')
+    .option('--header <name=value>', 'Custom URL header (repeatable, merge tags allowed)', collect, [])
+    .option('--field <key=value>', 'block field (repeatable, merge tags allowed)', collect, [])
+    .action((options: WorkflowOptions) => runCommand(async ({ db }) => {
+      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+      const { trigger, tag } = parseTrigger(options);
+      const block = parseBlock(options);
+      const input: NewWorkflowInput = trigger === 'tag_added'
+        ? { workspaceId: workspace.id, block, trigger, tagName: nonEmpty(tag!, '--tag') }
+        : { workspaceId: workspace.id, block, trigger };
+      return createWorkflow(db, input);
+    }));
+
+  const deliveries = program.command('deliveries').description('Webhook deliveries and their attempts');
+  deliveries.command('list').requiredOption('--workspace <id>').option('--lead <id>')
+    .action((options: { workspace: string; lead?: string }) => runCommand(async ({ db }) => {
+      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+      return listDeliveries(db, workspace.id, options.lead === undefined ? undefined : positiveId(options.lead, '--lead'));
+    }));
+}

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import type { Config } from '../config.js';
+import type { DeliveryRow } from '../db/schema.js';
+import type { AttemptOutcome } from './repository.js';
+import type { SignatureHeaders } from './headers.js';
+import { sendRequest, type SendResult } from './http-sender.js';
+import { methodCarriesBody } from './payload.js';
+
+const REPLY_LIMIT = 2 * 1024;
+const TEST_REPLY_LIMIT = 64 * 1024;
+const MAX_RETRY_DELAY_MS = 24 * 60 * 60 * 1000;
+
+/** A Standard Webhooks secret: `whsec_` and 24 random bytes in base64. */
+export const newSigningSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+
+const signers = new Map<string, Webhook>();
+function signerFor(secret: string): Webhook {
+  let signer = signers.get(secret);
+  if (!signer) {
+    signer = new Webhook(secret);
+    signers.set(secret, signer);
+  }
+  return signer;
+}
+
+/** The URL actually called: GET and DELETE get the payload appended as a query string. */
+function requestUrl(row: Pick<DeliveryRow, 'url' | 'method' | 'body'>): URL {
+  const url = new URL(row.url);
+  if (!methodCarriesBody(row.method) && row.body) url.search = url.search.length > 1 ? `${url.search.slice(1)}&${row.body}` : row.body;
+  return url;
+}
+
+/**
+ * Standard Webhooks signature over `id.timestamp.content`, where content is the body, or
+ * for GET and DELETE the query string as sent (without `?`).
+ */
+export function signatureHeaders(messageId: string, secret: string, content: string, now = new Date()): SignatureHeaders {
+  return {
+    'webhook-id': messageId,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': signerFor(secret).sign(messageId, now, content),
+  };
+}
+
+/** Connector push and Send test only: a 2xx whose JSON body says it failed. */
+function reportedProblem(reply: string | null): string | null {
+  if (!reply) return null;
+  let body: unknown;
+  try {
+    body = JSON.parse(reply);
+  } catch {
+    return null;
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+  const record = body as Record<string, unknown>;
+  const nonEmpty = (value: unknown) => value !== undefined && value !== null && value !== false && value !== ''
+    && !(Array.isArray(value) && value.length === 0) && !(typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length === 0);
+  if (record.success === false) return 'the receiver answered success: false';
+  if (record.ok === false) return 'the receiver answered ok: false';
+  if (nonEmpty(record.error)) return `the receiver reported an error: ${JSON.stringify(record.error).slice(0, 200)}`;
+  if (nonEmpty(record.errors)) return `the receiver reported errors: ${JSON.stringify(record.errors).slice(0, 200)}`;
+  return null;
+}
+
+function recordIdOf(reply: string | null): string | null {
+  if (!reply) return null;
+  try {
+    const id = (JSON.parse(reply) as { id?: unknown }).id;
+    return typeof id === 'string' || typeof id === 'number' ? String(id).slice(0, 255) : null;
+  } catch {
+    return null;
+  }
+}
+
+const isRetryableStatus = (status: number) => status === 408 || status === 429 || status >= 500;
+
+export function retryDelayMs(baseMs: number, attempt: number, retryAfterMs: number | null, random = Math.random): number {
+  const exponential = baseMs * 2 ** (attempt - 1);
+  // Equal jitter: at least half the backoff, so retries of many deliveries spread out
+  // without ever coming back sooner than the schedule's lower bound.
+  const jittered = exponential / 2 + random() * (exponential / 2);
+  return Math.min(MAX_RETRY_DELAY_MS, Math.max(jittered, retryAfterMs ?? 0));
+}
+
+/** Decides what one HTTP result means for the delivery: branch, retry, CRM record. */
+function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHOOK_RETRY_BASE_MS'>, now = Date.now()): AttemptOutcome {
+  const attempt = row.attempts + 1;
+  const readsReply = row.sender === 'connector_push' || row.sender === 'test';
+  const base = { deliveryId: row.id, attempt, statusCode: result.statusCode, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null };
+  const retryOrFail = (error: string | null): AttemptOutcome => {
+    if (attempt < row.max_attempts) {
+      return { ...base, error, branch: 'pending', nextAttemptAt: new Date(now + retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, attempt, result.retryAfterMs)) };
+    }
+    return { ...base, error: attempt > 1 ? `${error ?? 'failed'} (gave up after ${attempt} attempts)` : error, branch: 'Failed' };
+  };
+
+  if (result.refused) return { ...base, error: result.error, branch: 'Failed' };
+  const status = result.statusCode;
+  if (status === null) return retryOrFail(result.error ?? 'connection failed');
+  if (status >= 200 && status < 300) {
+    if (readsReply) {
+      const problem = reportedProblem(result.reply);
+      if (problem) return { ...base, error: problem, branch: 'Failed' };
+    }
+    const recordId = row.sender === 'connector_push' && row.lead_id !== null ? recordIdOf(result.reply) : null;
+    return { ...base, error: null, branch: 'Delivered', crmRecord: recordId ? { leadId: row.lead_id!, recordId } : null };
+  }
+  if (status >= 300 && status < 400) return { ...base, error: `HTTP ${status}: redirects are never followed`, branch: 'Failed' };
+  if (isRetryableStatus(status)) return retryOrFail(`HTTP ${status} from the receiver`);
+  return { ...base, error: `HTTP ${status} from the receiver`, branch: 'Failed' };
+}
+
+/** One attempt of a claimed delivery: sign, send under the network rules, judge. */
+export async function attemptDelivery(row: DeliveryRow, config: Config): Promise<AttemptOutcome> {
+  const url = requestUrl(row);
+  const carriesBody = methodCarriesBody(row.method);
+  const headers: Record<string, string> = Object.fromEntries(row.headers.map(({ name, value }) => [name, value]));
+  if (row.signing_secret) Object.assign(headers, signatureHeaders(row.message_id, row.signing_secret, carriesBody ? row.body ?? '' : url.search.slice(1)));
+  const result = await sendRequest(
+    { url: url.toString(), method: row.method, headers, body: carriesBody ? row.body : null },
+    {
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowPrivateNetworks: config.WEBHOOKS_ALLOW_PRIVATE_NETWORKS,
+      replyLimit: row.sender === 'test' ? TEST_REPLY_LIMIT : REPLY_LIMIT,
+    },
+  );
+  return judge(row, result, config);
+}

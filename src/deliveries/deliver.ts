@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { isUnavailable, type OutageLog } from '../db/availability.js';
+import type { Db } from '../db/connect.js';
+import type { DeliveryRow } from '../db/schema.js';
+import { attemptDelivery } from './attempt.js';
+import type { AttemptOutcome } from './repository.js';
+
+/** What delivering needs from the process: its configuration, database and logger. */
+export interface DeliveryDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+}
+
+/** Names the claims of one worker (or one send-now) on deliveries and outbox events. */
+export const newWorkerId = () => `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+
+/** A claim outlives the longest attempt by a wide margin, so only a dead worker loses one. */
+export const leaseMs = (config: Config) => config.WEBHOOK_TIMEOUT_MS * 2 + 5000;
+
+/** Records an attempt; resolves true, or false when its worker no longer held the claim. */
+export type RecordAttempt = (outcome: AttemptOutcome) => Promise<boolean>;
+
+/**
+ * One attempt of a claimed delivery, recorded; never throws (a failure is logged and the
+ * lease expires). While the database is away, `outage` reports all failures as one.
+ */
+export async function deliverClaimed(deps: DeliveryDeps, record: RecordAttempt, row: DeliveryRow, outage?: OutageLog): Promise<AttemptOutcome | null> {
+  try {
+    const outcome = await attemptDelivery(row, deps.config);
+    const recorded = await record(outcome);
+    if (!recorded) deps.logger.warn({ deliveryId: row.id }, 'delivery claim was lost before the attempt was recorded');
+    deps.logger.debug({ deliveryId: row.id, branch: outcome.branch, status: outcome.statusCode, attempt: outcome.attempt }, 'delivery attempt');
+    return outcome;
+  } catch (error) {
+    if (outage && isUnavailable(error)) outage.failed(error, { deliveryId: row.id });
+    else deps.logger.error({ err: error, deliveryId: row.id }, 'delivery attempt could not be recorded; it is retried when its lease expires');
+    return null;
+  }
+}

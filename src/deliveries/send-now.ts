@@ -1,0 +1,41 @@
+import type { NewDelivery } from '../db/schema.js';
+import { deliverClaimed, leaseMs, newWorkerId, type DeliveryDeps } from './deliver.js';
+import { claimDueDeliveries, insertDeliveries, recordAttempts, type AttemptOutcome } from './repository.js';
+
+export interface SendNowResult {
+  delivery_id: number;
+  delivered: boolean;
+  status: number | null;
+  reply: string | null;
+  error: string | null;
+  branch: 'pending' | 'Delivered' | 'Failed';
+  attempts: number;
+  /** When the worker retries a retryable failure (null when finished). */
+  next_attempt_at: string | null;
+}
+
+/**
+ * The buttons (Send test, Push to CRM): records the delivery and makes its first attempt
+ * at once, in this process. A retryable failure stays pending for the worker to retry.
+ */
+export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery): Promise<SendNowResult> {
+  const [id] = await insertDeliveries(deps.db, [delivery]);
+  const failed = { delivery_id: id!, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
+  if (delivery.branch === 'Failed') return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
+  const workerId = newWorkerId();
+  const [row] = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
+  if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
+  const record = async (outcome: AttemptOutcome) => (await recordAttempts(deps.db, workerId, [outcome])).length > 0;
+  const outcome = await deliverClaimed(deps, record, row);
+  if (!outcome) return { ...failed, error: 'the attempt could not be recorded', branch: 'pending' };
+  return {
+    delivery_id: id!,
+    delivered: outcome.branch === 'Delivered',
+    status: outcome.statusCode,
+    reply: outcome.reply,
+    error: outcome.error,
+    branch: outcome.branch,
+    attempts: outcome.attempt,
+    next_attempt_at: outcome.nextAttemptAt ? outcome.nextAttemptAt.toISOString() : null,
+  };
+}

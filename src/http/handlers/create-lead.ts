@@ -1,0 +1,12 @@
+import type { AppContext } from '../../context.js';
+import { createLead } from '../../leads/intake-service.js';
+import { authOf } from '../middleware/auth.js';
+import type { OperationHandler } from '../operations.js';
+import { idempotencyOf, sendWriteResult } from './write-result.js';
+
+export function createLeadHandler(ctx: AppContext): OperationHandler<'createLead'> {
+  return async (req, res) => {
+    const { workspaceId, apiKeyId } = authOf(req);
+    sendWriteResult(res, await createLead(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req)));
+  };
+}

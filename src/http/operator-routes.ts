@@ -1,0 +1,33 @@
+import { createRequire } from 'node:module';
+import type express from 'express';
+import type { AppContext } from '../context.js';
+import { docsPage } from './docs/docs-page.js';
+import { documentForClients } from './docs/served-document.js';
+
+const require = createRequire(import.meta.url);
+
+/** A readiness probe answers within 2 s whatever hangs: a check still running after this counts as unreachable. */
+const READINESS_CHECK_MS = 1500;
+function withinReadinessBudget<T>(check: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('readiness check timed out')), READINESS_CHECK_MS); });
+  return Promise.race([check, late]).finally(() => clearTimeout(timer));
+}
+
+/** Routes outside the public API: health, readiness, the served document and its reference page. */
+export function addOperatorRoutes(app: express.Express, ctx: AppContext): void {
+  app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  app.get('/readyz', async (_req, res) => {
+    const checks = await Promise.allSettled([
+      withinReadinessBudget(ctx.pool.query('SELECT 1')),
+      ctx.redis ? withinReadinessBudget(ctx.redis.ping()) : Promise.resolve('not configured'),
+    ]);
+    const [database, redis] = checks.map((check) => (check.status === 'fulfilled' ? 'ok' : 'unreachable'));
+    const ready = database === 'ok' && redis === 'ok';
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', database, redis: ctx.redis ? redis : 'not configured' });
+  });
+  const servedDocument = documentForClients(ctx.config.PUBLIC_URL);
+  app.get('/openapi.yaml', (_req, res) => { res.type('application/yaml').send(servedDocument); });
+  app.get('/docs', docsPage);
+  app.get('/docs/redoc.standalone.js', (_req, res) => { res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js')); });
+}

@@ -1,0 +1,198 @@
+import type { OnDuplicate } from '../../generated/api.js';
+import type { Executor } from '../db/connect.js';
+import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
+import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import { resolveCompany, type ResolvedCompany } from './company-resolution.js';
+import { findIdentityMatches, lookupForIntake, type IdentityMatch, type IntakeLookup } from './lookup.js';
+import type { IdentityKey, PreparedLead } from './prepare.js';
+import type { LeadRecord } from './read-repository.js';
+import { DuplicateRejected, RowRejected } from './rejections.js';
+import { attachTags, claimIdentities, deleteLeads, insertNewLead, lockLead, mergeIntoLead, type LeadValues } from './write-repository.js';
+
+// One lead row inside a transaction: matched, then created, updated or skipped.
+
+export interface IntakeOptions {
+  onDuplicate: OnDuplicate;
+  createMissingTags: boolean;
+  enrich: boolean;
+}
+
+export interface RowOutcome {
+  status: 'created' | 'updated' | 'skipped';
+  leadId: number;
+  matchedOn: string | null;
+  warnings: string[];
+  /** Rows this call created besides the lead (a dry run reports them with a null id). */
+  createdCompanyId: number | null;
+  createdTagIds: number[];
+  /** A created lead as stored (read back by the statement that wrote it), when the caller needs it. */
+  record?: LeadRecord;
+}
+
+const MATCH_ATTEMPTS = 3;
+const KIND_LABEL = { email: 'email', linkedin: 'LinkedIn profile', phone: 'phone number' } as const;
+
+export interface References {
+  tagIds: number[];
+  missingTagNames: string[];
+}
+
+/** Checks of everything the payload points at (read by the lookup), before anything is written. */
+export function checkReferences(lookup: IntakeLookup, lead: PreparedLead, options: IntakeOptions): References {
+  const tags = lookup.tags;
+  const company = lookup.companyById;
+  const unknownIds = lead.tagIds.filter((id) => !tags.some((tag) => tag.id === id));
+  if (unknownIds.length > 0) {
+    throw new RowRejected('tag_ids', `The selected tag_ids are invalid: no tag with id ${unknownIds.join(', ')} exists in this workspace.`);
+  }
+  const wanted = new Set(lead.tagNames.map((name) => name.toLowerCase()));
+  const named = tags.filter((tag) => wanted.has(tag.name.toLowerCase()));
+  const known = new Set(named.map((tag) => tag.name.toLowerCase()));
+  const missingTagNames = lead.tagNames.filter((name) => !known.has(name.toLowerCase()));
+  if (missingTagNames.length > 0 && !options.createMissingTags) {
+    throw new RowRejected('tags', `Unknown tag(s): ${missingTagNames.join(', ')}. Create them first, or send create_missing_tags: true.`);
+  }
+  if (lead.company?.id && !company) {
+    throw new RowRejected('company.id', 'The selected company.id is invalid: no such company exists in this workspace.');
+  }
+  return { tagIds: [...new Set([...lead.tagIds, ...named.map((tag) => tag.id)])], missingTagNames };
+}
+
+/** The strongest match: emails in the order sent, then the LinkedIn handle, then phones. */
+export async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
+  const matches = prefetched ?? await findIdentityMatches(db, workspaceId, identities);
+  for (const identity of identities) {
+    const match = matches.find((candidate) => candidate.kind === identity.kind && candidate.value === identity.value);
+    if (match) return { leadId: match.lead_id, identity, matches };
+  }
+  return { leadId: null, identity: null, matches };
+}
+
+async function createTags(db: Executor, workspaceId: number, names: string[]): Promise<{ ids: number[]; createdIds: number[] }> {
+  if (names.length === 0) return { ids: [], createdIds: [] };
+  const created = await insertMissingTags(db, workspaceId, names);
+  const raced = created.length < names.length ? await findTagsByNames(db, workspaceId, names) : [];
+  return { ids: [...new Set([...created, ...raced].map((tag) => tag.id))], createdIds: created.map((tag) => tag.id) };
+}
+
+/** The company and tags a created or updated lead gets, with the events their creation fires. */
+interface Resolution {
+  company: ResolvedCompany | null;
+  tagIds: number[];
+  createdTagIds: number[];
+  events: CompanyAnalyzeEvent[];
+}
+
+async function resolve(
+  db: Executor, workspaceId: number, lead: PreparedLead, lookup: IntakeLookup, references: References, options: IntakeOptions,
+): Promise<Resolution> {
+  const events: CompanyAnalyzeEvent[] = [];
+  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events, lookup) : null;
+  const tags = await createTags(db, workspaceId, references.missingTagNames);
+  return { company, tagIds: [...references.tagIds, ...tags.ids], createdTagIds: tags.createdIds, events };
+}
+
+/** The lead's own columns as the write repository takes them. */
+export function leadValues(lead: PreparedLead, companyId: number | null): LeadValues {
+  return {
+    name: lead.name,
+    ...lead.scalars,
+    company_id: companyId,
+    emails: lead.emails,
+    phones: lead.phones,
+    links: lead.links,
+    locations: lead.location ? [lead.location] : [],
+    custom_fields: lead.customFields,
+  };
+}
+
+async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, resolution: Resolution): Promise<RowOutcome | null> {
+  const { complete, record } = await insertNewLead(db, workspaceId, {
+    values: leadValues(lead, resolution.company?.id ?? null),
+    keys: lead.identities,
+    tagIds: resolution.tagIds,
+    events: [...resolution.events, { topic: 'lead.created' }],
+  });
+  if (!complete) {
+    // A concurrent request created this person after our lookup: undo and match again.
+    await deleteLeads(db, [record.id]);
+    return null;
+  }
+  return {
+    status: 'created', leadId: record.id, matchedOn: null, warnings: lead.warnings,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds, record,
+  };
+}
+
+async function updateLead(
+  db: Executor, workspaceId: number, leadId: number, matchedOn: string, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution,
+): Promise<RowOutcome> {
+  const warnings = [...lead.warnings];
+  await lockLead(db, leadId);
+  // Keys another lead already holds stay with that lead: they are not merged in here.
+  const foreign = matches.filter((match) => match.lead_id !== leadId);
+  const heldElsewhere = (kind: string, value: string) => foreign.some((match) => match.kind === kind && match.value === value);
+  const emails = lead.emails.filter((email) => !heldElsewhere('email', email));
+  const phones = lead.phones.filter((phone) => !lead.identities.some((key) => key.kind === 'phone' && key.label === phone && heldElsewhere('phone', key.value)));
+  for (const match of foreign) {
+    warnings.push(`${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`);
+  }
+
+  await mergeIntoLead(db, leadId, {
+    ...leadValues({ ...lead, emails, phones }, resolution.company?.id ?? null),
+    fillCompanyOnly: !lead.company?.explicit,
+  });
+  await claimIdentities(db, workspaceId, leadId, lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)));
+  const added = await attachTags(db, leadId, resolution.tagIds);
+  await enqueue(db, workspaceId, [
+    ...resolution.events,
+    ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })),
+  ]);
+  return {
+    status: 'updated', leadId, matchedOn, warnings,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds,
+  };
+}
+
+/** A match under on_duplicate error or skip: rejected, or skipped without a write. Null for update. */
+export function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
+  const matchedOn = identity.label;
+  if (options.onDuplicate === 'error') {
+    throw new DuplicateRejected(leadId, matchedOn, `A lead with this ${KIND_LABEL[identity.kind]} (${matchedOn}) already exists: lead ${leadId}.`);
+  }
+  if (options.onDuplicate === 'skip') {
+    return { status: 'skipped', leadId, matchedOn, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
+  }
+  return null;
+}
+
+/**
+ * Creates, updates or skips one lead inside the caller's transaction. Throws RowRejected or
+ * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
+ * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
+ */
+export async function intakeLead(
+  db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup,
+): Promise<RowOutcome> {
+  // A lookup read just before the transaction began is as good as one read inside it: each
+  // statement reads the latest committed data either way (READ COMMITTED).
+  const lookup = prefetched ?? await lookupForIntake(db, workspaceId, lead);
+  const references = checkReferences(lookup, lead, options);
+  // Companies and tags are written only once a row is known to create or update a lead,
+  // and only once even when a lost race sends the row round the loop again.
+  let resolution: Resolution | null = null;
+  const resolved = async () => (resolution ??= await resolve(db, workspaceId, lead, lookup, references, options));
+
+  for (let attempt = 1; ; attempt += 1) {
+    // The first attempt uses the lookup's matches; after a lost race, the keys are read again.
+    const match = await findMatch(db, workspaceId, lead.identities, attempt === 1 ? lookup.matches : undefined);
+    if (match.leadId !== null && match.identity) {
+      const settled = settleWithoutUpdate(match.leadId, match.identity, lead, options);
+      if (settled) return settled;
+      return updateLead(db, workspaceId, match.leadId, match.identity.label, lead, match.matches, await resolved());
+    }
+    const created = await createLead(db, workspaceId, lead, await resolved());
+    if (created) return created;
+    if (attempt >= MATCH_ATTEMPTS) throw new Error('lead identity kept changing under concurrent writes');
+  }
+}

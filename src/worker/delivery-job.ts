@@ -1,0 +1,50 @@
+import type { OutageLog } from '../db/availability.js';
+import { deliverClaimed, type DeliveryDeps } from '../deliveries/deliver.js';
+import { claimDueDeliveries } from '../deliveries/repository.js';
+import { AttemptRecorder } from './attempt-recorder.js';
+
+/** Deliveries in flight at once per worker process. */
+const DELIVERY_CONCURRENCY = 64;
+
+/**
+ * The worker's deliveries: claims due ones (retries included) while fewer than
+ * DELIVERY_CONCURRENCY are in flight, and delivers each; attempts are recorded in batches.
+ */
+export class DeliveryJob {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly recorder: AttemptRecorder;
+
+  constructor(private readonly deps: DeliveryDeps, private readonly workerId: string, private readonly leaseMs: number, private readonly outage?: OutageLog) {
+    this.recorder = new AttemptRecorder(deps.db, workerId);
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /** Resolves once a quarter of the window is free, so claims come in batches rather than one by one. */
+  async room(): Promise<void> {
+    while (DELIVERY_CONCURRENCY - this.inFlight.size < DELIVERY_CONCURRENCY / 4) await Promise.race(this.inFlight);
+  }
+
+  /** Claims what fits in the window and starts delivering it; returns how many it claimed. */
+  async claimAndStart(): Promise<number> {
+    const rows = await claimDueDeliveries(this.deps.db, this.workerId, DELIVERY_CONCURRENCY - this.inFlight.size, this.leaseMs);
+    for (const row of rows) {
+      const running: Promise<unknown> = deliverClaimed(this.deps, (outcome) => this.recorder.record(outcome), row, this.outage)
+        .finally(() => this.inFlight.delete(running));
+      this.inFlight.add(running);
+    }
+    return rows.length;
+  }
+
+  /** Resolves when one delivery in flight finishes. */
+  oneFinished(): Promise<unknown> {
+    return Promise.race(this.inFlight);
+  }
+
+  /** Resolves when every delivery in flight has finished. */
+  async allFinished(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+}

@@ -1,0 +1,66 @@
+import { findConnectors } from '../connectors/repository.js';
+import type { Db } from '../db/connect.js';
+import type { NewDelivery, WorkflowRow } from '../db/schema.js';
+import { composeConnectorDelivery, composeCustomUrlDelivery } from '../deliveries/compose.js';
+import { insertDeliveries } from '../deliveries/repository.js';
+import { loadLeads } from '../leads/read-service.js';
+import { markLeadsAnalyzed } from '../leads/write-repository.js';
+import { lockDueLeadEvents, markProcessed, type StoredEvent } from '../outbox/repository.js';
+import { findActiveWorkflows } from '../workflows/repository.js';
+import { composeAutoPushes } from './auto-push.js';
+
+type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'>;
+
+function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
+  if (workflow.workspace_id !== event.workspace_id) return false;
+  if (event.topic === 'lead.created') return workflow.trigger === 'lead_created';
+  return workflow.trigger === 'tag_added' && workflow.tag_id === event.payload.tag_id;
+}
+
+/**
+ * Turns lead events into deliveries: `lead.created` runs the lead_created workflows (and
+ * auto-push once the lead counts as analyzed), `lead.tag_added` runs that tag's workflows.
+ * Claiming the events, writing the deliveries and marking the events processed happen in
+ * one transaction, so an event is fanned out exactly once even with many workers.
+ */
+export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAttempts: number }): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const events = await lockDueLeadEvents(trx, options.limit);
+    if (events.length === 0) return 0;
+
+    const workflows = await findActiveWorkflows(trx, events.map((event) => event.workspace_id));
+    const runs = events.flatMap((event) => workflows.filter((workflow) => firesFor(workflow, event)).map((workflow) => ({ event, workflow })));
+    const created = events.filter((event) => event.topic === 'lead.created');
+    const analyzed = await markLeadsAnalyzed(trx, created.map((event) => event.payload.lead_id));
+
+    const leads = await loadLeads(trx, [...runs.map(({ event }) => ({ id: event.payload.lead_id, workspace_id: event.workspace_id })), ...analyzed]);
+    const connectorIds = runs.flatMap(({ workflow }) => (workflow.block.endpoint === 'url' ? [] : [workflow.block.connector_id]));
+    const connectors = await findConnectors(trx, connectorIds);
+
+    const deliveries: NewDelivery[] = runs.map(({ event, workflow }) => {
+      const origin = { workspaceId: event.workspace_id, trigger: workflow.trigger, outboxId: event.id, maxAttempts: options.maxAttempts };
+      const lead = leads.get(event.payload.lead_id) ?? null;
+      const block = workflow.block;
+      if (block.endpoint === 'crm') {
+        return composeConnectorDelivery(origin, {
+          connectorId: block.connector_id, connector: connectors.get(block.connector_id), event: 'lead', lead, workflowId: workflow.id,
+        });
+      }
+      if (block.endpoint === 'connector') {
+        return composeConnectorDelivery(origin, {
+          connectorId: block.connector_id,
+          connector: connectors.get(block.connector_id),
+          event: 'workflow',
+          lead,
+          block: { workflowId: workflow.id, fields: block.fields },
+        });
+      }
+      return composeCustomUrlDelivery(origin, { workflowId: workflow.id, block, lead, signingSecret: workflow.signing_secret });
+    });
+    const createdBy = new Map(created.map((event) => [event.payload.lead_id, event.id]));
+    deliveries.push(...await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads));
+    await insertDeliveries(trx, deliveries);
+    await markProcessed(trx, events.map((event) => event.id));
+    return events.length;
+  });
+}

@@ -1,0 +1,59 @@
+import pg from 'pg';
+import { eventually } from './eventually.js';
+
+/**
+ * Watches the statements other connections run on one database, live from pg_stat_activity
+ * (each connection's `query_start` is the start of its latest statement). pg_stat_database's
+ * transaction counters would do too, but a busy connection reports them up to 10 s late.
+ */
+export class StatementWatch {
+  private marked = new Map<number, string>();
+
+  private constructor(private readonly client: pg.Client) {}
+
+  static async open(databaseUrl: string): Promise<StatementWatch> {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    return new StatementWatch(client);
+  }
+
+  /** Remembers where every connection stands now. */
+  async mark(): Promise<void> {
+    this.marked = await this.latest();
+  }
+
+  /**
+   * The connections that started a statement since mark() (a connection opened since counts
+   * too). This watch's own statements are never counted.
+   */
+  async connectionsWithStatementsSinceMark(): Promise<number> {
+    const now = await this.latest();
+    return [...now].filter(([pid, started]) => this.marked.get(pid) !== started).length;
+  }
+
+  close(): Promise<void> {
+    return this.client.end();
+  }
+
+  private async latest(): Promise<Map<number, string>> {
+    const { rows } = await this.client.query<{ pid: number; query_start: string | null }>(`
+      SELECT pid, query_start::text FROM pg_stat_activity
+      WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+    `);
+    return new Map(rows.map((row) => [row.pid, row.query_start ?? '']));
+  }
+}
+
+/**
+ * Resolves once a statement whose text contains `fragment` waits on a lock in the pool's
+ * database. Asked from another connection of the pool: a transaction sees pg_stat_activity
+ * as of its first look.
+ */
+export async function lockWaitOf(pool: pg.Pool, fragment: string, timeoutMs = 5000): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await pool.query(
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`%${fragment}%`],
+    );
+    return rows.length > 0;
+  }, timeoutMs);
+}
