@@ -19,7 +19,7 @@ export function registerDeliveryCommands(program: Command): void {
   const deliveries = program.command('deliveries').description('Webhook deliveries and their attempts');
   deliveries.command('list').description('newest first (by id)').requiredOption('--workspace <id>').option('--lead <id>')
     .option('--branch <branch>', 'pending, Delivered or Failed').option('--since <iso>', 'created at or after')
-    .option('--limit <n>', `at most this many, ${LIMIT.min} to ${LIMIT.max}`, String(LIMIT.default))
+    .option('--limit <n>', `at most this many, ${LIMIT.min} to ${LIMIT.max} (default ${LIMIT.default})`)
     .action((options: ListOptions) => runCommand(async ({ db }) => {
       const filter = {
         leadId: options.lead === undefined ? undefined : positiveId(options.lead, '--lead'),
