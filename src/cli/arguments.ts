@@ -1,5 +1,5 @@
 import { booleanFlag } from '../config.js';
-import type { BodyFormat, KeyValue, WebhookMethod } from '../db/schema.js';
+import type { BodyFormat, DeliveryBranch, KeyValue, WebhookMethod } from '../db/schema.js';
 import { checkUrlShape, RefusedDestination } from '../deliveries/network-guard.js';
 import { parseLooseUrl } from '../normalize.js';
 import { Refused } from '../refused.js';
@@ -13,6 +13,29 @@ export function positiveId(value: string, flag: string): number {
     throw invalid(`${flag} must be a positive integer id, got "${value}".`);
   }
   return Number(value);
+}
+
+/** An integer flag within bounds, or its default when not given. */
+export function boundedInteger(value: string | undefined, flag: string, bounds: { min: number; max: number; default: number }): number {
+  if (value === undefined) return bounds.default;
+  if (!/^\d+$/.test(value) || Number(value) < bounds.min || Number(value) > bounds.max) {
+    throw invalid(`${flag} must be an integer from ${bounds.min} to ${bounds.max}, got "${value}".`);
+  }
+  return Number(value);
+}
+
+/** An ISO-8601 date or timestamp (as JavaScript reads it: a time without a zone is local time), as a UTC ISO string. */
+export function parseTimestamp(value: string, flag: string): string {
+  const time = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) throw invalid(`${flag} must be an ISO-8601 timestamp, got "${value}".`);
+  return new Date(time).toISOString();
+}
+
+const BRANCHES: DeliveryBranch[] = ['pending', 'Delivered', 'Failed'];
+
+export function parseBranch(value: string): DeliveryBranch {
+  if (!BRANCHES.includes(value as DeliveryBranch)) throw invalid(`--branch must be one of ${BRANCHES.join(', ')}, got "${value}".`);
+  return value as DeliveryBranch;
 }
 
 export function nonEmpty(value: string, flag: string, maxLength = 255): string {

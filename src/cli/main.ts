@@ -6,6 +6,7 @@ import { describeStartupFailure } from '../lifecycle.js';
 import { Refused } from '../refused.js';
 import { registerConnectorCommands } from './commands/connectors.js';
 import { registerCoreCommands } from './commands/core.js';
+import { registerDeliveryCommands } from './commands/deliveries.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
 
 function fail(code: string, message: string): never {
@@ -22,6 +23,7 @@ function buildProgram(): Command {
   registerCoreCommands(program);
   registerConnectorCommands(program);
   registerWorkflowCommands(program);
+  registerDeliveryCommands(program);
   return program;
 }
 

@@ -31,6 +31,11 @@ export async function findConnectors(db: Executor, ids: readonly number[]): Prom
   return new Map(rows.map((row) => [row.id, row]));
 }
 
+/** A workspace's connectors that are not deleted, in creation order. */
+export async function listConnectors(db: Executor, workspaceId: number): Promise<ConnectorRow[]> {
+  return db.selectFrom('connectors').selectAll().where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null).orderBy('id').execute();
+}
+
 export async function findAutoPushConnectors(db: Executor, workspaceIds: readonly number[]): Promise<ConnectorRow[]> {
   if (workspaceIds.length === 0) return [];
   return db.selectFrom('connectors').selectAll()

@@ -4,10 +4,11 @@ import { newSigningSecret } from '../deliveries/attempt.js';
 import { composeConnectorDelivery, connectorProblem } from '../deliveries/compose.js';
 import type { DeliveryDeps } from '../deliveries/deliver.js';
 import { droppedHeaderReason } from '../deliveries/headers.js';
+import { maskKeyValues, maskSecret as mask, maskUrl } from '../deliveries/masking.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
 import { loadLeads } from '../leads/read-service.js';
 import { Refused } from '../refused.js';
-import { findConnectors, insertConnector, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
+import { findConnectors, insertConnector, listConnectors, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
 
 // Webhook connectors as an operator manages them (the admin CLI): created with their own
 // signing secret, shown with credentials masked, tested and pushed to at once.
@@ -22,13 +23,12 @@ export function unsentHeaderWarnings(headers: readonly KeyValue[]): string[] {
 
 /** The connector as shown to an operator: credentials masked, the signing secret only at creation. */
 function presentConnector(connector: ConnectorRow, showSecret: boolean) {
-  const mask = (secret: string) => (secret.length <= 4 ? '****' : `****${secret.slice(-4)}`);
   const auth = connector.auth;
   return {
     id: connector.id,
     workspace_id: connector.workspace_id,
     kind: connector.kind,
-    url: connector.url,
+    url: maskUrl(connector.url),
     method: connector.method,
     format: connector.format,
     auth: auth.type === 'bearer' ? { type: 'bearer', token: mask(auth.token) }
@@ -37,7 +37,7 @@ function presentConnector(connector: ConnectorRow, showSecret: boolean) {
           : { type: 'none' },
     mapping: connector.mapping,
     fields: connector.fields,
-    headers: connector.headers,
+    headers: maskKeyValues(connector.headers),
     auto_push: connector.auto_push,
     ...(showSecret ? { signing_secret: connector.signing_secret } : {}),
     created_at: connector.created_at,
@@ -47,6 +47,11 @@ function presentConnector(connector: ConnectorRow, showSecret: boolean) {
 export async function createConnector(db: Executor, connector: Omit<NewConnector, 'signing_secret'>) {
   const created = await insertConnector(db, { ...connector, signing_secret: newSigningSecret() });
   return { ...presentConnector(created, true), warnings: unsentHeaderWarnings(connector.headers) };
+}
+
+/** A workspace's connectors (deleted ones left out), oldest first, credentials masked. */
+export async function listWorkspaceConnectors(db: Executor, workspaceId: number) {
+  return (await listConnectors(db, workspaceId)).map((connector) => presentConnector(connector, false));
 }
 
 export async function updateAutoPush(db: Executor, id: number, autoPush: boolean) {

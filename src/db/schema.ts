@@ -165,6 +165,8 @@ export interface WorkflowsTable {
   block: Json<WorkflowBlock>;
   signing_secret: string;
   active: Generated<boolean>;
+  /** When last activated; null: active since created. Earlier events are not fanned out to it. */
+  active_since: NullableTimestamp;
   created_at: Timestamp;
 }
 
@@ -191,6 +193,9 @@ export interface DeliveriesTable {
   content_type: string | null;
   signing_secret: string | null;
   max_attempts: number;
+  /** The series of attempts in progress: 1 for the original sending, one more per replay. */
+  series: Generated<number>;
+  /** Attempts of the current series. */
   attempts: Generated<number>;
   branch: Generated<DeliveryBranch>;
   status_code: number | null;
@@ -205,6 +210,7 @@ export interface DeliveriesTable {
 
 export interface DeliveryAttemptsTable {
   delivery_id: number;
+  series: Generated<number>;
   attempt: number;
   status_code: number | null;
   error: string | null;

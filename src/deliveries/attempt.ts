@@ -25,7 +25,7 @@ function signerFor(secret: string): Webhook {
 }
 
 /** The URL actually called: GET and DELETE get the payload appended as a query string. */
-function requestUrl(row: Pick<DeliveryRow, 'url' | 'method' | 'body'>): URL {
+export function requestUrl(row: Pick<DeliveryRow, 'url' | 'method' | 'body'>): URL {
   const url = new URL(row.url);
   if (!methodCarriesBody(row.method) && row.body) url.search = url.search.length > 1 ? `${url.search.slice(1)}&${row.body}` : row.body;
   return url;

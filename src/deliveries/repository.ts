@@ -89,10 +89,10 @@ export async function recordAttempts(db: Executor, workerId: string, outcomes: r
         finished_at = CASE WHEN i.branch = 'pending' THEN NULL ELSE now() END
       FROM input AS i
       WHERE d.id = i.delivery_id AND d.locked_by = ${workerId} AND d.branch = 'pending'
-      RETURNING d.id
+      RETURNING d.id, d.series
     ), attempt AS (
-      INSERT INTO delivery_attempts (delivery_id, attempt, status_code, error, reply, duration_ms)
-      SELECT i.delivery_id, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+      INSERT INTO delivery_attempts (delivery_id, series, attempt, status_code, error, reply, duration_ms)
+      SELECT i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
       ON CONFLICT DO NOTHING
     ), synced AS (
       UPDATE leads AS l SET crm_record_id = i.crm_record_id
@@ -121,6 +121,7 @@ export interface DeliveryListItem {
   message_id: string;
   method: string;
   url: string;
+  series: number;
   attempts: number;
   branch: DeliveryBranch;
   status_code: number | null;
@@ -131,12 +132,49 @@ export interface DeliveryListItem {
   finished_at: string | null;
 }
 
-export async function listDeliveries(db: Executor, workspaceId: number, leadId?: number): Promise<DeliveryListItem[]> {
+export interface DeliveryFilter {
+  leadId?: number;
+  branch?: DeliveryBranch;
+  /** Created at or after this instant. */
+  since?: string;
+  limit: number;
+}
+
+/** A workspace's deliveries, newest first (by id, which grows with creation): stable across calls and pages. */
+export async function listDeliveries(db: Executor, workspaceId: number, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
   let query = db.selectFrom('deliveries')
-    .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'attempts', 'branch',
+    .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'series', 'attempts', 'branch',
       'status_code', 'error', 'reply', 'next_attempt_at', 'created_at', 'finished_at'])
     .where('workspace_id', '=', workspaceId);
-  if (leadId !== undefined) query = query.where('lead_id', '=', leadId);
-  const rows = await query.orderBy('id').execute();
+  if (filter.leadId !== undefined) query = query.where('lead_id', '=', filter.leadId);
+  if (filter.branch !== undefined) query = query.where('branch', '=', filter.branch);
+  if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
+  const rows = await query.orderBy('id', 'desc').limit(filter.limit).execute();
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
+}
+
+export async function findDelivery(db: Executor, id: number): Promise<DeliveryRow | undefined> {
+  return db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Every recorded attempt of a delivery, every series, in the order they were made. */
+export async function listDeliveryAttempts(db: Executor, deliveryId: number) {
+  return db.selectFrom('delivery_attempts').select(['series', 'attempt', 'created_at', 'duration_ms', 'status_code', 'error', 'reply'])
+    .where('delivery_id', '=', deliveryId).orderBy('series').orderBy('attempt').execute();
+}
+
+/**
+ * Starts a new series of attempts of a finished delivery that was sent at least once: pending,
+ * due now, no attempts yet in the series; the request and its message id stay as they were.
+ * Undefined when the delivery is not such a delivery (missing, pending, never sent).
+ */
+export async function startNewSeries(db: Executor, id: number) {
+  return db.updateTable('deliveries')
+    .set((eb) => ({
+      series: eb('series', '+', 1), attempts: 0, branch: 'pending', status_code: null, error: null, reply: null,
+      next_attempt_at: sql<string>`now()`, locked_by: null, locked_until: null, finished_at: null,
+    }))
+    .where('id', '=', id).where('branch', '!=', 'pending').where('attempts', '>', 0)
+    .returning(['id', 'message_id', 'series', 'attempts', 'branch', 'next_attempt_at'])
+    .executeTakeFirst();
 }

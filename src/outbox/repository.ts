@@ -48,9 +48,12 @@ export function newLeadEvents(workspaceId: number, leads: string, events: Readon
  * Due lead events, locked (SKIP LOCKED) until the caller's transaction ends: it fans them
  * out and marks them processed in that transaction, so each is fanned out exactly once.
  */
-export async function lockDueLeadEvents(trx: Executor, limit: number): Promise<Array<StoredEvent<'lead.created' | 'lead.tag_added'>>> {
-  const { rows } = await sql<StoredEvent<'lead.created' | 'lead.tag_added'>>`
-    SELECT id, workspace_id, attempts, topic, payload FROM outbox
+/** A lead event with when it occurred (a paused workflow skips what occurred before it was resumed). */
+export type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'> & { created_at: string };
+
+export async function lockDueLeadEvents(trx: Executor, limit: number): Promise<LeadEvent[]> {
+  const { rows } = await sql<LeadEvent>`
+    SELECT id, workspace_id, attempts, topic, payload, created_at FROM outbox
     WHERE processed_at IS NULL AND available_at <= now() AND topic IN ('lead.created', 'lead.tag_added')
     ORDER BY id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED

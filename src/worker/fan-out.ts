@@ -5,14 +5,14 @@ import { composeConnectorDelivery, composeCustomUrlDelivery } from '../deliverie
 import { insertDeliveries } from '../deliveries/repository.js';
 import { loadLeads } from '../leads/read-service.js';
 import { markLeadsAnalyzed } from '../leads/write-repository.js';
-import { lockDueLeadEvents, markProcessed, type StoredEvent } from '../outbox/repository.js';
+import { lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
 import { findActiveWorkflows } from '../workflows/repository.js';
 import { composeAutoPushes } from './auto-push.js';
 
-type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'>;
-
 function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
   if (workflow.workspace_id !== event.workspace_id) return false;
+  // Both are the database's timestamps in one fixed-width format: they compare as strings.
+  if (workflow.active_since !== null && event.created_at < workflow.active_since) return false;
   if (event.topic === 'lead.created') return workflow.trigger === 'lead_created';
   return workflow.trigger === 'tag_added' && workflow.tag_id === event.payload.tag_id;
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { WorkflowBlock, WorkflowRow, WorkflowTrigger } from '../db/schema.js';
 
@@ -19,4 +20,22 @@ export async function findActiveWorkflows(db: Executor, workspaceIds: readonly n
   return db.selectFrom('workflows').selectAll()
     .where('workspace_id', 'in', [...new Set(workspaceIds)]).where('active', '=', true)
     .orderBy('id').execute();
+}
+
+/** A workspace's workflows with their tag's name, in creation order. */
+export async function listWorkflows(db: Executor, workspaceId: number) {
+  return db.selectFrom('workflows').leftJoin('tags', 'tags.id', 'workflows.tag_id')
+    .select(['workflows.id', 'workflows.workspace_id', 'workflows.trigger', 'workflows.tag_id', 'tags.name as tag_name', 'workflows.block',
+      'workflows.active', 'workflows.active_since', 'workflows.created_at'])
+    .where('workflows.workspace_id', '=', workspaceId).orderBy('workflows.id').execute();
+}
+
+/**
+ * Pauses or resumes a workflow. Resuming a paused one sets `active_since` (events that
+ * occurred before are not fanned out to it); switching to the state it has changes nothing.
+ */
+export async function setWorkflowActive(db: Executor, id: number, active: boolean): Promise<{ id: number; active: boolean } | undefined> {
+  const resume = { active: true, active_since: sql<string>`CASE WHEN active THEN active_since ELSE now() END` };
+  return db.updateTable('workflows').set(active ? resume : { active: false })
+    .where('id', '=', id).returning(['id', 'active']).executeTakeFirst();
 }

@@ -4,8 +4,10 @@ import type { Db } from '../db/connect.js';
 import type { WorkflowBlock } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
+import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
-import { insertWorkflow } from './repository.js';
+import { Refused } from '../refused.js';
+import { insertWorkflow, listWorkflows, setWorkflowActive } from './repository.js';
 
 /** A workflow: one trigger (a tag_added trigger names its tag) and one Send Webhook (or Send to CRM) block. */
 export type NewWorkflowInput = { workspaceId: number; block: WorkflowBlock } & (
@@ -44,4 +46,29 @@ export async function createWorkflow(db: Db, input: NewWorkflowInput) {
       signing_secret: created.signing_secret, active: created.active, created_at: created.created_at, warnings,
     };
   });
+}
+
+/** A block as shown to an operator: credential-looking headers and URL parameters of a Custom URL masked. */
+function presentBlock(block: WorkflowBlock): WorkflowBlock {
+  return block.endpoint === 'url' ? { ...block, url: maskUrl(block.url), headers: maskKeyValues(block.headers) } : block;
+}
+
+/** A workspace's workflows, oldest first; the signing secret is shown only at creation. */
+export async function listWorkspaceWorkflows(db: Db, workspaceId: number) {
+  const rows = await listWorkflows(db, workspaceId);
+  return rows.map((row) => ({
+    id: row.id, workspace_id: row.workspace_id, trigger: row.trigger,
+    tag: row.tag_id === null ? null : { id: row.tag_id, name: row.tag_name }, block: presentBlock(row.block),
+    active: row.active, active_since: row.active_since, created_at: row.created_at,
+  }));
+}
+
+/**
+ * Pauses (false) or resumes (true) a workflow. A paused workflow fans out nothing, and the
+ * events of the pause are never sent by it later, even after it is resumed.
+ */
+export async function switchWorkflow(db: Db, id: number, active: boolean) {
+  const switched = await setWorkflowActive(db, id, active);
+  if (!switched) throw new Refused('not_found', `Workflow ${id} does not exist.`);
+  return switched;
 }

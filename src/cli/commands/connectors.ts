@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createConnector, deleteConnector, pushLead, testConnector, updateAutoPush } from '../../connectors/service.js';
+import { createConnector, deleteConnector, listWorkspaceConnectors, pushLead, testConnector, updateAutoPush } from '../../connectors/service.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
 import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
@@ -82,6 +82,10 @@ export function registerConnectorCommands(program: Command): void {
         auto_push: options.autoPush === true,
       });
     }));
+
+  connector.command('list').description('not deleted ones, credentials masked').requiredOption('--workspace <id>')
+    .action((options: { workspace: string }) => runCommand(async ({ db }) =>
+      listWorkspaceConnectors(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
 
   connector.command('update').requiredOption('--id <id>').requiredOption('--auto-push <on|off>')
     .action((options: { id: string; autoPush: string }) => runCommand(({ db }) =>

@@ -8,7 +8,7 @@ import { insertTag } from '../../tags/repository.js';
 import { deleteUser, insertUser, type Role } from '../../users/repository.js';
 import { insertWorkspace } from '../../workspaces/repository.js';
 import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
-import { nonEmpty, parseWebsite, positiveId } from '../arguments.js';
+import { nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 function parseScopes(value: string | undefined): Scope[] {
@@ -17,13 +17,6 @@ function parseScopes(value: string | undefined): Scope[] {
   const unknown = scopes.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
   if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
   return [...new Set(scopes)] as Scope[];
-}
-
-function parseExpiry(value: string | undefined): string | null {
-  if (value === undefined) return null;
-  const time = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) throw new Refused('invalid_argument', `--expires-at must be an ISO-8601 timestamp, got "${value}".`);
-  return new Date(time).toISOString();
 }
 
 function parseEmail(value: string): string {
@@ -66,7 +59,7 @@ export function registerCoreCommands(program: Command): void {
         userId: positiveId(options.user, '--user'),
         name: nonEmpty(options.name, '--name'),
         scopes: parseScopes(options.scopes),
-        expiresAt: parseExpiry(options.expiresAt),
+        expiresAt: options.expiresAt === undefined ? null : parseTimestamp(options.expiresAt, '--expires-at'),
       });
     }));
   key.command('revoke').requiredOption('--id <id>')

@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
-import { listDeliveries } from '../../deliveries/repository.js';
 import { Refused } from '../../refused.js';
-import { createWorkflow, type NewWorkflowInput } from '../../workflows/service.js';
+import { createWorkflow, listWorkspaceWorkflows, switchWorkflow, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { collect, nonEmpty, parseFormat, parseMethod, parsePairs, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
@@ -62,10 +61,14 @@ export function registerWorkflowCommands(program: Command): void {
       return createWorkflow(db, input);
     }));
 
-  const deliveries = program.command('deliveries').description('Webhook deliveries and their attempts');
-  deliveries.command('list').requiredOption('--workspace <id>').option('--lead <id>')
-    .action((options: { workspace: string; lead?: string }) => runCommand(async ({ db }) => {
-      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return listDeliveries(db, workspace.id, options.lead === undefined ? undefined : positiveId(options.lead, '--lead'));
-    }));
+
+  workflow.command('list').requiredOption('--workspace <id>')
+    .action((options: { workspace: string }) => runCommand(async ({ db }) =>
+      listWorkspaceWorkflows(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
+
+  workflow.command('deactivate').description('pauses it: events that occur while paused are never sent by it').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, positiveId(options.id, '--id'), false)));
+
+  workflow.command('activate').description('resumes it for events from now on').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, positiveId(options.id, '--id'), true)));
 }

@@ -1,0 +1,39 @@
+import type { Command } from 'commander';
+import { listDeliveries } from '../../deliveries/repository.js';
+import { replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { requireWorkspace } from '../../workspaces/service.js';
+import { boundedInteger, parseBranch, parseTimestamp, positiveId } from '../arguments.js';
+import { runCommand } from '../cli-context.js';
+
+interface ListOptions {
+  workspace: string;
+  lead?: string;
+  branch?: string;
+  since?: string;
+  limit?: string;
+}
+
+const LIMIT = { min: 1, max: 1000, default: 100 };
+
+export function registerDeliveryCommands(program: Command): void {
+  const deliveries = program.command('deliveries').description('Webhook deliveries and their attempts');
+  deliveries.command('list').description('newest first (by id)').requiredOption('--workspace <id>').option('--lead <id>')
+    .option('--branch <branch>', 'pending, Delivered or Failed').option('--since <iso>', 'created at or after')
+    .option('--limit <n>', `at most this many, ${LIMIT.min} to ${LIMIT.max} (default ${LIMIT.default})`)
+    .action((options: ListOptions) => runCommand(async ({ db }) => {
+      const filter = {
+        leadId: options.lead === undefined ? undefined : positiveId(options.lead, '--lead'),
+        branch: options.branch === undefined ? undefined : parseBranch(options.branch),
+        since: options.since === undefined ? undefined : parseTimestamp(options.since, '--since'),
+        limit: boundedInteger(options.limit, '--limit', LIMIT),
+      };
+      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+      return listDeliveries(db, workspace.id, filter);
+    }));
+
+  deliveries.command('show').description('the request as sent (credentials masked) and every attempt').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => showDelivery(db, positiveId(options.id, '--id'))));
+
+  deliveries.command('replay').description('sends a finished delivery again under the same webhook-id').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, positiveId(options.id, '--id'))));
+}

@@ -1,0 +1,39 @@
+import type { HeaderRow, KeyValue } from '../db/schema.js';
+
+// What an operator is shown of credentials: never the value, at most its last four
+// characters (enough to tell two tokens apart, too little to use one).
+
+/** Names that carry credentials by convention: Authorization, X-Api-Key, X-Auth-Token, a password, a cookie... */
+const CREDENTIAL_NAME = /auth|token|secret|key|passw|cookie|credential|signature|session/i;
+const MIN_LENGTH_SHOWING_TAIL = 12;
+
+export const maskSecret = (secret: string) => (secret.length < MIN_LENGTH_SHOWING_TAIL ? '****' : `****${secret.slice(-4)}`);
+
+/** True for a header or parameter name that looks like it carries a credential, or is one of `alsoSecret` (any case). */
+export function isCredentialName(name: string, alsoSecret: readonly string[] = []): boolean {
+  return CREDENTIAL_NAME.test(name) || alsoSecret.some((secret) => secret.toLowerCase() === name.toLowerCase());
+}
+
+/** Header rows with credential values masked, in their order. */
+export function maskHeaderRows(rows: readonly HeaderRow[], alsoSecret: readonly string[] = []): HeaderRow[] {
+  return rows.map(({ name, value }) => ({ name, value: isCredentialName(name, alsoSecret) ? maskSecret(value) : value }));
+}
+
+/** Configured key=value headers (connectors, Custom URL blocks) with credential values masked. */
+export function maskKeyValues(rows: readonly KeyValue[]): KeyValue[] {
+  return rows.map(({ key, value }) => ({ key, value: isCredentialName(key) ? maskSecret(value) : value }));
+}
+
+/** The URL with credential-looking query parameters masked; unchanged (byte for byte) when there are none. */
+export function maskUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  const params = [...parsed.searchParams];
+  if (!params.some(([name]) => isCredentialName(name))) return url;
+  parsed.search = new URLSearchParams(params.map(([name, value]): [string, string] => [name, isCredentialName(name) ? maskSecret(value) : value])).toString();
+  return parsed.toString();
+}

@@ -1,0 +1,94 @@
+import { findConnectors } from '../connectors/repository.js';
+import type { Executor } from '../db/connect.js';
+import type { DeliveryRow } from '../db/schema.js';
+import { Refused } from '../refused.js';
+import { requestUrl } from './attempt.js';
+import { maskHeaderRows, maskUrl } from './masking.js';
+import { methodCarriesBody } from './payload.js';
+import { findDelivery, listDeliveryAttempts, startNewSeries } from './repository.js';
+
+// Deliveries as an operator inspects and replays them (the admin CLI).
+
+/** The header name of a connector's `header` authentication, when it has one (whatever else its stored form holds). */
+function authHeaderName(auth: unknown): string[] {
+  const { type, name } = (auth ?? {}) as { type?: unknown; name?: unknown };
+  return type === 'header' && typeof name === 'string' ? [name] : [];
+}
+
+/** The URL called: for GET and DELETE with the payload as its query string; as stored when it never was a URL. */
+function calledUrl(row: DeliveryRow): string {
+  try {
+    return requestUrl(row).toString();
+  } catch {
+    return row.url;
+  }
+}
+
+/**
+ * The request as every attempt sends it, credentials masked: every header whose name looks
+ * like a credential (authorization, token, secret, key, password, ...) or is the connector's
+ * authentication header, and such query parameters. The signature headers are computed per
+ * attempt; `webhook-id` is the same on all of them.
+ */
+async function sentRequest(db: Executor, row: DeliveryRow) {
+  const connector = row.connector_id === null ? undefined : (await findConnectors(db, [row.connector_id])).get(row.connector_id);
+  const headers = maskHeaderRows(row.headers, authHeaderName(connector?.auth));
+  const carriesBody = methodCarriesBody(row.method);
+  return {
+    method: row.method,
+    url: maskUrl(calledUrl(row)),
+    headers: Object.fromEntries([...headers.map(({ name, value }) => [name, value]), ['webhook-id', row.message_id]]),
+    body: carriesBody ? row.body : null,
+  };
+}
+
+/** One delivery: where it stands, the request as sent, and every attempt of every series. */
+export async function showDelivery(db: Executor, id: number) {
+  const row = await findDelivery(db, id);
+  if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
+  const attempts = await listDeliveryAttempts(db, id);
+  return {
+    id: row.id,
+    workspace_id: row.workspace_id,
+    event: row.event,
+    sender: row.sender,
+    trigger: row.trigger,
+    lead_id: row.lead_id,
+    connector_id: row.connector_id,
+    workflow_id: row.workflow_id,
+    message_id: row.message_id,
+    branch: row.branch,
+    series: row.series,
+    attempts: row.attempts,
+    max_attempts: row.max_attempts,
+    status_code: row.status_code,
+    error: row.error,
+    reply: row.reply,
+    next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null,
+    created_at: row.created_at,
+    finished_at: row.finished_at,
+    request: await sentRequest(db, row),
+    attempt_log: attempts.map((attempt) => ({
+      series: attempt.series,
+      attempt: attempt.attempt,
+      at: attempt.created_at,
+      duration_ms: attempt.duration_ms,
+      status_code: attempt.status_code,
+      error: attempt.error,
+      reply: attempt.reply,
+    })),
+  };
+}
+
+/**
+ * Sends a finished delivery again: a new series of attempts under the same `webhook-id`,
+ * made by the worker (due at once) and recorded like any other, retries included.
+ */
+export async function replayDelivery(db: Executor, id: number) {
+  const replayed = await startNewSeries(db, id);
+  if (replayed) return replayed;
+  const row = await findDelivery(db, id);
+  if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
+  if (row.branch === 'pending') throw new Refused('delivery_pending', `Delivery ${id} is still pending: the worker attempts it (next at ${row.next_attempt_at}).`);
+  throw new Refused('not_replayable', `Delivery ${id} was never sent: ${row.error ?? 'a configuration error'}. Fix the workflow or connector; a replay would send nothing.`);
+}
