@@ -140,3 +140,12 @@ export async function listDeliveries(db: Executor, workspaceId: number, leadId?:
   const rows = await query.orderBy('id').execute();
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
 }
+
+/** Pending deliveries due now (those being attempted included) and how long the longest-waiting one has been due, in seconds. */
+export async function dueDeliveries(db: Executor): Promise<{ due: number; oldestDueSeconds: number }> {
+  const { rows } = await sql<{ due: number; oldest_due_seconds: number }>`
+    SELECT count(*)::int AS due, coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0)::float8 AS oldest_due_seconds
+    FROM deliveries WHERE branch = 'pending' AND next_attempt_at <= now()
+  `.execute(db);
+  return { due: rows[0]!.due, oldestDueSeconds: rows[0]!.oldest_due_seconds };
+}
