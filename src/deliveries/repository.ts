@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
-import type { DeliveryBranch, DeliveryRow, NewDelivery } from '../db/schema.js';
+import type { DeliveryBranch, DeliveryRow, DeliverySender, NewDelivery } from '../db/schema.js';
 
 const INSERT_CHUNK = 500;
 
@@ -141,11 +141,19 @@ export async function listDeliveries(db: Executor, workspaceId: number, leadId?:
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
 }
 
-/** Pending deliveries due now (those being attempted included) and how long the longest-waiting one has been due, in seconds. */
-export async function dueDeliveries(db: Executor): Promise<{ due: number; oldestDueSeconds: number }> {
-  const { rows } = await sql<{ due: number; oldest_due_seconds: number }>`
-    SELECT count(*)::int AS due, coalesce(extract(epoch FROM now() - min(next_attempt_at)), 0)::float8 AS oldest_due_seconds
-    FROM deliveries WHERE branch = 'pending' AND next_attempt_at <= now()
+const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test'];
+
+/**
+ * Per sender (every sender, 0 when none): pending deliveries due now (those being attempted
+ * included) and how long the longest-waiting one has been due, in seconds. Reads through the
+ * partial index deliveries_due_idx.
+ */
+export async function dueDeliveriesBySender(db: Executor): Promise<Array<{ sender: DeliverySender; due: number; oldestDueSeconds: number }>> {
+  const { rows } = await sql<{ sender: DeliverySender; due: number; oldest_due_seconds: number }>`
+    SELECT s.sender, count(d.id)::int AS due, coalesce(extract(epoch FROM now() - min(d.next_attempt_at)), 0)::float8 AS oldest_due_seconds
+    FROM unnest(${sql.val(SENDERS)}::text[]) AS s(sender)
+    LEFT JOIN deliveries AS d ON d.sender = s.sender AND d.branch = 'pending' AND d.next_attempt_at <= now()
+    GROUP BY s.sender ORDER BY s.sender
   `.execute(db);
-  return { due: rows[0]!.due, oldestDueSeconds: rows[0]!.oldest_due_seconds };
+  return rows.map((row) => ({ sender: row.sender, due: row.due, oldestDueSeconds: row.oldest_due_seconds }));
 }

@@ -8,7 +8,7 @@ import type pg from 'pg';
 /** Where the outbox and the deliveries stand, read when Prometheus scrapes (src/worker/backlog.ts). */
 export interface Backlog {
   outbox: ReadonlyArray<{ topic: string; pending: number; oldestAgeSeconds: number }>;
-  deliveries: { due: number; oldestDueSeconds: number };
+  deliveries: ReadonlyArray<{ sender: string; due: number; oldestDueSeconds: number }>;
 }
 
 /** The public API's requests, counted by the HTTP edge. */
@@ -164,8 +164,13 @@ export function createMetrics(): Metrics {
   backlogGauge('outbox_oldest_pending_age_seconds', 'Age of the oldest outbox event not processed yet, by topic (0 when none).', ['topic'], (set, backlog) => {
     for (const row of backlog.outbox) set({ topic: row.topic }, row.oldestAgeSeconds);
   });
-  backlogGauge('deliveries_due', 'Pending deliveries whose next attempt is due now.', [], (set, backlog) => set({}, backlog.deliveries.due));
-  backlogGauge('deliveries_oldest_due_seconds', 'How long the longest-waiting due delivery has been due (0 when none).', [], (set, backlog) => set({}, backlog.deliveries.oldestDueSeconds));
+  // Labelled even where one series would do: prom-client reports 0 for a reset gauge without labels, where "unknown" must leave the series out.
+  backlogGauge('deliveries_due', 'Pending deliveries whose next attempt is due now, by sender.', ['sender'], (set, backlog) => {
+    for (const row of backlog.deliveries) set({ sender: row.sender }, row.due);
+  });
+  backlogGauge('deliveries_oldest_due_seconds', 'How long the longest-waiting due delivery has been due, by sender (0 when none).', ['sender'], (set, backlog) => {
+    for (const row of backlog.deliveries) set({ sender: row.sender }, row.oldestDueSeconds);
+  });
 
   return {
     registry,

@@ -162,7 +162,7 @@ describe('GET /metrics of npm start (API and in-process worker)', () => {
       expect(after.value('lead_intake_outbox_pending_events', { topic })).toBe(0);
       expect(after.value('lead_intake_outbox_oldest_pending_age_seconds', { topic })).toBe(0);
     }
-    expect(after.has('lead_intake_deliveries_due')).toBe(true);
+    for (const sender of ['custom_url', 'saved_connector', 'connector_push', 'test']) expect(after.has('lead_intake_deliveries_due', { sender })).toBe(true);
     expect(after.value('lead_intake_db_pool_max_connections', { pool: 'api' })).toBe(7);
     expect(after.value('lead_intake_db_pool_max_connections', { pool: 'worker' })).toBe(4);
     for (const pool of ['api', 'worker']) {
