@@ -13,8 +13,8 @@ export interface Backlog {
 
 /** The public API's requests, counted by the HTTP edge. */
 export interface HttpMetrics {
-  /** A finished request of an operation of the OpenAPI document. */
-  requestFinished(operationId: string, status: number, seconds: number): void;
+  /** Records the finished requests of one operation of the OpenAPI document (bound once per route). */
+  operation(operationId: string): (status: number, seconds: number) => void;
   rateLimited(): void;
 }
 
@@ -84,8 +84,18 @@ export function createMetrics(): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
-  // Status codes are few; each operation's children are made on first use and then reused.
-  const requestChild = boundChildren((values) => requestDuration.labels(...values));
+  // Per operation, one child per status code, made on first use: a request costs a map lookup and an observe.
+  const timeOperation = (operationId: string) => {
+    const byStatus = new Map<number, Histogram.Internal<'operation' | 'status'>>();
+    return (status: number, seconds: number) => {
+      let child = byStatus.get(status);
+      if (!child) {
+        child = requestDuration.labels(operationId, String(status));
+        byStatus.set(status, child);
+      }
+      child.observe(seconds);
+    };
+  };
   const rateLimited = new Counter({ name: `${PREFIX}http_rate_limited_requests_total`, help: 'Requests refused with 429 by the per-key rate limit.', registers });
 
   const intakeRows = new Counter({
@@ -175,7 +185,7 @@ export function createMetrics(): Metrics {
   return {
     registry,
     http: {
-      requestFinished: (operationId, status, seconds) => requestChild(operationId, String(status)).observe(seconds),
+      operation: timeOperation,
       rateLimited: () => rateLimited.inc(),
     },
     intake: {

@@ -72,7 +72,7 @@ describe('metrics', () => {
       for (const url of [await unreachableDatabaseUrl(), await unreachableDatabaseUrl(silentServer.port)]) {
         const metrics = createMetrics();
         metrics.watchBacklog(() => readBacklog(createDb(pool(url, 1))));
-        metrics.http.requestFinished('getMe', 200, 0.01);
+        metrics.http.operation('getMe')(200, 0.01);
         const started = Date.now();
         const samples = parseMetrics(await metrics.registry.metrics());
         expect(Date.now() - started).toBeLessThan(4000);

@@ -9,9 +9,10 @@ import type { OperationId } from '../operations.js';
  * It runs once the route matched, so 404 and 405 answers are not timed.
  */
 export function timeOperation(metrics: HttpMetrics, operationId: OperationId): RequestHandler {
+  const finished = metrics.operation(operationId);
   return (_req, res, next) => {
     const started = performance.now();
-    res.once('finish', () => metrics.requestFinished(operationId, res.statusCode, (performance.now() - started) / 1000));
+    res.once('finish', () => finished(res.statusCode, (performance.now() - started) / 1000));
     next();
   };
 }
