@@ -52,7 +52,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
   const db = createDb(pool);
-  const metrics = createMetrics();
+  const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
   metrics.watchPool('api', pool);
 
   let redis: Redis | null = null;

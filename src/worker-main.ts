@@ -13,7 +13,7 @@ import { startWorker, type RunningWorker } from './worker/loops.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const metrics = createMetrics();
+  const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
   const running: { embedded?: EmbeddedDatabase | null; db?: Db; worker?: RunningWorker; metricsServer?: Server } = {};
   const stop = async () => {
     await running.worker?.stop();
