@@ -52,20 +52,6 @@ const BACKLOG_READ_LIMIT_MS = 2000;
 /** Both backlog gauges come from one read per scrape. */
 const BACKLOG_READ_REUSE_MS = 1000;
 
-/** One child per label combination, looked up without building prom-client's label key on every call. */
-function boundChildren<Child>(make: (values: string[]) => Child): (...values: string[]) => Child {
-  const children = new Map<string, Child>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let child = children.get(key);
-    if (!child) {
-      child = make(values);
-      children.set(key, child);
-    }
-    return child;
-  };
-}
-
 function withinLimit<T>(read: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('backlog read timed out')), ms); });
@@ -108,7 +94,6 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     labelNames: ['operation', 'outcome'] as const,
     registers,
   });
-  const intakeChild = boundChildren((values) => intakeRows.labels(...values));
   const replays = new Counter({
     name: `${PREFIX}idempotent_replays_total`,
     help: 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.',
@@ -122,7 +107,6 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     labelNames: ['branch', 'sender'] as const,
     registers,
   });
-  const deliveryChild = boundChildren((values) => deliveries.labels(...values));
   const attemptDuration = new Histogram({
     name: `${PREFIX}delivery_attempt_duration_seconds`,
     help: 'The HTTP exchange of each delivery attempt made by the worker.',
@@ -193,11 +177,11 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
       rateLimited: () => rateLimited.inc(),
     },
     intake: {
-      rows: (operationId, outcome, count = 1) => { if (count > 0) intakeChild(operationId, outcome).inc(count); },
+      rows: (operationId, outcome, count = 1) => { if (count > 0) intakeRows.inc({ operation: operationId, outcome }, count); },
       replayed: (operationId) => replays.inc({ operation: operationId }),
     },
     worker: {
-      deliveryFinished: (sender, branch) => deliveryChild(branch, sender).inc(),
+      deliveryFinished: (sender, branch) => deliveries.inc({ branch, sender }),
       attemptTimed: (seconds) => attemptDuration.observe(seconds),
       retryScheduled: () => retries.inc(),
       analysisFinished: (result) => analyses.inc({ result }),

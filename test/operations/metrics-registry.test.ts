@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
 import { pino } from 'pino';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { createDb, createPool } from '../../src/db/connect.js';
 import { createMetrics } from '../../src/metrics/metrics.js';
 import { PROJECT_ROOT } from '../../src/paths.js';
@@ -47,6 +48,13 @@ describe('metrics', () => {
     // The default process metrics are there too, under their usual names.
     const names = exposed.map((metric) => metric.name);
     expect(names).toEqual(expect.arrayContaining(['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']));
+  });
+
+  it('have their own port: METRICS_PORT must differ from PORT', () => {
+    expect(() => loadConfig({ PORT: '3000', METRICS_PORT: '3000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORT: '3000', METRICS_PORT: '3000' })).toThrow(/METRICS_PORT: must differ from PORT/);
+    expect(loadConfig({ PORT: '3000', METRICS_PORT: '9464' }).METRICS_PORT).toBe(9464);
+    expect(loadConfig({}).METRICS_PORT).toBeUndefined();
   });
 
   it('report a pool whose every connection is busy, with a query waiting for one', async () => {
