@@ -86,8 +86,12 @@ class Naps {
  */
 export function startWorker(deps: WorkerDeps): RunningWorker {
   const workerId = newWorkerId();
-  deps.metrics.watchBacklog(() => readBacklog(deps.db));
   const log = deps.logger.child({ worker: workerId });
+  // An outage is logged by the pool; anything else leaving the backlog gauges out is a fault to see.
+  deps.metrics.watchBacklog(() => readBacklog(deps.db).catch((error: unknown) => {
+    if (!isUnavailable(error)) log.warn({ err: error }, 'could not read the backlog for the metrics; its gauges are left out of this scrape');
+    throw error;
+  }));
   const outage = new OutageLog(log, {
     down: 'worker paused: the database is unreachable; retrying every poll interval (logged once per outage)',
     up: 'worker resumed: the database is reachable again',
