@@ -45,6 +45,10 @@ describe('metrics', () => {
     const registered = new Map(exposed.filter((metric) => metric.name.startsWith('lead_intake_'))
       .map((metric) => [metric.name, { type: String(metric.type), labels: labelsOf(metric.name) }]));
     expect(Object.fromEntries(documentedMetrics())).toEqual(Object.fromEntries(registered));
+    // The alerts and the dashboard queries name only metrics that exist (a histogram by its series).
+    const text = readFileSync(path.join(PROJECT_ROOT, 'docs', 'operations.md'), 'utf8');
+    const named = new Set([...text.slice(text.indexOf('\n### Alerts to page on\n')).matchAll(/lead_intake_\w+/g)].map(([name]) => name.replace(/_(count|bucket|sum)$/, '')));
+    expect([...named].filter((name) => !registered.has(name))).toEqual([]);
     // The default process metrics are there too, under their usual names.
     const names = exposed.map((metric) => metric.name);
     expect(names).toEqual(expect.arrayContaining(['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds']));
