@@ -21,5 +21,5 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/openapi ./openapi
 USER node
-EXPOSE 3000
+EXPOSE 3000 9464
 CMD ["node", "dist/src/main.js"]

@@ -9,6 +9,8 @@ const positiveInt = z.coerce.number().int().positive();
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  // Unset: no metrics listener. Set: GET /metrics on this port of HOST (src/metrics/server.ts).
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   HOST: z.string().min(1).default('127.0.0.1'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
@@ -40,7 +42,10 @@ function publicUrl(env: { PUBLIC_URL?: string | undefined; HOST: string; PORT: n
   return `http://${host}:${env.PORT}`;
 }
 
-const configSchema = envSchema.transform((env) => {
+const configSchema = envSchema.refine((env) => env.METRICS_PORT === undefined || env.METRICS_PORT === 0 || env.METRICS_PORT !== env.PORT, {
+  path: ['METRICS_PORT'],
+  message: 'must differ from PORT (the metrics have their own listener)',
+}).transform((env) => {
   const PUBLIC_URL = publicUrl(env);
   return { ...env, PUBLIC_URL, DOCUMENTATION_URL: env.DOCUMENTATION_URL ?? `${PUBLIC_URL}/docs` };
 });

@@ -10,6 +10,7 @@ import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
 import { createDb, createPool, type Db } from './db/connect.js';
 import { createLogger } from './logger.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
 
 // Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far
 // above any statement of a request; it ends runaway statements and forgotten transactions.
@@ -22,6 +23,8 @@ export interface AppContext {
   logger: Logger;
   pool: pg.Pool;
   db: Db;
+  /** This process's metrics: counted always, served on METRICS_PORT when it is set. */
+  metrics: Metrics;
   redis: Redis | null;
   rateLimitStore: Store;
   apiKeyCache: ApiKeyCache<KeyForAuthentication>;
@@ -49,6 +52,8 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
   const db = createDb(pool);
+  const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
+  metrics.watchPool('api', pool);
 
   let redis: Redis | null = null;
   if (config.REDIS_URL) {
@@ -81,6 +86,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     logger,
     pool,
     db,
+    metrics,
     redis,
     rateLimitStore,
     apiKeyCache,

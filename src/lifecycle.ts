@@ -32,7 +32,7 @@ export function installLastResort(logger: Logger, shutdown: (reason: string, exi
 export function describeStartupFailure(error: unknown): string {
   if (error instanceof ConfigError || error instanceof EmbeddedDatabaseError) return error.message;
   const { code, message, syscall } = (typeof error === 'object' && error !== null ? error : {}) as { code?: string; message?: string; syscall?: string };
-  if (syscall === 'listen' && code === 'EADDRINUSE') return `Cannot listen: ${message}. Set PORT (and HOST) to a free address, or stop the process holding it.`;
+  if (syscall === 'listen' && code === 'EADDRINUSE') return `Cannot listen: ${message}. Set PORT (or METRICS_PORT, whichever it names) and HOST to a free address, or stop the process holding it.`;
   if (syscall === 'listen' && code === 'EACCES') return `Cannot listen: ${message} (ports below 1024 need privileges). Set PORT to another port.`;
   if (isUnavailable(error)) return `Cannot reach PostgreSQL (${message}). Check DATABASE_URL and that the server runs, or unset DATABASE_URL to use the embedded database.`;
   if (code === '28P01' || code === '28000' || code === '3D000') return `PostgreSQL refused the connection: ${message}. Check the user, password and database name in DATABASE_URL.`;

@@ -10,6 +10,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { createApp } from './http/app.js';
 import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { createLogger } from './logger.js';
+import { closeMetricsServer, serveMetrics } from './metrics/server.js';
 import type { RunningWorker } from './worker/loops.js';
 
 /** What this process runs, filled in start order so a failed start closes what it opened. */
@@ -17,6 +18,7 @@ interface Running {
   embedded?: EmbeddedDatabase | null;
   ctx?: AppContext;
   server?: Server;
+  metricsServer?: Server;
   workerDb?: Db;
   worker?: RunningWorker | null;
 }
@@ -32,12 +34,17 @@ async function start(config: Config, logger: Logger, running: Running): Promise<
 
   running.server = createApp(running.ctx).listen(config.PORT, config.HOST);
   await once(running.server, 'listening');
+  const { metrics } = running.ctx;
   if (config.WORKER) {
     // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
-    running.workerDb = createDb(createPool(databaseUrl, 4, { logger, name: 'worker', asynchronousCommit: true }));
+    const workerPool = createPool(databaseUrl, 4, { logger, name: 'worker', asynchronousCommit: true });
+    metrics.watchPool('worker', workerPool);
+    running.workerDb = createDb(workerPool);
     // Loaded only when it runs: the HTTP client and HTML parser stay out of an API-only process.
-    running.worker = (await import('./worker/loops.js')).startWorker({ config, db: running.workerDb, logger });
+    running.worker = (await import('./worker/loops.js')).startWorker({ config, db: running.workerDb, logger, metrics });
   }
+  // One endpoint with everything this process does: the API's requests and, with the worker, its deliveries.
+  if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
   const address = `http://${config.HOST}:${(running.server.address() as AddressInfo).port}`;
   logger.info({ url: `${address}/api/v1`, docs: `${address}/docs`, worker: config.WORKER }, 'Lead Intake API listening');
   const { keys } = (await running.ctx.pool.query<{ keys: number }>('SELECT count(*)::int AS keys FROM api_keys')).rows[0]!;
@@ -52,6 +59,7 @@ async function stop(running: Running): Promise<void> {
   const closed = server?.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : undefined;
   server?.closeIdleConnections();
   await Promise.all([closed, running.worker?.stop()]);
+  await closeMetricsServer(running.metricsServer);
   await running.workerDb?.destroy();
   await running.ctx?.close();
   await running.embedded?.close();

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
-import type { DeliveryBranch, DeliveryRow, NewDelivery } from '../db/schema.js';
+import type { DeliveryBranch, DeliveryRow, DeliverySender, NewDelivery } from '../db/schema.js';
 
 const INSERT_CHUNK = 500;
 
@@ -177,4 +177,21 @@ export async function startNewSeries(db: Executor, id: number) {
     .where('id', '=', id).where('branch', '!=', 'pending').where('attempts', '>', 0)
     .returning(['id', 'message_id', 'series', 'attempts', 'branch', 'next_attempt_at'])
     .executeTakeFirst();
+}
+
+const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test'];
+
+/**
+ * Per sender (every sender, 0 when none): pending deliveries due now (those being attempted
+ * included) and how long the longest-waiting one has been due, in seconds. Reads through the
+ * partial index deliveries_due_idx.
+ */
+export async function dueDeliveriesBySender(db: Executor): Promise<Array<{ sender: DeliverySender; due: number; oldestDueSeconds: number }>> {
+  const { rows } = await sql<{ sender: DeliverySender; due: number; oldest_due_seconds: number }>`
+    SELECT s.sender, count(d.id)::int AS due, coalesce(extract(epoch FROM now() - min(d.next_attempt_at)), 0)::float8 AS oldest_due_seconds
+    FROM unnest(${sql.val(SENDERS)}::text[]) AS s(sender)
+    LEFT JOIN deliveries AS d ON d.sender = s.sender AND d.branch = 'pending' AND d.next_attempt_at <= now()
+    GROUP BY s.sender ORDER BY s.sender
+  `.execute(db);
+  return rows.map((row) => ({ sender: row.sender, due: row.due, oldestDueSeconds: row.oldest_due_seconds }));
 }

@@ -12,6 +12,7 @@ import { getMeHandler } from './handlers/get-me.js';
 import { listTagsHandler } from './handlers/list-tags.js';
 import { authenticate, requireScope } from './middleware/auth.js';
 import { jsonBody } from './middleware/json-body.js';
+import { timeOperation } from './middleware/metrics.js';
 import { perKeyRateLimit } from './middleware/rate-limit.js';
 import { requestLogging } from './middleware/request-log.js';
 import { matchesContract, methodNotAllowed, rejectUnknownQueryParameters } from './middleware/route-guards.js';
@@ -48,13 +49,13 @@ export function createApp(ctx: AppContext): express.Express {
 
 /**
  * Each operation of the document, with the per-route steps in the check order: route and
- * method matched (else 404 / 405), authenticate, rate limit, scope, parse the body, reject
+ * method matched (else 404 / 405), start timing the request, authenticate, rate limit, scope, parse the body, reject
  * unknown query parameters, validate, handler. Routes sit on the app itself rather than in a
  * mounted router, which would cost every API request a second round of prefix matching.
  */
 function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers): void {
   const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
-  const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE);
+  const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited());
   const validate = OpenApiValidator.middleware({
     apiSpec: OPENAPI_PATH,
     validateRequests: { allowUnknownQueryParameters: true, allErrors: true },
@@ -80,6 +81,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
     app[operation.method](
       operation.expressPath,
       matchesContract(operation.method, operation.integerPathParameters),
+      timeOperation(ctx.metrics.http, operation.operationId),
       auth,
       limit,
       ...operation.requiredScopes.map((scope) => requireScope(scope)),

@@ -11,6 +11,8 @@ export type OutboxEvent =
 
 export type OutboxTopic = OutboxEvent['topic'];
 
+const OUTBOX_TOPICS: readonly OutboxTopic[] = ['lead.created', 'lead.tag_added', 'company.analyze'];
+
 export type CompanyAnalyzeEvent = Extract<OutboxEvent, { topic: 'company.analyze' }>;
 
 /** An event as stored, of the given topics. */
@@ -110,4 +112,19 @@ export async function releaseClaims(db: Executor, workerId: string): Promise<voi
 /** Deletes events processed more than 7 days ago. */
 export async function purgeProcessed(db: Executor): Promise<void> {
   await db.deleteFrom('outbox').where(sql<boolean>`processed_at < now() - interval '7 days'`).execute();
+}
+
+/**
+ * Per topic (every topic, 0 when none): the events not processed yet and the age of the
+ * oldest in seconds. Reads the pending rows through the partial index outbox_pending_idx.
+ */
+export async function pendingEventsByTopic(db: Executor): Promise<Array<{ topic: OutboxTopic; pending: number; oldestAgeSeconds: number }>> {
+  const { rows } = await sql<{ topic: OutboxTopic; pending: number; oldest_age_seconds: number }>`
+    SELECT t.topic, count(o.id)::int AS pending,
+      coalesce(extract(epoch FROM now() - min(o.created_at)), 0)::float8 AS oldest_age_seconds
+    FROM unnest(${sql.val(OUTBOX_TOPICS)}::text[]) AS t(topic)
+    LEFT JOIN outbox AS o ON o.topic = t.topic AND o.processed_at IS NULL
+    GROUP BY t.topic ORDER BY t.topic
+  `.execute(db);
+  return rows.map((row) => ({ topic: row.topic, pending: row.pending, oldestAgeSeconds: row.oldest_age_seconds }));
 }

@@ -1,7 +1,9 @@
 import type { OutageLog } from '../db/availability.js';
-import { deliverClaimed, type DeliveryDeps } from '../deliveries/deliver.js';
-import { claimDueDeliveries } from '../deliveries/repository.js';
+import { deliverClaimed } from '../deliveries/deliver.js';
+import { claimDueDeliveries, type AttemptOutcome } from '../deliveries/repository.js';
 import { AttemptRecorder } from './attempt-recorder.js';
+import { countRecordedAttempt } from './delivery-counts.js';
+import type { WorkerDeps } from './worker-deps.js';
 
 /** Deliveries in flight at once per worker process. */
 const DELIVERY_CONCURRENCY = 64;
@@ -14,7 +16,7 @@ export class DeliveryJob {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly recorder: AttemptRecorder;
 
-  constructor(private readonly deps: DeliveryDeps, private readonly workerId: string, private readonly leaseMs: number, private readonly outage?: OutageLog) {
+  constructor(private readonly deps: WorkerDeps, private readonly workerId: string, private readonly leaseMs: number, private readonly outage?: OutageLog) {
     this.recorder = new AttemptRecorder(deps.db, workerId);
   }
 
@@ -31,7 +33,13 @@ export class DeliveryJob {
   async claimAndStart(): Promise<number> {
     const rows = await claimDueDeliveries(this.deps.db, this.workerId, DELIVERY_CONCURRENCY - this.inFlight.size, this.leaseMs);
     for (const row of rows) {
-      const running: Promise<unknown> = deliverClaimed(this.deps, (outcome) => this.recorder.record(outcome), row, this.outage)
+      const record = async (outcome: AttemptOutcome) => {
+        const recorded = await this.recorder.record(outcome);
+        // Only the worker that still held the claim counts the attempt: a lost claim's is another worker's to count.
+        if (recorded) countRecordedAttempt(this.deps.metrics.worker, row.sender, outcome);
+        return recorded;
+      };
+      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, this.outage)
         .finally(() => this.inFlight.delete(running));
       this.inFlight.add(running);
     }

@@ -6,8 +6,10 @@ import { insertDeliveries } from '../deliveries/repository.js';
 import { loadLeads } from '../leads/read-service.js';
 import { markLeadsAnalyzed } from '../leads/write-repository.js';
 import { lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
+import type { WorkerMetrics } from '../metrics/metrics.js';
 import { findActiveWorkflows } from '../workflows/repository.js';
 import { composeAutoPushes } from './auto-push.js';
+import { countFailedAtOnce } from './delivery-counts.js';
 
 function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
   if (workflow.workspace_id !== event.workspace_id) return false;
@@ -23,10 +25,10 @@ function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
  * Claiming the events, writing the deliveries and marking the events processed happen in
  * one transaction, so an event is fanned out exactly once even with many workers.
  */
-export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAttempts: number }): Promise<number> {
-  return db.transaction().execute(async (trx) => {
+export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAttempts: number; metrics: WorkerMetrics }): Promise<number> {
+  const fannedOut = await db.transaction().execute(async (trx) => {
     const events = await lockDueLeadEvents(trx, options.limit);
-    if (events.length === 0) return 0;
+    if (events.length === 0) return { events: 0, deliveries: [] };
 
     const workflows = await findActiveWorkflows(trx, events.map((event) => event.workspace_id));
     const runs = events.flatMap((event) => workflows.filter((workflow) => firesFor(workflow, event)).map((workflow) => ({ event, workflow })));
@@ -61,6 +63,8 @@ export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAtte
     deliveries.push(...await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads));
     await insertDeliveries(trx, deliveries);
     await markProcessed(trx, events.map((event) => event.id));
-    return events.length;
+    return { events: events.length, deliveries };
   });
+  countFailedAtOnce(options.metrics, fannedOut.deliveries);
+  return fannedOut.events;
 }

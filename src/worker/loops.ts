@@ -1,11 +1,13 @@
 import { isUnavailable, OutageLog } from '../db/availability.js';
-import { leaseMs, newWorkerId, type DeliveryDeps } from '../deliveries/deliver.js';
+import { leaseMs, newWorkerId } from '../deliveries/deliver.js';
 import { releaseDeliveryClaims } from '../deliveries/repository.js';
 import { releaseClaims as releaseEventClaims } from '../outbox/repository.js';
+import { readBacklog } from './backlog.js';
 import { DeliveryJob } from './delivery-job.js';
 import { fanOutLeadEvents } from './fan-out.js';
 import { housekeeping } from './housekeeping.js';
 import { runWebsiteAnalyses } from './website-analysis.js';
+import type { WorkerDeps } from './worker-deps.js';
 
 // When the worker's jobs run. Each job is its own module; this one only schedules them.
 
@@ -19,12 +21,13 @@ const ANALYSIS_CONCURRENCY = 4;
 const HOUSEKEEPING_EVERY_MS = 10 * 60 * 1000;
 
 /** The jobs of one worker id, as the schedules below call them. */
-function jobsOf(deps: DeliveryDeps, workerId: string, outage?: OutageLog) {
+function jobsOf(deps: WorkerDeps, workerId: string, outage?: OutageLog) {
   const lease = leaseMs(deps.config);
+  const metrics = deps.metrics.worker;
   return {
     deliveries: new DeliveryJob(deps, workerId, lease, outage),
-    fanOut: () => fanOutLeadEvents(deps.db, { limit: FAN_OUT_BATCH, maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS }),
-    analyses: () => runWebsiteAnalyses(deps.db, deps.config, workerId, { limit: ANALYSIS_CONCURRENCY, leaseMs: lease }),
+    fanOut: () => fanOutLeadEvents(deps.db, { limit: FAN_OUT_BATCH, maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS, metrics }),
+    analyses: () => runWebsiteAnalyses(deps.db, deps.config, workerId, { limit: ANALYSIS_CONCURRENCY, leaseMs: lease, metrics }),
     releaseClaims: () => Promise.all([releaseDeliveryClaims(deps.db, workerId), releaseEventClaims(deps.db, workerId)]),
   };
 }
@@ -33,7 +36,7 @@ function jobsOf(deps: DeliveryDeps, workerId: string, outage?: OutageLog) {
  * Drains everything due now (events, analyses, deliveries, including retries that are due)
  * until nothing is left: for tests and one-off runs.
  */
-export async function processAll(deps: DeliveryDeps): Promise<void> {
+export async function processAll(deps: WorkerDeps): Promise<void> {
   const jobs = jobsOf(deps, newWorkerId());
   for (;;) {
     let progress = 0;
@@ -78,11 +81,17 @@ class Naps {
  * housekeeping now and then, website analyses, deliveries), each polling every
  * OUTBOX_POLL_MS when idle and going again at once while there is work. While the database
  * is unreachable the loops keep polling at that pace, the outage is logged once, and the
- * first step that succeeds afterwards logs that the worker resumed.
+ * first step that succeeds afterwards logs that the worker resumed. The process's metrics
+ * report the backlog (outbox, due deliveries) read through the worker's pool.
  */
-export function startWorker(deps: DeliveryDeps): RunningWorker {
+export function startWorker(deps: WorkerDeps): RunningWorker {
   const workerId = newWorkerId();
   const log = deps.logger.child({ worker: workerId });
+  // An outage is logged by the pool; anything else leaving the backlog gauges out is a fault to see.
+  deps.metrics.watchBacklog(() => readBacklog(deps.db).catch((error: unknown) => {
+    if (!isUnavailable(error)) log.warn({ err: error }, 'could not read the backlog for the metrics; its gauges are left out of this scrape');
+    throw error;
+  }));
   const outage = new OutageLog(log, {
     down: 'worker paused: the database is unreachable; retrying every poll interval (logged once per outage)',
     up: 'worker resumed: the database is reachable again',

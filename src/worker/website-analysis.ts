@@ -5,8 +5,10 @@ import type { Db } from '../db/connect.js';
 import { sendRequest } from '../deliveries/http-sender.js';
 import { insertDeliveries } from '../deliveries/repository.js';
 import { markCompanyLeadsAnalyzed } from '../leads/write-repository.js';
+import type { WorkerMetrics } from '../metrics/metrics.js';
 import { claimAnalyses, finishClaimed, retryClaimedLater, type StoredEvent } from '../outbox/repository.js';
 import { composeAutoPushes } from './auto-push.js';
+import { countFailedAtOnce } from './delivery-counts.js';
 
 const PAGE_LIMIT = 512 * 1024;
 const MAX_REDIRECTS = 3;
@@ -87,19 +89,27 @@ type AnalysisEvent = StoredEvent<'company.analyze'>;
  * Finishes one analysis: stores what the site said, sets analyzed or failed, and makes the
  * company's leads analyzed, which auto-pushes them. Only while this worker holds the claim.
  */
-async function finishAnalysis(db: Db, workerId: string, event: AnalysisEvent, outcome: FetchOutcome, maxAttempts: number): Promise<void> {
-  await db.transaction().execute(async (trx) => {
-    if (!(await finishClaimed(trx, event.id, workerId, outcome.ok ? null : outcome.reason))) return;
+async function finishAnalysis(db: Db, workerId: string, event: AnalysisEvent, outcome: FetchOutcome, options: { maxAttempts: number; metrics: WorkerMetrics }): Promise<void> {
+  const finished = await db.transaction().execute(async (trx) => {
+    if (!(await finishClaimed(trx, event.id, workerId, outcome.ok ? null : outcome.reason))) return null;
     const metadata = outcome.ok ? outcome.metadata : { title: null, description: null };
     const companyId = event.payload.company_id;
-    if (!(await finishCompanyAnalysis(trx, event.workspace_id, companyId, outcome.ok ? 'analyzed' : 'failed', metadata))) return;
+    if (!(await finishCompanyAnalysis(trx, event.workspace_id, companyId, outcome.ok ? 'analyzed' : 'failed', metadata))) return null;
     const analyzed = await markCompanyLeadsAnalyzed(trx, companyId);
-    await insertDeliveries(trx, await composeAutoPushes(trx, analyzed, () => event.id, maxAttempts));
+    const autoPushes = await composeAutoPushes(trx, analyzed, () => event.id, options.maxAttempts);
+    await insertDeliveries(trx, autoPushes);
+    return autoPushes;
   });
+  if (!finished) return;
+  options.metrics.analysisFinished(outcome.ok ? 'analyzed' : 'failed');
+  countFailedAtOnce(options.metrics, finished);
 }
 
 /** Claims queued website analyses, runs them concurrently, records each. Returns how many ran. */
-export async function runWebsiteAnalyses(db: Db, config: Config, workerId: string, options: { limit: number; leaseMs: number }): Promise<number> {
+export async function runWebsiteAnalyses(
+  db: Db, config: Config, workerId: string, options: { limit: number; leaseMs: number; metrics: WorkerMetrics },
+): Promise<number> {
+  const finishing = { maxAttempts: config.WEBHOOK_MAX_ATTEMPTS, metrics: options.metrics };
   const events = await claimAnalyses(db, workerId, options.limit, options.leaseMs);
   await Promise.all(events.map(async (event) => {
     try {
@@ -108,13 +118,13 @@ export async function runWebsiteAnalyses(db: Db, config: Config, workerId: strin
       const outcome: FetchOutcome = !company || company.status !== 'pending' || !website
         ? { ok: false, reason: 'nothing to analyze' }
         : await analyzeWebsite(website, config);
-      await finishAnalysis(db, workerId, event, outcome, config.WEBHOOK_MAX_ATTEMPTS);
+      await finishAnalysis(db, workerId, event, outcome, finishing);
     } catch (error) {
       // Unexpected (database) trouble: try again later, and give the company up as failed
       // rather than leave it pending forever.
       const reason = error instanceof Error ? error.message : String(error);
       if (event.attempts >= MAX_ANALYSIS_TRIES) {
-        await finishAnalysis(db, workerId, event, { ok: false, reason }, config.WEBHOOK_MAX_ATTEMPTS).catch(() => {});
+        await finishAnalysis(db, workerId, event, { ok: false, reason }, finishing).catch(() => {});
       } else {
         await retryClaimedLater(db, event.id, workerId, reason, 2 ** event.attempts * 5).catch(() => {});
       }

@@ -52,6 +52,14 @@ describe('docker-compose.yml', () => {
     expect(services.api!.environment?.WORKER).toBe('off');
   });
 
+  it('lets Prometheus scrape every API and worker replica on the compose network, never through a host port', () => {
+    for (const name of ['api', 'worker']) {
+      const service = services[name]!;
+      expect({ name, port: service.environment?.METRICS_PORT, host: service.environment?.HOST }).toEqual({ name, port: '9464', host: '0.0.0.0' });
+      expect(service.expose).toContain('9464');
+    }
+  });
+
   it('refers only to services, volumes and files that exist', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const dependency of Object.keys(service.depends_on ?? {})) expect({ name, dependency, exists: dependency in services }).toEqual({ name, dependency, exists: true });

@@ -2,11 +2,13 @@ import type { AppContext } from '../../context.js';
 import { createLead } from '../../leads/intake-service.js';
 import { authOf } from '../middleware/auth.js';
 import type { OperationHandler } from '../operations.js';
+import { countLeadWrite } from './intake-counts.js';
 import { idempotencyOf, sendWriteResult } from './write-result.js';
 
 export function createLeadHandler(ctx: AppContext): OperationHandler<'createLead'> {
   return async (req, res) => {
     const { workspaceId, apiKeyId } = authOf(req);
-    sendWriteResult(res, await createLead(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req)));
+    const write = () => createLead(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req));
+    sendWriteResult(res, await countLeadWrite(ctx.metrics.intake, req.body.dry_run ?? false, write));
   };
 }

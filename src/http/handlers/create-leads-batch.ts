@@ -2,11 +2,14 @@ import type { AppContext } from '../../context.js';
 import { createLeadsBatch } from '../../leads/intake-service.js';
 import { authOf } from '../middleware/auth.js';
 import type { OperationHandler } from '../operations.js';
+import { countBatchWrite } from './intake-counts.js';
 import { idempotencyOf, sendWriteResult } from './write-result.js';
 
 export function createLeadsBatchHandler(ctx: AppContext): OperationHandler<'createLeadsBatch'> {
   return async (req, res) => {
     const { workspaceId, apiKeyId } = authOf(req);
-    sendWriteResult(res, await createLeadsBatch(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req), req.log));
+    const result = await createLeadsBatch(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req), req.log);
+    countBatchWrite(ctx.metrics.intake, result);
+    sendWriteResult(res, result);
   };
 }

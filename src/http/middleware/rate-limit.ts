@@ -5,7 +5,7 @@ import { authOf } from './auth.js';
 const WINDOW_MS = 60_000;
 
 // Per API key, never per address: runs after authentication and keys on the key's public prefix.
-export function perKeyRateLimit(store: Store, limitPerMinute: number): RateLimitRequestHandler {
+export function perKeyRateLimit(store: Store, limitPerMinute: number, onLimited: () => void): RateLimitRequestHandler {
   return rateLimit({
     windowMs: WINDOW_MS,
     limit: limitPerMinute,
@@ -17,6 +17,7 @@ export function perKeyRateLimit(store: Store, limitPerMinute: number): RateLimit
     passOnStoreError: true,
     validate: { keyGeneratorIpFallback: false },
     handler: (_req, res, _next, options) => {
+      onLimited();
       res.status(options.statusCode).json({
         error: 'rate_limited',
         message: `Too many requests: this API key may make ${limitPerMinute} requests per minute. Retry after the number of seconds in the Retry-After header.`,
