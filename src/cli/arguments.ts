@@ -15,9 +15,8 @@ export function positiveId(value: string, flag: string): number {
   return Number(value);
 }
 
-/** An integer flag within bounds, or its default when not given. */
-export function boundedInteger(value: string | undefined, flag: string, bounds: { min: number; max: number; default: number }): number {
-  if (value === undefined) return bounds.default;
+/** An integer flag within bounds. */
+export function boundedInteger(value: string, flag: string, bounds: { min: number; max: number }): number {
   if (!/^\d+$/.test(value) || Number(value) < bounds.min || Number(value) > bounds.max) {
     throw invalid(`${flag} must be an integer from ${bounds.min} to ${bounds.max}, got "${value}".`);
   }

@@ -137,10 +137,14 @@ export interface DeliveryFilter {
   branch?: DeliveryBranch;
   /** Created at or after this instant. */
   since?: string;
-  limit: number;
+  /** Only the newest this many (still listed oldest first). */
+  limit?: number;
 }
 
-/** A workspace's deliveries, newest first (by id, which grows with creation): stable across calls and pages. */
+/**
+ * A workspace's deliveries, oldest first (by id, which grows with creation): the order the
+ * command always had, stable across calls; a limit keeps the newest ones.
+ */
 export async function listDeliveries(db: Executor, workspaceId: number, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
   let query = db.selectFrom('deliveries')
     .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'series', 'attempts', 'branch',
@@ -149,7 +153,9 @@ export async function listDeliveries(db: Executor, workspaceId: number, filter: 
   if (filter.leadId !== undefined) query = query.where('lead_id', '=', filter.leadId);
   if (filter.branch !== undefined) query = query.where('branch', '=', filter.branch);
   if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
-  const rows = await query.orderBy('id', 'desc').limit(filter.limit).execute();
+  const rows = filter.limit === undefined
+    ? await query.orderBy('id').execute()
+    : (await query.orderBy('id', 'desc').limit(filter.limit).execute()).reverse();
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
 }
 

@@ -113,7 +113,7 @@ describe('retries', () => {
     const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/crm`]);
     const pushed = await cli(t, ['connector', 'push', '--id', String(connector.id), '--lead', String(leadId)]);
     expect(pushed).toMatchObject({ delivered: false, status: 200, error: expect.stringMatching(/success: false/) });
-    expect((await deliveries(t, tenant.workspaceId, leadId))[0]).toMatchObject({ sender: 'connector_push', branch: 'Failed', attempts: 1 });
+    expect((await deliveries(t, tenant.workspaceId, leadId)).at(-1)).toMatchObject({ sender: 'connector_push', branch: 'Failed', attempts: 1 });
   });
 
   it('only the connector push stores the receiver record id on the lead', async () => {
@@ -209,8 +209,7 @@ describe('network rules', () => {
     }
     const failedLead = await newLead(misconfigured);
     await drain(t);
-    // Newest first: in the order the workflows were created once reversed.
-    const listed = (await deliveries(t, misconfigured.workspaceId, failedLead)).reverse();
+    const listed = await deliveries(t, misconfigured.workspaceId, failedLead);
     expect(listed).toHaveLength(configurations.length);
     expect(listed.map((delivery) => [delivery.branch, delivery.status_code])).toEqual(configurations.map(() => ['Failed', null]));
     expect(listed.map((delivery) => delivery.error)).toEqual([

@@ -30,13 +30,13 @@ const workflowTo = (tenant: Tenant, url: string, headers: Array<{ key: string; v
   workspaceId: tenant.workspaceId, trigger: 'lead_created', block: { endpoint: 'url', url, method: 'POST', format: 'json', headers, fields: [] },
 });
 
-/** The workspace's deliveries, newest first, read without the CLI. */
-const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, { limit: 1000 });
+/** The workspace's deliveries, oldest first, read without the CLI. */
+const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, {});
 
 /** Drains, retries included as they fall due, until the workspace's newest delivery is on `branch`. */
 const drainUntil = (tenant: Tenant, branch: DeliveryListItem['branch']) => eventually(async () => {
   await drain(t);
-  return (await listed(tenant))[0]?.branch === branch;
+  return (await listed(tenant)).at(-1)?.branch === branch;
 }, 10000, 50);
 
 describe('deliveries show and replay', () => {
@@ -121,13 +121,14 @@ describe('deliveries list filters', () => {
   });
   const list = (...args: string[]) => cli<DeliveryListItem[]>(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), ...args]);
 
-  it('--branch, --since and --limit, newest first', async () => {
+  it('oldest first; --branch, --since, and --limit keeping the newest', async () => {
     expect(ids).toHaveLength(3);
-    expect(ids).toEqual([...ids].sort((a, b) => b - a));
-    expect((await list('--branch', 'Failed')).map((delivery) => [delivery.id, delivery.status_code])).toEqual([[ids[2], 400]]);
-    expect((await list('--limit', '2')).map((delivery) => delivery.id)).toEqual(ids.slice(0, 2));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect((await list()).map((delivery) => delivery.id)).toEqual(ids);
+    expect((await list('--branch', 'Failed')).map((delivery) => [delivery.id, delivery.status_code])).toEqual([[ids[0], 400]]);
+    expect((await list('--limit', '2')).map((delivery) => delivery.id)).toEqual(ids.slice(1));
     const second = (await listed(tenant))[1]!;
-    expect((await list('--since', second.created_at, '--branch', 'Delivered')).map((delivery) => delivery.id)).toEqual(ids.slice(0, 2));
+    expect((await list('--since', second.created_at, '--branch', 'Delivered')).map((delivery) => delivery.id)).toEqual(ids.slice(1));
   });
 
   it('refuses a bad --since, --limit or --branch with a JSON error', async () => {

@@ -35,7 +35,7 @@ export const drain = (t: TestApp) => processAll(t.ctx);
 export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) =>
   cli<DeliveryListItem[]>(t, ['deliveries', 'list', '--workspace', String(workspaceId), ...(leadId ? ['--lead', String(leadId)] : [])]);
 
-/** Drains, retries included as they fall due, until the workspace's (or the lead's) newest delivery is on `branch`. */
+/** Drains, retries included as they fall due, until the workspace's (or the lead's) first delivery is on `branch`. */
 export const drainUntilBranch = (t: TestApp, workspaceId: number, branch: DeliveryListItem['branch'], leadId?: number) =>
   eventually(async () => {
     await drain(t);

@@ -13,19 +13,19 @@ interface ListOptions {
   limit?: string;
 }
 
-const LIMIT = { min: 1, max: 1000, default: 100 };
+const LIMIT = { min: 1, max: 1000 };
 
 export function registerDeliveryCommands(program: Command): void {
   const deliveries = program.command('deliveries').description('Webhook deliveries and their attempts');
-  deliveries.command('list').description('newest first (by id)').requiredOption('--workspace <id>').option('--lead <id>')
+  deliveries.command('list').description('oldest first (by id); --limit keeps the newest').requiredOption('--workspace <id>').option('--lead <id>')
     .option('--branch <branch>', 'pending, Delivered or Failed').option('--since <iso>', 'created at or after')
-    .option('--limit <n>', `at most this many, ${LIMIT.min} to ${LIMIT.max} (default ${LIMIT.default})`)
+    .option('--limit <n>', `only the newest this many, ${LIMIT.min} to ${LIMIT.max} (default: all)`)
     .action((options: ListOptions) => runCommand(async ({ db }) => {
       const filter = {
         leadId: options.lead === undefined ? undefined : positiveId(options.lead, '--lead'),
         branch: options.branch === undefined ? undefined : parseBranch(options.branch),
         since: options.since === undefined ? undefined : parseTimestamp(options.since, '--since'),
-        limit: boundedInteger(options.limit, '--limit', LIMIT),
+        limit: options.limit === undefined ? undefined : boundedInteger(options.limit, '--limit', LIMIT),
       };
       const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
       return listDeliveries(db, workspace.id, filter);
