@@ -1,4 +1,5 @@
 import type { NewDelivery } from '../db/schema.js';
+import { loadCredentials } from './credentials.js';
 import { deliverClaimed, leaseMs, newWorkerId, type DeliveryDeps } from './deliver.js';
 import { claimDueDeliveries, insertDeliveries, recordAttempts, type AttemptOutcome } from './repository.js';
 
@@ -26,7 +27,8 @@ export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery): Promis
   const [row] = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
   const record = async (outcome: AttemptOutcome) => (await recordAttempts(deps.db, workerId, [outcome])).length > 0;
-  const outcome = await deliverClaimed(deps, record, row);
+  const credentials = await loadCredentials(deps.db, [row]);
+  const outcome = await deliverClaimed(deps, record, row, credentials.get(row.id));
   if (!outcome) return { ...failed, error: 'the attempt could not be recorded', branch: 'pending' };
   return {
     delivery_id: id!,

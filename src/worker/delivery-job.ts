@@ -1,4 +1,5 @@
 import type { OutageLog } from '../db/availability.js';
+import { loadCredentials } from '../deliveries/credentials.js';
 import { deliverClaimed, type DeliveryDeps } from '../deliveries/deliver.js';
 import { claimDueDeliveries } from '../deliveries/repository.js';
 import { AttemptRecorder } from './attempt-recorder.js';
@@ -30,8 +31,10 @@ export class DeliveryJob {
   /** Claims what fits in the window and starts delivering it; returns how many it claimed. */
   async claimAndStart(): Promise<number> {
     const rows = await claimDueDeliveries(this.deps.db, this.workerId, DELIVERY_CONCURRENCY - this.inFlight.size, this.leaseMs);
+    // Should this fail (the database went away), the claims expire with their lease.
+    const credentials = await loadCredentials(this.deps.db, rows);
     for (const row of rows) {
-      const running: Promise<unknown> = deliverClaimed(this.deps, (outcome) => this.recorder.record(outcome), row, this.outage)
+      const running: Promise<unknown> = deliverClaimed(this.deps, (outcome) => this.recorder.record(outcome), row, credentials.get(row.id), this.outage)
         .finally(() => this.inFlight.delete(running));
       this.inFlight.add(running);
     }
