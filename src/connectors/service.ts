@@ -7,7 +7,7 @@ import { droppedHeaderReason } from '../deliveries/headers.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
 import { loadLeads } from '../leads/read-service.js';
 import { Refused } from '../refused.js';
-import { findConnectors, insertConnector, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
+import { findConnectors, insertConnector, replaceSigningSecret, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
 
 // Webhook connectors as an operator manages them (the admin CLI): created with their own
 // signing secret, shown with credentials masked, tested and pushed to at once.
@@ -59,6 +59,17 @@ export async function deleteConnector(db: Executor, id: number) {
   const deleted = await softDeleteConnector(db, id);
   if (!deleted) throw new Refused('not_found', `Connector ${id} does not exist.`);
   return { id: deleted.id, deleted: true };
+}
+
+/**
+ * A new signing secret. For `overlapHours` the previous one signs too (both signatures in
+ * webhook-signature), so receivers can switch to the new secret without rejecting anything.
+ */
+export async function rotateSigningSecret(db: Executor, id: number, overlapHours: number, now = new Date()) {
+  const overlapEnds = new Date(now.getTime() + overlapHours * 60 * 60 * 1000);
+  const rotated = await replaceSigningSecret(db, id, newSigningSecret(), overlapEnds);
+  if (!rotated) throw new Refused('not_found', `Connector ${id} does not exist.`);
+  return { id: rotated.id, signing_secret: rotated.signing_secret, previous_secret_signs_until: overlapEnds.toISOString() };
 }
 
 async function requireUsableConnector(db: Executor, id: number): Promise<ConnectorRow> {
