@@ -113,14 +113,18 @@ export function keyring(): Keyring {
   return active;
 }
 
-/** Resolves the keyring at start-up and says in the log where the key came from. */
-export function useSecretsKey(settings: KeySettings, logger: Logger): Keyring {
+/**
+ * Resolves the keyring at start-up and says in the log where the key came from: a warning
+ * when it is the key file. `keyFileReadLevel` lets the CLI, whose stderr stays quiet on
+ * success, say it at info level when the file already existed (a new file is always a warning).
+ */
+export function useSecretsKey(settings: KeySettings, logger: Logger, keyFileReadLevel: 'warn' | 'info' = 'warn'): Keyring {
   active = resolveKeyring(settings);
   const { id } = active.current;
   if (active.source === 'SECRETS_KEY') {
     logger.info({ keyId: id, previousKeys: active.byId.size - 1 }, 'secrets at rest encrypted with SECRETS_KEY');
   } else {
-    logger.warn({ keyId: id, keyFile: DEFAULT_KEY_FILE },
+    logger[active.source === 'created key file' ? 'warn' : keyFileReadLevel]({ keyId: id, keyFile: DEFAULT_KEY_FILE },
       `SECRETS_KEY is not set: secrets at rest are encrypted with the key in ${DEFAULT_KEY_FILE} (${active.source === 'created key file' ? 'created now' : 'read'}); every process of this checkout uses it, processes on other machines need one shared SECRETS_KEY`);
   }
   return active;
