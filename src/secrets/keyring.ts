@@ -56,7 +56,8 @@ function parseKey(text: string, origin: string): SecretKey {
  */
 function keyFromFile(file: string): { key: SecretKey; created: boolean } {
   if (fs.existsSync(file)) return { key: parseKey(fs.readFileSync(file, 'utf8'), file), created: false };
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  // The directory keeps its usual mode: the embedded PostgreSQL has its place in it too; the file is private.
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   const temporary = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   fs.writeFileSync(temporary, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
   try {
