@@ -1,9 +1,11 @@
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
 import { openWith, resolveKeyring, sealWith, secretKeyId } from '../../src/secrets/keyring.js';
 
 const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'secrets-key-'));
@@ -25,6 +27,21 @@ describe('the key file, without SECRETS_KEY', () => {
     // No temporary file is left beside it.
     expect(fs.readdirSync(path.dirname(file))).toEqual(['secrets.key']);
   });
+
+  it('is the same key for processes that start at once', async () => {
+    const file = path.join(directory, 'race', 'secrets.key');
+    // Each process loads the module, then waits for the same moment before it looks for the file.
+    const startAt = Date.now() + 3000;
+    const script = `const { resolveKeyring } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'src', 'secrets', 'keyring.ts'))});`
+      + `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, ${startAt} - Date.now()));`
+      + `process.stdout.write(resolveKeyring({}, ${JSON.stringify(file)}).current.id);`;
+    const run = () => new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: PROJECT_ROOT }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    });
+    const ids = await Promise.all(Array.from({ length: 4 }, run));
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toBe(resolveKeyring({}, file).current.id);
+  }, 60_000);
 
   it('is not used when SECRETS_KEY is set', () => {
     const file = path.join(directory, 'unused', 'secrets.key');
