@@ -4,8 +4,10 @@ import { isUnavailable } from '../db/availability.js';
 import { EmbeddedDatabaseError } from '../db/embedded/start.js';
 import { describeStartupFailure } from '../lifecycle.js';
 import { Refused } from '../refused.js';
+import { SecretKeyError } from '../secrets/keyring.js';
 import { registerConnectorCommands } from './commands/connectors.js';
 import { registerCoreCommands } from './commands/core.js';
+import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
 
 function fail(code: string, message: string): never {
@@ -22,6 +24,7 @@ function buildProgram(): Command {
   registerCoreCommands(program);
   registerConnectorCommands(program);
   registerWorkflowCommands(program);
+  registerSecretsCommands(program);
   return program;
 }
 
@@ -34,7 +37,7 @@ async function main(): Promise<void> {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') process.exit(0);
       fail('invalid_arguments', error.message.replace(/^error: /, ''));
     }
-    if (error instanceof ConfigError) fail('invalid_configuration', error.message);
+    if (error instanceof ConfigError || error instanceof SecretKeyError) fail('invalid_configuration', error.message);
     if (error instanceof EmbeddedDatabaseError || isUnavailable(error)) fail('database_unavailable', describeStartupFailure(error));
     const code = (error as { code?: string }).code;
     if (code === '23505') fail('conflict', 'A record with these values already exists.');

@@ -65,6 +65,19 @@ export async function setAutoPush(db: Executor, id: number, autoPush: boolean): 
   return row && openConnector(row);
 }
 
+/** Seals every connector's secrets again with the current key (after a key change); returns how many. */
+export async function resealConnectors(db: Executor): Promise<number> {
+  const rows = await db.selectFrom('connectors').selectAll().orderBy('id').execute();
+  for (const row of rows.map(openConnector)) {
+    await db.updateTable('connectors').set({
+      auth: JSON.stringify(mapAuthSecret(row.auth, sealSecret)),
+      signing_secret: sealSecret(row.signing_secret),
+      previous_signing_secret: row.previous_signing_secret === null ? null : sealSecret(row.previous_signing_secret),
+    }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
+}
+
 /** A new signing secret; the one it replaces keeps signing until `overlapEnds`. */
 export async function replaceSigningSecret(db: Executor, id: number, secret: string, overlapEnds: Date): Promise<ConnectorRow | undefined> {
   const row = await db.updateTable('connectors')

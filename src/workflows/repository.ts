@@ -20,6 +20,15 @@ export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promi
 /** The stored row with its signing secret opened (the table holds it sealed). */
 export const openWorkflow = (row: WorkflowRow): WorkflowRow => ({ ...row, signing_secret: openSecret(row.signing_secret) });
 
+/** Seals every workflow's signing secret again with the current key (after a key change); returns how many. */
+export async function resealWorkflows(db: Executor): Promise<number> {
+  const rows = await db.selectFrom('workflows').select(['id', 'signing_secret']).orderBy('id').execute();
+  for (const row of rows) {
+    await db.updateTable('workflows').set({ signing_secret: sealSecret(openSecret(row.signing_secret)) }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
+}
+
 export async function findWorkflows(db: Executor, ids: readonly number[]): Promise<Map<number, WorkflowRow>> {
   if (ids.length === 0) return new Map();
   const rows = await db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]).execute();

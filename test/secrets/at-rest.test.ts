@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
+import { DEFAULT_KEY_FILE, secretKeyId } from '../../src/secrets/keyring.js';
 import type { TestApp } from '../support/app.js';
+import { runCli } from '../support/cli.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed } from '../support/outbound.js';
+import { cli, cliRefused, drain, LOCAL_DELIVERY_ENV, outboundTestBed } from '../support/outbound.js';
 import type { ReceivedRequest, Receiver } from '../support/receiver.js';
 
 // Connector credentials and signing secrets exist in clear only in memory: the tables hold
@@ -119,5 +123,29 @@ describe('connector rotate-secret', () => {
     expect(await cliRefused(t, ['connector', 'rotate-secret', '--id', String(connector.id), '--overlap-hours', '-1'])).toMatchObject({ error: 'invalid_argument' });
     expect(await cliRefused(t, ['connector', 'rotate-secret', '--id', String(connector.id), '--overlap-hours', '721'])).toMatchObject({ error: 'invalid_argument' });
     expect(await cliRefused(t, ['connector', 'rotate-secret', '--id', '999999'])).toMatchObject({ error: 'not_found' });
+  });
+});
+
+// Last in this file: afterwards the stored secrets open only with the new key, not with the
+// checkout's key file this test process uses.
+describe('secrets reencrypt', () => {
+  it('seals every stored secret with the new SECRETS_KEY, after which the previous key is not needed', async () => {
+    const fileKey = fs.readFileSync(DEFAULT_KEY_FILE, 'utf8').trim();
+    const newKey = randomBytes(32).toString('base64');
+    const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/rekeyed`,
+      '--auth', 'bearer', '--token', 'tok_rekeyed']);
+
+    const result = await cli<{ key_id: string; connectors: number; workflows: number }>(t, ['secrets', 'reencrypt'], { SECRETS_KEY: newKey, SECRETS_KEY_PREVIOUS: fileKey });
+    const newId = secretKeyId(Buffer.from(newKey, 'base64'));
+    expect(result.key_id).toBe(newId);
+    expect(result.connectors).toBeGreaterThan(0);
+    const stored = await sql<{ signing_secret: string }>`SELECT signing_secret FROM connectors UNION ALL SELECT signing_secret FROM workflows`.execute(t.ctx.db);
+    expect(stored.rows.filter((row) => !row.signing_secret.startsWith(`v1:${newId}:`))).toEqual([]);
+
+    expect(await cli(t, ['connector', 'test', '--id', String(connector.id)], { SECRETS_KEY: newKey })).toMatchObject({ delivered: true });
+    expect(lastRequest().headers.authorization).toBe('Bearer tok_rekeyed');
+    const refused = await runCli(['connector', 'test', '--id', String(connector.id)], { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn', ...LOCAL_DELIVERY_ENV });
+    expect(refused.code).not.toBe(0);
+    expect(refused.error).toMatchObject({ error: 'invalid_configuration', message: expect.stringContaining(newId) });
   });
 });
