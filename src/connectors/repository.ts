@@ -85,10 +85,3 @@ export async function replaceSigningSecret(db: Executor, id: number, secret: str
     .where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
   return row && openConnector(row);
 }
-
-/** The secrets a connector signs with now: its own, and the previous one while the overlap lasts. */
-export function signingSecretsOf(connector: ConnectorRow, now = new Date()): string[] {
-  const overlapping = connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null
-    && new Date(connector.previous_secret_expires_at) > now;
-  return overlapping ? [connector.signing_secret, connector.previous_signing_secret!] : [connector.signing_secret];
-}

@@ -2,6 +2,7 @@ import type { Executor } from '../db/connect.js';
 import type { ConnectorRow, KeyValue } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { composeConnectorDelivery, connectorProblem } from '../deliveries/compose.js';
+import { connectorCredentials } from '../deliveries/credentials.js';
 import type { DeliveryDeps } from '../deliveries/deliver.js';
 import { droppedHeaderReason } from '../deliveries/headers.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
@@ -87,7 +88,7 @@ export async function testConnector(deps: DeliveryDeps, id: number) {
     { workspaceId: connector.workspace_id, trigger: 'test', maxAttempts: 1 },
     { connectorId: connector.id, connector, event: 'test', lead: null },
   );
-  const { delivered, status, reply, error, delivery_id } = await sendNow(deps, delivery);
+  const { delivered, status, reply, error, delivery_id } = await sendNow(deps, delivery, connectorCredentials(connector));
   return { delivered, status, reply, error, delivery_id };
 }
 
@@ -100,5 +101,5 @@ export async function pushLead(deps: DeliveryDeps, id: number, leadId: number): 
     { workspaceId: connector.workspace_id, trigger: 'push', maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS },
     { connectorId: connector.id, connector, event: 'lead', lead },
   );
-  return sendNow(deps, delivery);
+  return sendNow(deps, delivery, connectorCredentials(connector));
 }

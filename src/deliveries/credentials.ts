@@ -1,12 +1,10 @@
-import { findConnectors, signingSecretsOf } from '../connectors/repository.js';
-import type { Executor } from '../db/connect.js';
-import type { DeliveryRow, HeaderRow } from '../db/schema.js';
-import { findWorkflows } from '../workflows/repository.js';
+import type { ConnectorRow, HeaderRow } from '../db/schema.js';
 import { authHeaders } from './headers.js';
 
-// What a delivery row never holds: the connector's auth header and the signing secrets. They
-// are read (and opened) from the connector, or the Custom URL block's workflow, at send time,
-// so a rotated secret or changed credential applies to retries too.
+// What a delivery row never holds: the connector's auth header and the signing secrets. The
+// sender gets them from the connector, or the Custom URL block's workflow, at send time
+// (src/worker/credentials.ts, or the connector at hand for Send test and Push to CRM), so a
+// rotated secret or a changed credential applies to retries too.
 
 export interface Credentials {
   /** Added over the row's headers (auth wins over a constant header of the same name). */
@@ -15,16 +13,15 @@ export interface Credentials {
   signingSecrets: string[];
 }
 
-/** The credentials of each delivery by id; a delivery whose connector or workflow is gone has none. */
-export async function loadCredentials(db: Executor, rows: readonly DeliveryRow[], now = new Date()): Promise<Map<number, Credentials>> {
-  const connectors = await findConnectors(db, rows.flatMap((row) => (row.connector_id === null ? [] : [row.connector_id])));
-  const workflows = await findWorkflows(db, rows.flatMap((row) => (row.connector_id === null && row.workflow_id !== null ? [row.workflow_id] : [])));
-  const credentials = new Map<number, Credentials>();
-  for (const row of rows) {
-    const connector = row.connector_id === null ? undefined : connectors.get(row.connector_id);
-    const workflow = row.connector_id === null && row.workflow_id !== null ? workflows.get(row.workflow_id) : undefined;
-    if (connector) credentials.set(row.id, { headers: authHeaders(connector.auth), signingSecrets: signingSecretsOf(connector, now) });
-    else if (workflow) credentials.set(row.id, { headers: [], signingSecrets: [workflow.signing_secret] });
-  }
-  return credentials;
+/** A connector's auth header and the secrets it signs with now: its own, and the previous one while the overlap lasts. */
+export function connectorCredentials(connector: ConnectorRow, now = new Date()): Credentials {
+  const overlapping = connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null
+    && new Date(connector.previous_secret_expires_at) > now;
+  return {
+    headers: authHeaders(connector.auth),
+    signingSecrets: overlapping ? [connector.signing_secret, connector.previous_signing_secret!] : [connector.signing_secret],
+  };
 }
+
+/** A Custom URL block: no auth, the workflow's signing secret. */
+export const workflowCredentials = (signingSecret: string): Credentials => ({ headers: [], signingSecrets: [signingSecret] });

@@ -1,8 +1,8 @@
 import type { OutageLog } from '../db/availability.js';
-import { loadCredentials } from '../deliveries/credentials.js';
 import { deliverClaimed, type DeliveryDeps } from '../deliveries/deliver.js';
 import { claimDueDeliveries } from '../deliveries/repository.js';
 import { AttemptRecorder } from './attempt-recorder.js';
+import { loadCredentials } from './credentials.js';
 
 /** Deliveries in flight at once per worker process. */
 const DELIVERY_CONCURRENCY = 64;
