@@ -16,9 +16,9 @@ export interface SendNowResult {
 }
 
 /**
- * The buttons (Send test, Push to CRM): records the delivery and makes its first attempt,
- * with the credentials of the connector at hand,
- * at once, in this process. A retryable failure stays pending for the worker to retry.
+ * The buttons (Send test, Push to CRM): records the delivery and makes its first attempt
+ * at once, in this process, with the credentials of the connector at hand. A retryable
+ * failure stays pending for the worker to retry.
  */
 export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credentials: Credentials): Promise<SendNowResult> {
   const [id] = await insertDeliveries(deps.db, [delivery]);
