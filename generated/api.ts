@@ -179,8 +179,10 @@ export interface webhooks {
                  *     connector or workflow was created) without `whsec_`, base64-decoded.
                  *     The content is the raw body; for `GET` and `DELETE` it is the query
                  *     string as sent, without `?`. Standard Webhooks allows several
-                 *     space-separated signatures; this service sends one. Compare in
-                 *     constant time.
+                 *     space-separated signatures; this service sends one, or two (the
+                 *     new secret's, then the previous one's) while a connector's signing
+                 *     secret is being rotated: accept the message when any one matches.
+                 *     Compare in constant time.
                  * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -241,8 +243,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -292,8 +296,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -343,8 +349,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -415,8 +423,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -468,8 +478,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -517,8 +529,10 @@ export interface webhooks {
                  *     connector or workflow was created) without `whsec_`, base64-decoded.
                  *     The content is the raw body; for `GET` and `DELETE` it is the query
                  *     string as sent, without `?`. Standard Webhooks allows several
-                 *     space-separated signatures; this service sends one. Compare in
-                 *     constant time.
+                 *     space-separated signatures; this service sends one, or two (the
+                 *     new secret's, then the previous one's) while a connector's signing
+                 *     secret is being rotated: accept the message when any one matches.
+                 *     Compare in constant time.
                  * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -570,8 +584,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -621,8 +637,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -672,8 +690,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -735,8 +755,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -788,8 +810,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -837,8 +861,10 @@ export interface webhooks {
                  *     connector or workflow was created) without `whsec_`, base64-decoded.
                  *     The content is the raw body; for `GET` and `DELETE` it is the query
                  *     string as sent, without `?`. Standard Webhooks allows several
-                 *     space-separated signatures; this service sends one. Compare in
-                 *     constant time.
+                 *     space-separated signatures; this service sends one, or two (the
+                 *     new secret's, then the previous one's) while a connector's signing
+                 *     secret is being rotated: accept the message when any one matches.
+                 *     Compare in constant time.
                  * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -890,8 +916,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -941,8 +969,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -992,8 +1022,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1055,8 +1087,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1108,8 +1142,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1157,8 +1193,10 @@ export interface webhooks {
                  *     connector or workflow was created) without `whsec_`, base64-decoded.
                  *     The content is the raw body; for `GET` and `DELETE` it is the query
                  *     string as sent, without `?`. Standard Webhooks allows several
-                 *     space-separated signatures; this service sends one. Compare in
-                 *     constant time.
+                 *     space-separated signatures; this service sends one, or two (the
+                 *     new secret's, then the previous one's) while a connector's signing
+                 *     secret is being rotated: accept the message when any one matches.
+                 *     Compare in constant time.
                  * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                  */
                 "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1216,8 +1254,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1265,8 +1305,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1314,8 +1356,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1381,8 +1425,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -1432,8 +1478,10 @@ export interface webhooks {
                      *     connector or workflow was created) without `whsec_`, base64-decoded.
                      *     The content is the raw body; for `GET` and `DELETE` it is the query
                      *     string as sent, without `?`. Standard Webhooks allows several
-                     *     space-separated signatures; this service sends one. Compare in
-                     *     constant time.
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
                      * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
                      */
                     "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
@@ -2480,8 +2528,10 @@ export interface components {
          *     connector or workflow was created) without `whsec_`, base64-decoded.
          *     The content is the raw body; for `GET` and `DELETE` it is the query
          *     string as sent, without `?`. Standard Webhooks allows several
-         *     space-separated signatures; this service sends one. Compare in
-         *     constant time.
+         *     space-separated signatures; this service sends one, or two (the
+         *     new secret's, then the previous one's) while a connector's signing
+         *     secret is being rotated: accept the message when any one matches.
+         *     Compare in constant time.
          * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
          */
         WebhookSignatureHeader: string;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isSecretKeyText } from './secrets/keyring.js';
 
 /** A boolean as the environment and the CLI write it. */
 export const booleanFlag = z
@@ -30,6 +31,11 @@ const envSchema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(1500),
   PUBLIC_URL: z.string().url().refine((url) => /^https?:\/\//.test(url), 'must be an http(s) URL').optional(),
   DOCUMENTATION_URL: z.string().url().optional(),
+  // Unset: the checkout's key file .data/secrets.key, created on first start (src/secrets/keyring.ts).
+  SECRETS_KEY: z.string().refine(isSecretKeyText, 'must be 32 random bytes in base64, as `openssl rand -base64 32` prints them').optional(),
+  SECRETS_KEY_PREVIOUS: z.string().refine((list) => list.split(',').filter((key) => key.trim() !== '').every(isSecretKeyText),
+    'must be a comma-separated list of keys, each 32 random bytes in base64').optional(),
+  DELIVERY_RETENTION_DAYS: positiveInt.default(30),
 });
 
 /**

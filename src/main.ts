@@ -9,6 +9,7 @@ import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded/star
 import { migrateToLatest } from './db/migrate.js';
 import { createApp } from './http/app.js';
 import { describeStartupFailure, installLastResort } from './lifecycle.js';
+import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
 import { closeMetricsServer, serveMetrics } from './metrics/server.js';
 import type { RunningWorker } from './worker/loops.js';
@@ -79,6 +80,7 @@ async function main(): Promise<void> {
     process.exit(exitCode);
   };
   installLastResort(logger, shutdown);
+  useSecretsKey(config, logger);
   try {
     await start(config, logger, running);
   } catch (error) {

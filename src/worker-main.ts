@@ -4,6 +4,7 @@ import { createDb, createPool, type Db } from './db/connect.js';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded/start.js';
 import { migrateToLatest } from './db/migrate.js';
 import { describeStartupFailure, installLastResort } from './lifecycle.js';
+import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
 import { createMetrics } from './metrics/metrics.js';
 import { closeMetricsServer, serveMetrics } from './metrics/server.js';
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     process.exit(exitCode);
   };
   installLastResort(logger, shutdown);
+  useSecretsKey(config, logger);
   try {
     running.embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
     // The worker needs only the database: no Redis, no API key cache.

@@ -3,6 +3,7 @@ import { loadConfig, type Config } from '../config.js';
 import { createDb, createPool, type Db } from '../db/connect.js';
 import { startEmbeddedDatabase } from '../db/embedded/start.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { useSecretsKey } from '../secrets/keyring.js';
 import { createLogger } from '../logger.js';
 
 export interface CliContext {
@@ -17,6 +18,7 @@ async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): Promise
   const config = loadConfig();
   // Logs go to stderr: stdout carries exactly one JSON value.
   const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL, 2);
+  useSecretsKey(config, logger, 'info');
   const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
   const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, 2, { logger, name: 'cli' }));
   try {

@@ -4,9 +4,11 @@ import { isUnavailable } from '../db/availability.js';
 import { EmbeddedDatabaseError } from '../db/embedded/start.js';
 import { describeStartupFailure } from '../lifecycle.js';
 import { Refused } from '../refused.js';
+import { SecretKeyError } from '../secrets/keyring.js';
 import { registerConnectorCommands } from './commands/connectors.js';
 import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
+import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
 
 function fail(code: string, message: string): never {
@@ -24,6 +26,7 @@ function buildProgram(): Command {
   registerConnectorCommands(program);
   registerWorkflowCommands(program);
   registerDeliveryCommands(program);
+  registerSecretsCommands(program);
   return program;
 }
 
@@ -36,7 +39,7 @@ async function main(): Promise<void> {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') process.exit(0);
       fail('invalid_arguments', error.message.replace(/^error: /, ''));
     }
-    if (error instanceof ConfigError) fail('invalid_configuration', error.message);
+    if (error instanceof ConfigError || error instanceof SecretKeyError) fail('invalid_configuration', error.message);
     if (error instanceof EmbeddedDatabaseError || isUnavailable(error)) fail('database_unavailable', describeStartupFailure(error));
     const code = (error as { code?: string }).code;
     if (code === '23505') fail('conflict', 'A record with these values already exists.');

@@ -1,5 +1,10 @@
 import type { Executor } from '../db/connect.js';
 import type { ConnectorAuth, ConnectorRow, FieldMapping, KeyValue, WebhookMethod, BodyFormat } from '../db/schema.js';
+import { mapAuthSecret } from '../secrets/connector-auth.js';
+import { openSecret, sealSecret } from '../secrets/keyring.js';
+
+// Credentials and signing secrets are sealed on the way in and opened on the way out: the
+// table holds ciphertext only, callers see the connector as configured.
 
 export interface NewConnector {
   workspace_id: number;
@@ -14,21 +19,32 @@ export interface NewConnector {
   signing_secret: string;
 }
 
+/** The stored row with its secrets opened. */
+export function openConnector(row: ConnectorRow): ConnectorRow {
+  return {
+    ...row,
+    auth: mapAuthSecret(row.auth, openSecret),
+    signing_secret: openSecret(row.signing_secret),
+    previous_signing_secret: row.previous_signing_secret === null ? null : openSecret(row.previous_signing_secret),
+  };
+}
+
 export async function insertConnector(db: Executor, connector: NewConnector): Promise<ConnectorRow> {
-  return db.insertInto('connectors').values({
+  return openConnector(await db.insertInto('connectors').values({
     ...connector,
-    auth: JSON.stringify(connector.auth),
+    signing_secret: sealSecret(connector.signing_secret),
+    auth: JSON.stringify(mapAuthSecret(connector.auth, sealSecret)),
     mapping: JSON.stringify(connector.mapping),
     fields: JSON.stringify(connector.fields),
     headers: JSON.stringify(connector.headers),
-  }).returningAll().executeTakeFirstOrThrow();
+  }).returningAll().executeTakeFirstOrThrow());
 }
 
 /** Any connector by id, whatever its workspace or state: callers report why it is unusable. */
 export async function findConnectors(db: Executor, ids: readonly number[]): Promise<Map<number, ConnectorRow>> {
   if (ids.length === 0) return new Map();
   const rows = await db.selectFrom('connectors').selectAll().where('id', 'in', [...new Set(ids)]).execute();
-  return new Map(rows.map((row) => [row.id, row]));
+  return new Map(rows.map((row) => [row.id, openConnector(row)]));
 }
 
 /** A workspace's connectors that are not deleted, in creation order. */
@@ -40,7 +56,7 @@ export async function findAutoPushConnectors(db: Executor, workspaceIds: readonl
   if (workspaceIds.length === 0) return [];
   return db.selectFrom('connectors').selectAll()
     .where('workspace_id', 'in', [...new Set(workspaceIds)]).where('auto_push', '=', true).where('deleted_at', 'is', null)
-    .orderBy('id').execute();
+    .orderBy('id').execute().then((rows) => rows.map(openConnector));
 }
 
 export async function softDeleteConnector(db: Executor, id: number): Promise<{ id: number } | undefined> {
@@ -49,6 +65,28 @@ export async function softDeleteConnector(db: Executor, id: number): Promise<{ i
 }
 
 export async function setAutoPush(db: Executor, id: number, autoPush: boolean): Promise<ConnectorRow | undefined> {
-  return db.updateTable('connectors').set({ auto_push: autoPush })
+  const row = await db.updateTable('connectors').set({ auto_push: autoPush })
     .where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+  return row && openConnector(row);
+}
+
+/** Seals every connector's secrets again with the current key (after a key change); returns how many. */
+export async function resealConnectors(db: Executor): Promise<number> {
+  const rows = await db.selectFrom('connectors').selectAll().orderBy('id').execute();
+  for (const row of rows.map(openConnector)) {
+    await db.updateTable('connectors').set({
+      auth: JSON.stringify(mapAuthSecret(row.auth, sealSecret)),
+      signing_secret: sealSecret(row.signing_secret),
+      previous_signing_secret: row.previous_signing_secret === null ? null : sealSecret(row.previous_signing_secret),
+    }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
+}
+
+/** A new signing secret; the one it replaces keeps signing until `overlapEnds`. */
+export async function replaceSigningSecret(db: Executor, id: number, secret: string, overlapEnds: Date): Promise<ConnectorRow | undefined> {
+  const row = await db.updateTable('connectors')
+    .set((eb) => ({ previous_signing_secret: eb.ref('signing_secret'), previous_secret_expires_at: overlapEnds, signing_secret: sealSecret(secret) }))
+    .where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+  return row && openConnector(row);
 }

@@ -2,13 +2,14 @@ import type { Executor } from '../db/connect.js';
 import type { ConnectorRow, KeyValue } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { composeConnectorDelivery, connectorProblem } from '../deliveries/compose.js';
+import { connectorCredentials } from '../deliveries/credentials.js';
 import type { DeliveryDeps } from '../deliveries/deliver.js';
 import { droppedHeaderReason } from '../deliveries/headers.js';
 import { maskKeyValues, maskSecret as mask, maskUrl } from '../deliveries/masking.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
 import { loadLeads } from '../leads/read-service.js';
 import { Refused } from '../refused.js';
-import { findConnectors, insertConnector, listConnectors, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
+import { findConnectors, insertConnector, listConnectors, replaceSigningSecret, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
 
 // Webhook connectors as an operator manages them (the admin CLI): created with their own
 // signing secret, shown with credentials masked, tested and pushed to at once.
@@ -66,6 +67,17 @@ export async function deleteConnector(db: Executor, id: number) {
   return { id: deleted.id, deleted: true };
 }
 
+/**
+ * A new signing secret. For `overlapHours` the previous one signs too (both signatures in
+ * webhook-signature), so receivers can switch to the new secret without rejecting anything.
+ */
+export async function rotateSigningSecret(db: Executor, id: number, overlapHours: number, now = new Date()) {
+  const overlapEnds = new Date(now.getTime() + overlapHours * 60 * 60 * 1000);
+  const rotated = await replaceSigningSecret(db, id, newSigningSecret(), overlapEnds);
+  if (!rotated) throw new Refused('not_found', `Connector ${id} does not exist.`);
+  return { id: rotated.id, signing_secret: rotated.signing_secret, previous_secret_signs_until: overlapEnds.toISOString() };
+}
+
 async function requireUsableConnector(db: Executor, id: number): Promise<ConnectorRow> {
   const connector = (await findConnectors(db, [id])).get(id);
   if (!connector) throw new Refused('not_found', `Connector ${id} does not exist.`);
@@ -81,7 +93,7 @@ export async function testConnector(deps: DeliveryDeps, id: number) {
     { workspaceId: connector.workspace_id, trigger: 'test', maxAttempts: 1 },
     { connectorId: connector.id, connector, event: 'test', lead: null },
   );
-  const { delivered, status, reply, error, delivery_id } = await sendNow(deps, delivery);
+  const { delivered, status, reply, error, delivery_id } = await sendNow(deps, delivery, connectorCredentials(connector));
   return { delivered, status, reply, error, delivery_id };
 }
 
@@ -94,5 +106,5 @@ export async function pushLead(deps: DeliveryDeps, id: number, leadId: number): 
     { workspaceId: connector.workspace_id, trigger: 'push', maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS },
     { connectorId: connector.id, connector, event: 'lead', lead },
   );
-  return sendNow(deps, delivery);
+  return sendNow(deps, delivery, connectorCredentials(connector));
 }

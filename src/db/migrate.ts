@@ -4,6 +4,7 @@ import * as initial from './migrations/0001_initial.js';
 import * as outbound from './migrations/0002_outbound.js';
 import * as registrableDomains from './migrations/0003_registrable_company_domains.js';
 import * as notifyKeyCreation from './migrations/0004_notify_key_creation.js';
+import * as secretsAtRest from './migrations/0005_secrets_at_rest.js';
 import * as deliveryTools from './migrations/0006_delivery_tools.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '0002_outbound': outbound,
   '0003_registrable_company_domains': registrableDomains,
   '0004_notify_key_creation': notifyKeyCreation,
+  '0005_secrets_at_rest': secretsAtRest,
   '0006_delivery_tools': deliveryTools,
 };
 

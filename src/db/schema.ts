@@ -145,7 +145,11 @@ export interface ConnectorsTable {
   fields: JsonWithDefault<KeyValue[]>;
   headers: JsonWithDefault<KeyValue[]>;
   auto_push: Generated<boolean>;
+  /** Sealed (src/secrets/keyring.ts), as the credential inside auth. */
   signing_secret: string;
+  /** After rotate-secret: the previous secret, still signing until the overlap ends. */
+  previous_signing_secret: string | null;
+  previous_secret_expires_at: NullableTimestamp;
   deleted_at: NullableTimestamp;
   created_at: Timestamp;
 }
@@ -191,7 +195,6 @@ export interface DeliveriesTable {
   headers: JsonWithDefault<HeaderRow[]>;
   body: string | null;
   content_type: string | null;
-  signing_secret: string | null;
   max_attempts: number;
   /** The series of attempts in progress: 1 for the original sending, one more per replay. */
   series: Generated<number>;

@@ -3,7 +3,8 @@ import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.js';
 import type { DeliveryRow } from '../db/schema.js';
 import type { AttemptOutcome } from './repository.js';
-import type { SignatureHeaders } from './headers.js';
+import type { Credentials } from './credentials.js';
+import { mergeHeaders, type SignatureHeaders } from './headers.js';
 import { sendRequest, type SendResult } from './http-sender.js';
 import { methodCarriesBody } from './payload.js';
 
@@ -35,11 +36,14 @@ export function requestUrl(row: Pick<DeliveryRow, 'url' | 'method' | 'body'>): U
  * Standard Webhooks signature over `id.timestamp.content`, where content is the body, or
  * for GET and DELETE the query string as sent (without `?`).
  */
-export function signatureHeaders(messageId: string, secret: string, content: string, now = new Date()): SignatureHeaders {
+export function signatureHeaders(messageId: string, secret: string | readonly string[], content: string, now = new Date()): SignatureHeaders {
+  // Several secrets (a rotation's overlap): one `v1,<signature>` each, space-separated, as
+  // Standard Webhooks allows; a receiver accepts the message when any of them verifies.
+  const secrets = typeof secret === 'string' ? [secret] : secret;
   return {
     'webhook-id': messageId,
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-    'webhook-signature': signerFor(secret).sign(messageId, now, content),
+    'webhook-signature': secrets.map((each) => signerFor(each).sign(messageId, now, content)).join(' '),
   };
 }
 
@@ -111,12 +115,21 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
   return { ...base, error: `HTTP ${status} from the receiver`, branch: 'Failed' };
 }
 
-/** One attempt of a claimed delivery: sign, send under the network rules, judge. */
-export async function attemptDelivery(row: DeliveryRow, config: Config): Promise<AttemptOutcome> {
+/**
+ * One attempt of a claimed delivery: add the credentials, sign, send under the network rules,
+ * judge. Without credentials (its connector or workflow is gone) it fails without a call.
+ */
+export async function attemptDelivery(row: DeliveryRow, credentials: Credentials | undefined, config: Config): Promise<AttemptOutcome> {
+  if (!credentials) {
+    return {
+      deliveryId: row.id, attempt: row.attempts + 1, statusCode: null, reply: null, durationMs: 0, crmRecord: null, nextAttemptAt: null,
+      error: 'its connector or workflow no longer exists, so it cannot be authenticated or signed', branch: 'Failed',
+    };
+  }
   const url = requestUrl(row);
   const carriesBody = methodCarriesBody(row.method);
-  const headers: Record<string, string> = Object.fromEntries(row.headers.map(({ name, value }) => [name, value]));
-  if (row.signing_secret) Object.assign(headers, signatureHeaders(row.message_id, row.signing_secret, carriesBody ? row.body ?? '' : url.search.slice(1)));
+  const headers = mergeHeaders(row.headers, credentials.headers);
+  Object.assign(headers, signatureHeaders(row.message_id, credentials.signingSecrets, carriesBody ? row.body ?? '' : url.search.slice(1)));
   const result = await sendRequest(
     { url: url.toString(), method: row.method, headers, body: carriesBody ? row.body : null },
     {

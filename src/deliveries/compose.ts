@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import type { ConnectorRow, DeliveryEvent, DeliverySender, HeaderRow, KeyValue, NewDelivery, WorkflowBlock } from '../db/schema.js';
-import { authHeaders, mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
+import { mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
 import { checkUrlShape, RefusedDestination } from './network-guard.js';
 import {
   customUrlBody, encodeBody, leadPushBody, methodCarriesBody, newFields, renderMergeTags, renderUrl, savedConnectorBody, sendTestBody,
@@ -12,7 +12,9 @@ type Lead = components['schemas']['Lead'];
 
 // Composes delivery rows: the request as it will be sent on every attempt (URL after merge
 // tags, sanitized headers, encoded payload) under one message id. A configuration error
-// becomes a delivery that is already Failed, so it is recorded and never called.
+// becomes a delivery that is already Failed, so it is recorded and never called. Credentials
+// and signing secrets are not part of the row: the sender adds them at send time
+// (src/deliveries/credentials.ts).
 
 export interface DeliveryOrigin {
   workspaceId: number;
@@ -59,7 +61,6 @@ function request(origin: DeliveryOrigin, target: DeliveryTarget & {
   format: 'json' | 'form';
   headers: HeaderRow[];
   body: WebhookBody;
-  signingSecret: string;
 }): NewDelivery {
   const carriesBody = methodCarriesBody(target.method);
   const contentType = target.format === 'json' ? 'application/json' : 'application/x-www-form-urlencoded';
@@ -75,7 +76,6 @@ function request(origin: DeliveryOrigin, target: DeliveryTarget & {
     headers: JSON.stringify(Object.entries(headers).map(([name, value]) => ({ name, value }))),
     body,
     content_type: carriesBody ? contentType : null,
-    signing_secret: target.signingSecret,
   };
 }
 
@@ -144,9 +144,8 @@ export function composeConnectorDelivery(origin: DeliveryOrigin, input: {
     url: connector.url,
     method: connector.method,
     format: connector.format,
-    headers: [...sanitizeHeaders(connector.headers), ...authHeaders(connector.auth)],
+    headers: sanitizeHeaders(connector.headers),
     body,
-    signingSecret: connector.signing_secret,
   });
 }
 
@@ -159,7 +158,6 @@ export function composeCustomUrlDelivery(origin: DeliveryOrigin, input: {
   workflowId: number;
   block: Extract<WorkflowBlock, { endpoint: 'url' }>;
   lead: Lead | null;
-  signingSecret: string;
 }): NewDelivery {
   const context = { lead: input.lead };
   const url = renderUrl(input.block.url, context).trim();
@@ -176,6 +174,5 @@ export function composeCustomUrlDelivery(origin: DeliveryOrigin, input: {
     format: input.block.format,
     headers,
     body,
-    signingSecret: input.signingSecret,
   });
 }

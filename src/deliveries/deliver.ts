@@ -6,6 +6,7 @@ import { isUnavailable, type OutageLog } from '../db/availability.js';
 import type { Db } from '../db/connect.js';
 import type { DeliveryRow } from '../db/schema.js';
 import { attemptDelivery } from './attempt.js';
+import type { Credentials } from './credentials.js';
 import type { AttemptOutcome } from './repository.js';
 
 /** What delivering needs from the process: its configuration, database and logger. */
@@ -28,9 +29,11 @@ export type RecordAttempt = (outcome: AttemptOutcome) => Promise<boolean>;
  * One attempt of a claimed delivery, recorded; never throws (a failure is logged and the
  * lease expires). While the database is away, `outage` reports all failures as one.
  */
-export async function deliverClaimed(deps: DeliveryDeps, record: RecordAttempt, row: DeliveryRow, outage?: OutageLog): Promise<AttemptOutcome | null> {
+export async function deliverClaimed(
+  deps: DeliveryDeps, record: RecordAttempt, row: DeliveryRow, credentials: Credentials | undefined, outage?: OutageLog,
+): Promise<AttemptOutcome | null> {
   try {
-    const outcome = await attemptDelivery(row, deps.config);
+    const outcome = await attemptDelivery(row, credentials, deps.config);
     const recorded = await record(outcome);
     if (!recorded) deps.logger.warn({ deliveryId: row.id }, 'delivery claim was lost before the attempt was recorded');
     deps.logger.debug({ deliveryId: row.id, branch: outcome.branch, status: outcome.statusCode, attempt: outcome.attempt }, 'delivery attempt');

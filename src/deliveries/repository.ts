@@ -104,6 +104,28 @@ export async function recordAttempts(db: Executor, workerId: string, outcomes: r
   return result.rows.map((row) => row.id);
 }
 
+const PURGE_BATCH = 500;
+
+/**
+ * Deletes finished deliveries created more than `retentionDays` ago, their attempts with them
+ * (ON DELETE CASCADE), in batches of a few hundred so no statement holds many locks for long.
+ * Returns how many were deleted.
+ */
+export async function purgeOldDeliveries(db: Executor, retentionDays: number): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const result = await sql<{ id: number }>`
+      DELETE FROM deliveries WHERE id IN (
+        SELECT id FROM deliveries
+        WHERE created_at < now() - make_interval(days => ${retentionDays}) AND branch <> 'pending'
+        ORDER BY id LIMIT ${PURGE_BATCH}
+      ) RETURNING id
+    `.execute(db);
+    purged += result.rows.length;
+    if (result.rows.length < PURGE_BATCH) return purged;
+  }
+}
+
 /** Gives back claims this worker holds (shutdown): another worker may take them at once. */
 export async function releaseDeliveryClaims(db: Executor, workerId: string): Promise<void> {
   await db.updateTable('deliveries').set({ locked_by: null, locked_until: null })

@@ -1,4 +1,5 @@
 import type { NewDelivery } from '../db/schema.js';
+import type { Credentials } from './credentials.js';
 import { deliverClaimed, leaseMs, newWorkerId, type DeliveryDeps } from './deliver.js';
 import { claimDueDeliveries, insertDeliveries, recordAttempts, type AttemptOutcome } from './repository.js';
 
@@ -16,9 +17,10 @@ export interface SendNowResult {
 
 /**
  * The buttons (Send test, Push to CRM): records the delivery and makes its first attempt
- * at once, in this process. A retryable failure stays pending for the worker to retry.
+ * at once, in this process, with the credentials of the connector at hand. A retryable
+ * failure stays pending for the worker to retry.
  */
-export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery): Promise<SendNowResult> {
+export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credentials: Credentials): Promise<SendNowResult> {
   const [id] = await insertDeliveries(deps.db, [delivery]);
   const failed = { delivery_id: id!, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
   if (delivery.branch === 'Failed') return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
@@ -26,7 +28,7 @@ export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery): Promis
   const [row] = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
   const record = async (outcome: AttemptOutcome) => (await recordAttempts(deps.db, workerId, [outcome])).length > 0;
-  const outcome = await deliverClaimed(deps, record, row);
+  const outcome = await deliverClaimed(deps, record, row, credentials);
   if (!outcome) return { ...failed, error: 'the attempt could not be recorded', branch: 'pending' };
   return {
     delivery_id: id!,

@@ -4,6 +4,7 @@ import { claimDueDeliveries, type AttemptOutcome } from '../deliveries/repositor
 import { AttemptRecorder } from './attempt-recorder.js';
 import { countRecordedAttempt } from './delivery-counts.js';
 import type { WorkerDeps } from './worker-deps.js';
+import { loadCredentials } from './credentials.js';
 
 /** Deliveries in flight at once per worker process. */
 const DELIVERY_CONCURRENCY = 64;
@@ -32,6 +33,8 @@ export class DeliveryJob {
   /** Claims what fits in the window and starts delivering it; returns how many it claimed. */
   async claimAndStart(): Promise<number> {
     const rows = await claimDueDeliveries(this.deps.db, this.workerId, DELIVERY_CONCURRENCY - this.inFlight.size, this.leaseMs);
+    // Should this fail (the database went away), the claims expire with their lease.
+    const credentials = await loadCredentials(this.deps.db, rows);
     for (const row of rows) {
       const record = async (outcome: AttemptOutcome) => {
         const recorded = await this.recorder.record(outcome);
@@ -39,7 +42,7 @@ export class DeliveryJob {
         if (recorded) countRecordedAttempt(this.deps.metrics.worker, row.sender, outcome);
         return recorded;
       };
-      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, this.outage)
+      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.outage)
         .finally(() => this.inFlight.delete(running));
       this.inFlight.add(running);
     }

@@ -57,7 +57,7 @@ export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAtte
           block: { workflowId: workflow.id, fields: block.fields },
         });
       }
-      return composeCustomUrlDelivery(origin, { workflowId: workflow.id, block, lead, signingSecret: workflow.signing_secret });
+      return composeCustomUrlDelivery(origin, { workflowId: workflow.id, block, lead });
     });
     const createdBy = new Map(created.map((event) => [event.payload.lead_id, event.id]));
     deliveries.push(...await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads));

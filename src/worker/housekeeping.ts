@@ -1,9 +1,14 @@
 import type { Db } from '../db/connect.js';
+import { purgeOldDeliveries } from '../deliveries/repository.js';
 import { purgeExpiredRecords } from '../idempotency/repository.js';
 import { purgeProcessed } from '../outbox/repository.js';
 
-/** Deletes what has outlived its purpose: idempotency answers past 24 h, old processed events. */
-export async function housekeeping(db: Db): Promise<void> {
+/**
+ * Deletes what has outlived its purpose: idempotency answers past 24 h, old processed events,
+ * finished deliveries (and their attempts) past DELIVERY_RETENTION_DAYS.
+ */
+export async function housekeeping(db: Db, deliveryRetentionDays: number): Promise<void> {
   await purgeExpiredRecords(db);
   await purgeProcessed(db);
+  await purgeOldDeliveries(db, deliveryRetentionDays);
 }

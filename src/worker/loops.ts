@@ -121,7 +121,7 @@ export function startWorker(deps: WorkerDeps): RunningWorker {
       if (events > 0) naps.wakeAll();
       if (Date.now() - lastHousekeeping > HOUSEKEEPING_EVERY_MS) {
         lastHousekeeping = Date.now();
-        await housekeeping(deps.db);
+        await housekeeping(deps.db, deps.config.DELIVERY_RETENTION_DAYS);
       }
       return events;
     }),

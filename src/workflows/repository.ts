@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { WorkflowBlock, WorkflowRow, WorkflowTrigger } from '../db/schema.js';
+import { openSecret, sealSecret } from '../secrets/keyring.js';
 
 export interface NewWorkflow {
   workspace_id: number;
@@ -11,7 +12,28 @@ export interface NewWorkflow {
 }
 
 export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promise<WorkflowRow> {
-  return db.insertInto('workflows').values({ ...workflow, block: JSON.stringify(workflow.block) }).returningAll().executeTakeFirstOrThrow();
+  const row = await db.insertInto('workflows')
+    .values({ ...workflow, block: JSON.stringify(workflow.block), signing_secret: sealSecret(workflow.signing_secret) })
+    .returningAll().executeTakeFirstOrThrow();
+  return openWorkflow(row);
+}
+
+/** The stored row with its signing secret opened (the table holds it sealed). */
+export const openWorkflow = (row: WorkflowRow): WorkflowRow => ({ ...row, signing_secret: openSecret(row.signing_secret) });
+
+/** Seals every workflow's signing secret again with the current key (after a key change); returns how many. */
+export async function resealWorkflows(db: Executor): Promise<number> {
+  const rows = await db.selectFrom('workflows').select(['id', 'signing_secret']).orderBy('id').execute();
+  for (const row of rows) {
+    await db.updateTable('workflows').set({ signing_secret: sealSecret(openSecret(row.signing_secret)) }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
+}
+
+export async function findWorkflows(db: Executor, ids: readonly number[]): Promise<Map<number, WorkflowRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  return new Map(rows.map((row) => [row.id, openWorkflow(row)]));
 }
 
 /** Active workflows of these workspaces, in creation order. */
@@ -19,7 +41,7 @@ export async function findActiveWorkflows(db: Executor, workspaceIds: readonly n
   if (workspaceIds.length === 0) return [];
   return db.selectFrom('workflows').selectAll()
     .where('workspace_id', 'in', [...new Set(workspaceIds)]).where('active', '=', true)
-    .orderBy('id').execute();
+    .orderBy('id').execute().then((rows) => rows.map(openWorkflow));
 }
 
 /** A workspace's workflows with their tag's name, in creation order. */

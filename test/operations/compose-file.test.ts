@@ -60,6 +60,12 @@ describe('docker-compose.yml', () => {
     }
   });
 
+  it('gives the API and the worker replicas one SECRETS_KEY from the environment, required (a key file per container would differ)', () => {
+    const keys = new Set(['api', 'worker'].map((name) => services[name]!.environment?.SECRETS_KEY));
+    expect(keys.size).toBe(1);
+    expect([...keys][0]).toMatch(/^\$\{SECRETS_KEY:\?.+\}$/);
+  });
+
   it('refers only to services, volumes and files that exist', () => {
     for (const [name, service] of Object.entries(services)) {
       for (const dependency of Object.keys(service.depends_on ?? {})) expect({ name, dependency, exists: dependency in services }).toEqual({ name, dependency, exists: true });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createConnector, deleteConnector, listWorkspaceConnectors, pushLead, testConnector, updateAutoPush } from '../../connectors/service.js';
+import { createConnector, deleteConnector, listWorkspaceConnectors, pushLead, rotateSigningSecret, testConnector, updateAutoPush } from '../../connectors/service.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
 import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
@@ -57,6 +57,18 @@ function parseAuth(options: ConnectorOptions): ConnectorAuth {
   }
 }
 
+// A day lets every receiver pick up the new secret; a month is the longest two secrets stay valid.
+const DEFAULT_OVERLAP_HOURS = 24;
+const MAX_OVERLAP_HOURS = 720;
+
+function parseOverlapHours(value: string): number {
+  const hours = Number(value);
+  if (!/^\d+$/.test(value.trim()) || hours > MAX_OVERLAP_HOURS) {
+    throw new Refused('invalid_argument', `--overlap-hours must be a whole number of hours from 0 to ${MAX_OVERLAP_HOURS}, got "${value}".`);
+  }
+  return hours;
+}
+
 export function registerConnectorCommands(program: Command): void {
   const connector = program.command('connector').description('Webhook connectors (apps and CRM)');
   connector.command('create').requiredOption('--workspace <id>').requiredOption('--url <url>')
@@ -93,6 +105,11 @@ export function registerConnectorCommands(program: Command): void {
 
   connector.command('delete').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));
+
+  connector.command('rotate-secret').requiredOption('--id <id>')
+    .option('--overlap-hours <hours>', 'how long the previous secret keeps signing too (0 to 720)', String(DEFAULT_OVERLAP_HOURS))
+    .action((options: { id: string; overlapHours: string }) => runCommand(({ db }) =>
+      rotateSigningSecret(db, positiveId(options.id, '--id'), parseOverlapHours(options.overlapHours))));
 
   connector.command('test').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand((ctx) => testConnector(ctx, positiveId(options.id, '--id'))));

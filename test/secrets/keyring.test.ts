@@ -1,0 +1,83 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
+import { openWith, resolveKeyring, sealWith, secretKeyId } from '../../src/secrets/keyring.js';
+
+const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'secrets-key-'));
+afterAll(() => fs.rmSync(directory, { recursive: true, force: true }));
+const newKey = () => randomBytes(32).toString('base64');
+
+describe('the key file, without SECRETS_KEY', () => {
+  it('is created once with mode 600, and every later process reads the same key', () => {
+    const file = path.join(directory, 'checkout', '.data', 'secrets.key');
+    const first = resolveKeyring({}, file);
+    expect(first.source).toBe('created key file');
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64')).toHaveLength(32);
+
+    const second = resolveKeyring({}, file);
+    expect(second.source).toBe('key file');
+    expect(second.current.id).toBe(first.current.id);
+    expect(openWith(second, sealWith(first, 'tok_123'))).toBe('tok_123');
+    // No temporary file is left beside it.
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['secrets.key']);
+  });
+
+  it('is the same key for processes that start at once', async () => {
+    const file = path.join(directory, 'race', 'secrets.key');
+    // Each process loads the module, then waits for the same moment before it looks for the file.
+    const startAt = Date.now() + 3000;
+    const script = `const { resolveKeyring } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'src', 'secrets', 'keyring.ts'))});`
+      + `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, ${startAt} - Date.now()));`
+      + `process.stdout.write(resolveKeyring({}, ${JSON.stringify(file)}).current.id);`;
+    const run = () => new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: PROJECT_ROOT }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+    });
+    const ids = await Promise.all(Array.from({ length: 4 }, run));
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toBe(resolveKeyring({}, file).current.id);
+  }, 60_000);
+
+  it('is not used when SECRETS_KEY is set', () => {
+    const file = path.join(directory, 'unused', 'secrets.key');
+    const keyring = resolveKeyring({ SECRETS_KEY: newKey() }, file);
+    expect(keyring.source).toBe('SECRETS_KEY');
+    expect(fs.existsSync(file)).toBe(false);
+  });
+});
+
+describe('sealing', () => {
+  it('stores AES-256-GCM ciphertext named by its key id, never the value, and a fresh IV each time', () => {
+    const key = newKey();
+    const keyring = resolveKeyring({ SECRETS_KEY: key });
+    const sealed = sealWith(keyring, 'whsec_secret');
+    expect(sealed).toMatch(new RegExp(`^v1:${secretKeyId(Buffer.from(key, 'base64'))}:[^:]+:[^:]+:[^:]+$`));
+    expect(sealed).not.toContain('whsec_secret');
+    expect(sealWith(keyring, 'whsec_secret')).not.toBe(sealed);
+    expect(openWith(keyring, sealed)).toBe('whsec_secret');
+  });
+
+  it('opens values sealed with a previous key listed in SECRETS_KEY_PREVIOUS, and refuses unknown keys and tampering', () => {
+    const [old, current] = [newKey(), newKey()];
+    const sealedBefore = sealWith(resolveKeyring({ SECRETS_KEY: old }), 'tok_old');
+    expect(openWith(resolveKeyring({ SECRETS_KEY: current, SECRETS_KEY_PREVIOUS: `${newKey()},${old}` }), sealedBefore)).toBe('tok_old');
+    expect(() => openWith(resolveKeyring({ SECRETS_KEY: current }), sealedBefore)).toThrow(/neither SECRETS_KEY nor in SECRETS_KEY_PREVIOUS/);
+
+    const keyring = resolveKeyring({ SECRETS_KEY: current });
+    const parts = sealWith(keyring, 'tok_new').split(':');
+    parts[4] = Buffer.from('tampered').toString('base64');
+    expect(() => openWith(keyring, parts.join(':'))).toThrow();
+  });
+
+  it('refuses a SECRETS_KEY that is not 32 bytes in base64 at start-up', () => {
+    expect(() => loadConfig({ SECRETS_KEY: 'too-short' })).toThrow(ConfigError);
+    expect(() => loadConfig({ SECRETS_KEY: randomBytes(16).toString('base64') })).toThrow(/SECRETS_KEY/);
+    expect(() => loadConfig({ SECRETS_KEY: newKey(), SECRETS_KEY_PREVIOUS: `${newKey()},nope` })).toThrow(/SECRETS_KEY_PREVIOUS/);
+    expect(loadConfig({ SECRETS_KEY: newKey() }).DELIVERY_RETENTION_DAYS).toBe(30);
+  });
+});
