@@ -13,6 +13,7 @@ import { OPENAPI_PATH, PROJECT_ROOT } from '../../src/paths.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
 import { readTestEnvironment } from './env.js';
+import { expectMatchesDocument } from './document-check.js';
 
 export interface TestApp {
   ctx: AppContext;
@@ -80,6 +81,24 @@ async function startPrismProxy(upstream: string): Promise<{ url: string; respons
   };
 }
 
+const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options']);
+
+/**
+ * supertest whose every answer is also checked against the OpenAPI document (status, content
+ * type, body), after the test's own assertions are attached: a request the test awaits
+ * fails when the service answered something the document does not allow.
+ */
+export function checkedAgainstDocument(agent: ReturnType<typeof supertest>): ReturnType<typeof supertest> {
+  return new Proxy(agent, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof property !== 'string' || !METHODS.has(property) || typeof value !== 'function') return value;
+      return (url: string, ...rest: unknown[]) => (value as (...args: unknown[]) => supertest.Test).call(target, url, ...rest)
+        .expect((response) => expectMatchesDocument(property, url, { status: response.status, contentType: response.headers['content-type'], text: response.text ?? '' }));
+    },
+  });
+}
+
 /**
  * The real app on a private database, answered over HTTP by supertest, with response
  * validation against the OpenAPI document switched on.
@@ -114,7 +133,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ctx,
     databaseUrl: database.url,
     app,
-    http: supertest(proxy ? proxy.url : app),
+    http: checkedAgainstDocument(supertest(proxy ? proxy.url : app)),
     listen,
     async close() {
       proxy?.stop();
