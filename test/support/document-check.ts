@@ -73,3 +73,11 @@ export function expectMatchesDocument(method: string, url: string, response: Rec
     throw new Error(`${method.toUpperCase()} ${url} -> ${response.status} does not match the OpenAPI document:\n${problems.join('\n')}\nbody: ${response.text.slice(0, 500)}`);
   }
 }
+
+/** The global fetch, with the answer checked against the document like supertest's (for tests on a real socket). */
+export async function fetchCheckedAgainstDocument(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const request = new Request(input, init);
+  const response = await fetch(request);
+  expectMatchesDocument(request.method, request.url, { status: response.status, contentType: response.headers.get('content-type') ?? undefined, text: await response.clone().text() });
+  return response;
+}
