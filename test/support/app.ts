@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
@@ -9,10 +7,10 @@ import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import { createApp } from '../../src/http/app.js';
-import { OPENAPI_PATH, PROJECT_ROOT } from '../../src/paths.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
 import { readTestEnvironment } from './env.js';
+import { startPrism } from './prism.js';
 import { expectMatchesDocument } from './document-check.js';
 
 export interface TestApp {
@@ -56,28 +54,11 @@ export async function knownToRunningApps(db: AppContext['db'], prefix: string): 
 const THROUGH_PRISM_PROXY = process.env.TEST_THROUGH_PRISM_PROXY === '1';
 
 async function startPrismProxy(upstream: string): Promise<{ url: string; responseViolations(): string[]; stop(): void }> {
-  const probe = await import('node:net').then((net) => net.createServer().listen(0, '127.0.0.1'));
-  await once(probe, 'listening');
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise((resolve) => probe.close(resolve));
-  const prism = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'), ['proxy', OPENAPI_PATH, upstream, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  prism.stdout.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-  prism.stderr.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-  const url = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 60_000; ;) {
-    try {
-      await fetch(`${url}/healthz`);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`Prism proxy did not start:\n${log}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
+  const prism = await startPrism(['proxy', upstream]);
   return {
-    url,
-    responseViolations: () => log.split('\n').filter((line) => /Violation: response/.test(line)),
-    stop: () => { prism.kill(); },
+    url: prism.url,
+    responseViolations: () => prism.log().split('\n').filter((line) => /Violation: response/.test(line)),
+    stop: prism.stop,
   };
 }
 
