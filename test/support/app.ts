@@ -42,7 +42,7 @@ const running = new Map<AppContext, string>();
 export async function knownToRunningApps(db: AppContext['db'], prefix: string): Promise<void> {
   const databaseUrl = [...running].find(([ctx]) => ctx.db === db)?.[1];
   const apps = [...running].filter(([, url]) => url === databaseUrl).map(([ctx]) => ctx);
-  await eventually(async () => apps.every((ctx) => ctx.apiKeyPrefixes.mayExist(prefix)), 2000, 2);
+  await eventually(async () => apps.every((ctx) => ctx.apiKeyPrefixes.mayExist(prefix)), 15_000, 2);
 }
 
 /**
