@@ -5,7 +5,7 @@
 // and drives each scenario with autocannon from a separate process, next to two bare
 // express baselines under the same load. Prints a table and writes bench/results.json.
 // Targets are reported, not asserted: the exit code is non-zero only when something broke
-// (a crash, errors or non-2xx answers, lost deliveries).
+// (a crash, errors or non-2xx answers, lost deliveries, a delivery scenario that could not run).
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
@@ -170,11 +170,13 @@ async function main(): Promise<void> {
     const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
       .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
     const floodBroken = flood.non401 > 0 || [flood.flood, flood.floodDuringValid].some((run) => run.errors > 0 || run.timeouts > 0 || run.requests === 0);
-    if (broken.length > 0 || floodBroken || delivery.lost > 0 || delivery.duplicates > 0) {
+    if (broken.length > 0 || floodBroken || delivery.skipped || delivery.lost > 0 || delivery.duplicates > 0) {
       log(`FAILED: ${[
         ...broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`),
         floodBroken ? `8 invalid-key flood: ${flood.non401} answers other than 401 (${JSON.stringify([flood.flood.statusCounts, flood.floodDuringValid.statusCounts])}), ${flood.flood.errors + flood.floodDuringValid.errors} errors, ${flood.flood.timeouts + flood.floodDuringValid.timeouts} timeouts` : '',
         delivery.lost || delivery.duplicates ? `delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates` : '',
+        // The outbound side exists: a delivery scenario that could not run is a broken build, not a pass.
+        delivery.skipped ? `7 delivery: skipped: ${delivery.skipped}` : '',
       ].filter(Boolean).join('; ')}`);
       process.exitCode = 1;
     }

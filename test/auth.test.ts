@@ -20,54 +20,49 @@ async function answerAfter(change: (key: Tenant) => Promise<unknown>) {
   const key = await createTenant(t.ctx.db);
   expect((await t.http.get('/api/v1/me').set(key.auth)).status).toBe(200);
   await change(key);
-  await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 1000);
+  // NOTIFY arrives within milliseconds on a quiet machine; the deadline is for a loaded one.
+  await eventually(async () => (await t.http.get('/api/v1/me').set(key.auth)).status === 401, 15_000);
   return t.http.get('/api/v1/me').set(key.auth);
 }
 
-const expectInvalidKey = (response: { status: number; body: Record<string, unknown> }) => {
-  expect(response.status).toBe(401);
-  expect(response.body.error).toBe('invalid_api_key');
-  expect(typeof response.body.message).toBe('string');
-  expect(response.body.documentation_url).toEqual(expect.stringMatching(/^https?:\/\//));
+/** A 401 with exactly the documented body: no field more, none less. */
+const expectInvalidKey = (response: { status: number; body: unknown }, message: string) => {
+  expect({ status: response.status, body: response.body })
+    .toEqual({ status: 401, body: { error: 'invalid_api_key', message, documentation_url: t.ctx.config.DOCUMENTATION_URL } });
 };
 
 describe('authentication', () => {
   it('rejects a request without an Authorization header', async () => {
-    expectInvalidKey(await t.http.get('/api/v1/me'));
+    expectInvalidKey(await t.http.get('/api/v1/me'), 'No API key was sent. Send it as "Authorization: Bearer <API_KEY>".');
   });
 
   it('rejects a header that is not a bearer token', async () => {
-    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Basic ${tenant.token}`));
+    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Basic ${tenant.token}`), 'The Authorization header must have the form "Bearer <API_KEY>".');
   });
 
   it('rejects a malformed token', async () => {
-    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', 'Bearer not-a-key'));
+    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', 'Bearer not-a-key'), 'The API key is malformed.');
   });
 
   it('rejects an unknown key and a known prefix with the wrong secret', async () => {
-    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Bearer lk0000000000_${'A'.repeat(43)}`));
-    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Bearer ${tenant.prefix}_${'B'.repeat(43)}`));
+    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Bearer lk0000000000_${'A'.repeat(43)}`), 'The API key is invalid.');
+    expectInvalidKey(await t.http.get('/api/v1/me').set('Authorization', `Bearer ${tenant.prefix}_${'B'.repeat(43)}`), 'The API key is invalid.');
   });
 
   it('rejects a revoked key, also one the process had cached', async () => {
     const response = await answerAfter((key) => revokeKey(t.ctx.db, key.keyId));
-    expectInvalidKey(response);
-    expect(response.body.message).toMatch(/revoked/i);
+    expectInvalidKey(response, 'The API key has been revoked.');
   });
 
   it('rejects an expired key', async () => {
     const key = await createTenant(t.ctx.db, { expiresAt: new Date(Date.now() - 1000).toISOString() });
     const response = await t.http.get('/api/v1/me').set(key.auth);
-    expectInvalidKey(response);
-    expect(response.body.message).toMatch(/expired/i);
+    expectInvalidKey(response, 'The API key has expired.');
   });
 
   it('rejects an orphaned key with its own message and the same code', async () => {
     const orphaned = await answerAfter((key) => deleteUser(t.ctx.db, key.userId));
-    expectInvalidKey(orphaned);
-    const revoked = await t.http.get('/api/v1/me').set('Authorization', 'Bearer not-a-key');
-    expect(orphaned.body.message).toMatch(/orphaned/i);
-    expect(orphaned.body.message).not.toBe(revoked.body.message);
+    expectInvalidKey(orphaned, 'The API key is orphaned: the user who created it no longer exists. Create a new key.');
   });
 });
 

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startTestApp, type TestApp } from './support/app.js';
 import { createTenant, type Tenant } from './support/fixtures.js';
 import { readTestEnvironment } from './support/env.js';
@@ -15,13 +15,22 @@ async function exhaust(t: TestApp, tenant: Tenant): Promise<number[]> {
   return statuses;
 }
 
+/** The `r` (remaining) parameter of a draft-8 RateLimit header. */
+function remaining(response: { headers: Record<string, string> }): number {
+  const match = /;\s*r=(\d+)\s*(;|$)/.exec(response.headers.ratelimit ?? '');
+  if (!match) throw new Error(`no remaining count in RateLimit: ${response.headers.ratelimit}`);
+  return Number(match[1]);
+}
+
+const hundredRows = () => ({ leads: Array.from({ length: 100 }, (_, row) => ({ name: `Row ${row}`, email: `row${row}@acme.test` })) });
+
 function describeLimiter(label: string, options: { redis: boolean }) {
   describe(`rate limit (${label})`, () => {
     let t: TestApp;
+    beforeAll(async () => { t = await startTestApp({ redis: options.redis }); });
     afterAll(() => t?.close());
 
     it('answers the 301st request in a minute with 429 while another key still gets 200', async () => {
-      t = await startTestApp({ redis: options.redis });
       const busy = await createTenant(t.ctx.db);
       const quiet = await createTenant(t.ctx.db);
 
@@ -30,17 +39,34 @@ function describeLimiter(label: string, options: { redis: boolean }) {
 
       const limited = await t.http.get('/api/v1/me').set(busy.auth);
       expect(limited.status).toBe(429);
-      expect(limited.body).toEqual({ error: 'rate_limited', message: expect.any(String) });
+      expect(limited.body).toEqual({ error: 'rate_limited', message: 'Too many requests: this API key may make 300 requests per minute. Retry after the number of seconds in the Retry-After header.' });
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
       expect(limited.headers['ratelimit-policy']).toMatch(/q=300/);
-      expect(limited.headers.ratelimit).toMatch(/r=0/);
+      expect(remaining(limited)).toBe(0);
 
       const other = await t.http.get('/api/v1/me').set(quiet.auth);
       expect(other.status).toBe(200);
-      expect(other.headers.ratelimit).toMatch(/r=299/);
+      expect(remaining(other)).toBe(299);
     });
 
-    it('counts a batch call as one request and limits every route', async () => {
+    it('counts a 100-row batch as one request', async () => {
+      const tenant = await createTenant(t.ctx.db);
+      const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth).send(hundredRows());
+      expect(batch.status).toBe(200);
+      expect(remaining(batch)).toBe(299);
+      expect(remaining(await t.http.get('/api/v1/me').set(tenant.auth))).toBe(298);
+    });
+
+    it('spends the budget on answers refused for scope (403) and for the body (422)', async () => {
+      const readOnly = await createTenant(t.ctx.db, { scopes: ['leads:read'] });
+      const forbidden = await t.http.post('/api/v1/leads').set(readOnly.auth).send({ name: 'A', email: 'a@acme.test' });
+      expect(forbidden.status).toBe(403);
+      const invalid = await t.http.get('/api/v1/leads/1?unknown=1').set(readOnly.auth);
+      expect(invalid.status).toBe(422);
+      expect(remaining(await t.http.get('/api/v1/me').set(readOnly.auth))).toBe(297);
+    });
+
+    it('limits every route once the budget is spent', async () => {
       const tenant = await createTenant(t.ctx.db);
       await exhaust(t, tenant);
       expect((await t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ leads: [{ name: 'A', email: 'a@acme.test' }] })).status).toBe(429);
@@ -61,6 +87,18 @@ describe('rate limit configuration and degraded Redis', () => {
       await t.http.get('/api/v1/me').set(tenant.auth);
       await t.http.get('/api/v1/me').set(tenant.auth);
       expect((await t.http.get('/api/v1/me').set(tenant.auth)).status).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('answers 429 before 403: a spent key is limited on a route its scopes do not allow', async () => {
+    const t = await startTestApp({ env: { RATE_LIMIT_PER_MINUTE: '1' } });
+    try {
+      const readOnly = await createTenant(t.ctx.db, { scopes: ['leads:read'] });
+      expect((await t.http.get('/api/v1/me').set(readOnly.auth)).status).toBe(200);
+      const refused = await t.http.post('/api/v1/leads').set(readOnly.auth).send({ name: 'A', email: 'a@acme.test' });
+      expect(refused.status).toBe(429);
     } finally {
       await t.close();
     }

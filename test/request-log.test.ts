@@ -4,6 +4,7 @@ import express from 'express';
 import { pino } from 'pino';
 import supertest from 'supertest';
 import { requestLogging } from '../src/http/middleware/request-log.js';
+import { eventually } from './support/eventually.js';
 
 // Below `info` the request logger skips pino-http's per-request work; what it writes must not
 // change: the same `request errored` record for a 5xx, and a working `req.log`.
@@ -32,7 +33,6 @@ function appLoggingAt(level: string) {
   return { http: supertest(app), lines };
 }
 
-const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 const shape = (line: Record<string, any>) => ({
   ...line, time: undefined, pid: undefined, hostname: undefined, responseTime: undefined,
   req: { ...line.req, id: undefined, remotePort: undefined, headers: { ...line.req.headers, host: undefined } },
@@ -57,7 +57,8 @@ describe('request logging', () => {
       await http.get('/warn').set('Authorization', 'Bearer secret').set('X-Request-Id', 'warned');
       await http.get('/boom').set('Authorization', 'Bearer secret').set('X-Request-Id', 'boomed');
     }
-    await settle();
+    // pino writes through a stream: wait for the records rather than for a fixed time.
+    await eventually(async () => info.lines.length >= 5 && warn.lines.length >= 3);
     expect(info.lines.map((line) => line.msg)).toEqual(['request completed', 'something to note', 'request completed', 'unhandled error', 'request errored']);
     expect(warn.lines.map((line) => line.msg)).toEqual(['something to note', 'unhandled error', 'request errored']);
     const atInfo = info.lines.filter((line) => line.level >= 40).map(shape);

@@ -124,7 +124,7 @@ describe('retries', () => {
       [400, 'invalid_idempotency_key'],
     ]);
     expect(sent).toHaveLength(7);
-    if (!duplicate.ok && duplicate.error.error === 'duplicate_lead') expect(duplicate.error.matched_on).toBe(address);
+    expect(duplicate).toMatchObject({ ok: false, error: { error: 'duplicate_lead', matched_on: address } });
   });
 
   it('retries 503 and 500 answers, waiting Retry-After when the 503 gives one, then returns the service answer', async () => {

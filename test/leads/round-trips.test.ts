@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import pg from 'pg';
 import type { TestApp } from '../support/app.js';
+import { statementsOf } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
 
@@ -15,20 +15,7 @@ beforeAll(async () => {
   await t.http.get('/api/v1/me').set(tenant.auth); // the key is cached and its last use written
 });
 
-async function countStatements<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
-  const query = pg.Client.prototype.query;
-  const statements: string[] = [];
-  pg.Client.prototype.query = function counted(this: pg.Client, ...args: unknown[]) {
-    const [text] = args;
-    statements.push(typeof text === 'string' ? text : (text as { text: string }).text);
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof query;
-  try {
-    return { result: await work(), statements };
-  } finally {
-    pg.Client.prototype.query = query;
-  }
-}
+const countStatements = <T>(work: () => Promise<T>) => statementsOf(t.ctx.pool, work);
 
 describe('database round trips', () => {
   it('POST /leads for a new person: one lookup, one write that returns the lead, no transaction', async () => {

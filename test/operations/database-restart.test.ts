@@ -5,6 +5,7 @@ import { eventually } from '../support/eventually.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';
 import { expectDeliveriesMatchDocument, startReceiver, type Receiver } from '../support/receiver.js';
 import { baseEnvironment, ROOT, startService, type LogLine, type ServiceProcess } from '../support/service.js';
+import { fetchCheckedAgainstDocument } from '../support/document-check.js';
 
 // A PostgreSQL restart (fast shutdown, as a maintenance window or a failover does) under
 // `npm start`'s configuration (API + in-process worker) and under an API with WORKER=off
@@ -58,7 +59,7 @@ async function tenantWithWorkflow(hookPath: string): Promise<{ token: string }> 
 }
 
 async function createLead(apiUrl: string, token: string, email: string): Promise<{ status: number; id: number | undefined }> {
-  const response = await fetch(`${apiUrl}/leads`, {
+  const response = await fetchCheckedAgainstDocument(`${apiUrl}/leads`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'Restart Test', email }),

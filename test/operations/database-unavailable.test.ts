@@ -10,6 +10,7 @@ import { documentedResponse, schemaProblems } from '../support/contract-document
 import { createTenant } from '../support/fixtures.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { serveApp, startSilentServer, unreachableDatabaseUrl, type LogRecord, type ServedApp } from '../support/served-app.js';
+import { fetchCheckedAgainstDocument } from '../support/document-check.js';
 
 // While PostgreSQL cannot be reached, every operation answers at once (within 2 s) with the
 // documented 503, its body and Retry-After: for a key nobody checked yet too (never a 401 or
@@ -40,7 +41,7 @@ const operations = readContract(OPENAPI_PATH).operations;
 
 async function send(base: string, sample: Sample) {
   const started = Date.now();
-  const response = await fetch(`${base}${sample.path}`, {
+  const response = await fetchCheckedAgainstDocument(`${base}${sample.path}`, {
     method: sample.method,
     headers: { Authorization: `Bearer ${TOKEN}`, ...(sample.body ? { 'Content-Type': 'application/json' } : {}), ...sample.headers },
     body: sample.body ? JSON.stringify(sample.body) : undefined,
@@ -124,7 +125,7 @@ describe('every connection of the pool busy for longer than the wait allows', ()
     const setup = createDb(createPool(database.url, 1, { logger: pino({ level: 'silent' }), name: 'setup', connectTimeoutMs: 30_000 }));
     const tenant = await createTenant(setup).finally(() => setup.destroy());
     await eventually(async () => (await app!.ctx.pool.query('SELECT 1').then(() => true, () => false)), 30_000, 100);
-    const request = () => fetch(`${app!.url}/api/v1/leads/batch`, {
+    const request = () => fetchCheckedAgainstDocument(`${app!.url}/api/v1/leads/batch`, {
       method: 'POST', headers: { ...tenant.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ leads: [lead] }),
     });
     const held = await app.ctx.pool.connect();

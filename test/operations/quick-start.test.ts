@@ -7,6 +7,7 @@ import { readPostmaster, whoHolds } from '../../src/db/embedded/probe.js';
 import { ROOT_BASE } from '../../src/db/embedded/location.js';
 import { freePort } from '../support/ports.js';
 import { baseEnvironment, ROOT, runToEnd, startService } from '../support/service.js';
+import { fetchCheckedAgainstDocument } from '../support/document-check.js';
 
 // The README's quick start as a new user runs it, from a fresh clone of this repository's
 // HEAD (commit before running it locally) inside a private (mode 700) directory, with no
@@ -48,7 +49,7 @@ const isCheckout = existsSync(path.join(ROOT, '.git'));
     const demo = await runToEnd('npm', ['run', '--silent', 'cli', '--', 'demo'], { cwd: app, env });
     expect({ code: demo.code, stderr: demo.stderr }).toEqual({ code: 0, stderr: '' });
     const { workspace, key } = JSON.parse(demo.stdout) as { workspace: { id: number }; key: { token: string } };
-    const me = await fetch(`${String(listening.url)}/me`, { headers: { authorization: `Bearer ${key.token}` } });
+    const me = await fetchCheckedAgainstDocument(`${String(listening.url)}/me`, { headers: { authorization: `Bearer ${key.token}` } });
     expect(me.status).toBe(200);
     expect(((await me.json()) as { data: { workspace: { id: number } } }).data.workspace.id).toBe(workspace.id);
 

@@ -8,6 +8,7 @@ import { readTestEnvironment } from '../support/env.js';
 import { eventually } from '../support/eventually.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { baseEnvironment, ROOT, startService, type ServiceProcess } from '../support/service.js';
+import { fetchCheckedAgainstDocument } from '../support/document-check.js';
 
 // Scale-out: two API processes and two worker processes of the compiled service on one
 // database (a fresh one, migrated) and one Redis (the run's REDIS_URL), as docs/operations.md
@@ -46,7 +47,7 @@ async function cli(args: string[]): Promise<any> {
 }
 
 async function send(api: string, method: string, route: string, options: { token?: string; body?: unknown; idempotencyKey?: string } = {}): Promise<Answer> {
-  const response = await fetch(`${api}${route}`, {
+  const response = await fetchCheckedAgainstDocument(`${api}${route}`, {
     method,
     headers: {
       authorization: `Bearer ${options.token ?? token}`,

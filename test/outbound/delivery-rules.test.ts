@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'kysely';
 import { processAll } from '../../src/worker/loops.js';
 import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -23,6 +24,13 @@ async function workspaceWithWorkflow(url: string): Promise<Tenant> {
   await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', url]);
   return tenant;
 }
+
+/**
+ * Makes any retry of the workspace's deliveries due at once: a drain after it sends every
+ * retry that was scheduled, so "sent once" is proven without waiting on the clock.
+ */
+const retriesFallDueNow = (workspaceId: number) => t.ctx.db.updateTable('deliveries')
+  .set({ next_attempt_at: sql<Date>`now() - interval '1 day'` }).where('workspace_id', '=', workspaceId).execute();
 
 const attemptsOf = async (deliveryId: number) => t.ctx.db.selectFrom('delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt').execute();
 
@@ -49,7 +57,7 @@ describe('retries', () => {
     receiver.fallback = { status: 400, body: '{"message":"bad field"}' };
     await newLead(tenant);
     await drain(t);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await retriesFallDueNow(tenant.workspaceId);
     await drain(t);
     expect(receiver.requests).toHaveLength(1);
     expect((await deliveries(t, tenant.workspaceId))[0]).toMatchObject({ branch: 'Failed', attempts: 1, status_code: 400, error: 'HTTP 400 from the receiver' });
@@ -61,6 +69,26 @@ describe('retries', () => {
     await drainUntilBranch(t, broken.workspaceId, 'Failed');
     expect(receiver.requests).toHaveLength(3);
     expect((await deliveries(t, broken.workspaceId))[0]).toMatchObject({ attempts: 3, status_code: 500, error: expect.stringMatching(/gave up after 3 attempts/) });
+  });
+
+  it.each([401, 404])('sends %i once, like every 4xx but 408 and 429', async (status) => {
+    const tenant = await workspaceWithWorkflow(`${receiver.url}/refusing`);
+    receiver.fallback = { status };
+    await newLead(tenant);
+    await drain(t);
+    await retriesFallDueNow(tenant.workspaceId);
+    await drain(t);
+    expect(receiver.requests).toHaveLength(1);
+    expect((await deliveries(t, tenant.workspaceId))[0]).toMatchObject({ branch: 'Failed', attempts: 1, status_code: status, error: `HTTP ${status} from the receiver` });
+  });
+
+  it('retries a 408 and delivers on the next attempt', async () => {
+    const tenant = await workspaceWithWorkflow(`${receiver.url}/timed-out`);
+    receiver.queue({ status: 408 });
+    await newLead(tenant);
+    await drainUntilBranch(t, tenant.workspaceId, 'Delivered');
+    expect(receiver.requests.map((request) => request.path)).toEqual(['/timed-out', '/timed-out']);
+    expect((await deliveries(t, tenant.workspaceId))[0]).toMatchObject({ branch: 'Delivered', attempts: 2, status_code: 200 });
   });
 
   it('honours Retry-After on 429 and retries connection failures', async () => {
@@ -138,7 +166,7 @@ describe('Send test', () => {
     const tested = await cli(t, ['connector', 'test', '--id', String(connector.id)]);
     expect(tested).toMatchObject({ delivered: false, status: 503, error: 'HTTP 503 from the receiver' });
     expect((tested.reply as string).length).toBe(10_000);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await retriesFallDueNow(tenant.workspaceId);
     await drain(t);
     expect(receiver.requests).toHaveLength(1);
     expect(JSON.parse(receiver.requests[0]!.body)).toMatchObject({ event: 'test', lead_id: null, sent_at: expect.any(String) });
@@ -203,10 +231,13 @@ describe('network rules', () => {
       ['--connector', String(foreign.id)],
       ['--connector', '999999'],
     ];
+    const warningCounts: number[] = [];
     for (const endpoint of configurations) {
       const created = await cli(t, ['workflow', 'create', '--workspace', String(misconfigured.workspaceId), '--trigger', 'lead_created', ...endpoint]);
-      if (endpoint[0] === '--connector' || endpoint[1] === '') expect(created.warnings).toHaveLength(1);
+      warningCounts.push((created.warnings as unknown[] | undefined)?.length ?? 0);
     }
+    // An empty URL and a connector that is deleted, foreign or missing are warned about when created.
+    expect(warningCounts).toEqual(configurations.map((endpoint) => (endpoint[0] === '--connector' || endpoint[1] === '' ? 1 : 0)));
     const failedLead = await newLead(misconfigured);
     await drain(t);
     const listed = await deliveries(t, misconfigured.workspaceId, failedLead);

@@ -81,6 +81,18 @@ describe('website analysis', () => {
     expect(receiver.requests).toHaveLength(0);
   });
 
+  it('refuses a redirect to the cloud metadata address even with private networks allowed', async () => {
+    const tenant = await autoPushWorkspace();
+    receiver.routes['/to-metadata'] = { status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data/' } };
+    const lead = await post(tenant, { company: { website: `${receiver.url}/to-metadata` } });
+    await drain(t);
+    expect((await readLead(tenant, lead.id)).company).toMatchObject({ status: 'failed' });
+    expect(paths()).toEqual(['GET /to-metadata', 'POST /crm']);
+    const analysis = await t.ctx.db.selectFrom('outbox').select('last_error')
+      .where('workspace_id', '=', tenant.workspaceId).where('topic', '=', 'company.analyze').executeTakeFirstOrThrow();
+    expect(analysis.last_error).toBe('refused: Cloud metadata hosts are always refused.');
+  });
+
   it('a lead with nothing to analyze is pushed at once; enrich false leaves the company not_analyzed', async () => {
     const tenant = await autoPushWorkspace();
     await post(tenant, {});

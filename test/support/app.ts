@@ -1,6 +1,4 @@
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
@@ -9,10 +7,11 @@ import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import { createApp } from '../../src/http/app.js';
-import { OPENAPI_PATH, PROJECT_ROOT } from '../../src/paths.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
 import { readTestEnvironment } from './env.js';
+import { startPrism } from './prism.js';
+import { expectMatchesDocument } from './document-check.js';
 
 export interface TestApp {
   ctx: AppContext;
@@ -43,7 +42,7 @@ const running = new Map<AppContext, string>();
 export async function knownToRunningApps(db: AppContext['db'], prefix: string): Promise<void> {
   const databaseUrl = [...running].find(([ctx]) => ctx.db === db)?.[1];
   const apps = [...running].filter(([, url]) => url === databaseUrl).map(([ctx]) => ctx);
-  await eventually(async () => apps.every((ctx) => ctx.apiKeyPrefixes.mayExist(prefix)), 2000, 2);
+  await eventually(async () => apps.every((ctx) => ctx.apiKeyPrefixes.mayExist(prefix)), 15_000, 2);
 }
 
 /**
@@ -55,29 +54,30 @@ export async function knownToRunningApps(db: AppContext['db'], prefix: string): 
 const THROUGH_PRISM_PROXY = process.env.TEST_THROUGH_PRISM_PROXY === '1';
 
 async function startPrismProxy(upstream: string): Promise<{ url: string; responseViolations(): string[]; stop(): void }> {
-  const probe = await import('node:net').then((net) => net.createServer().listen(0, '127.0.0.1'));
-  await once(probe, 'listening');
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise((resolve) => probe.close(resolve));
-  const prism = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'), ['proxy', OPENAPI_PATH, upstream, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
-  prism.stdout.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-  prism.stderr.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-  const url = `http://127.0.0.1:${port}`;
-  for (const deadline = Date.now() + 60_000; ;) {
-    try {
-      await fetch(`${url}/healthz`);
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`Prism proxy did not start:\n${log}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
+  const prism = await startPrism(['proxy', upstream]);
   return {
-    url,
-    responseViolations: () => log.split('\n').filter((line) => /Violation: response/.test(line)),
-    stop: () => { prism.kill(); },
+    url: prism.url,
+    responseViolations: () => prism.log().split('\n').filter((line) => /Violation: response/.test(line)),
+    stop: prism.stop,
   };
+}
+
+const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options']);
+
+/**
+ * supertest whose every answer is also checked against the OpenAPI document (status, content
+ * type, body), after the test's own assertions are attached: a request the test awaits
+ * fails when the service answered something the document does not allow.
+ */
+export function checkedAgainstDocument(agent: ReturnType<typeof supertest>): ReturnType<typeof supertest> {
+  return new Proxy(agent, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof property !== 'string' || !METHODS.has(property) || typeof value !== 'function') return value;
+      return (url: string, ...rest: unknown[]) => (value as (...args: unknown[]) => supertest.Test).call(target, url, ...rest)
+        .expect((response) => expectMatchesDocument(property, url, { status: response.status, contentType: response.headers['content-type'], text: response.text ?? '' }));
+    },
+  });
 }
 
 /**
@@ -114,7 +114,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ctx,
     databaseUrl: database.url,
     app,
-    http: supertest(proxy ? proxy.url : app),
+    http: checkedAgainstDocument(supertest(proxy ? proxy.url : app)),
     listen,
     async close() {
       proxy?.stop();

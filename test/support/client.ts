@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
 import { createLeadIntakeClient, type LeadIntakeClient, type LeadIntakeClientOptions } from '../../src/client/index.js';
 import type { Tenant } from './fixtures.js';
+import { fetchCheckedAgainstDocument } from './document-check.js';
 
 export interface SentRequest {
   method: string;
@@ -17,7 +18,7 @@ export function recordingFetch(answerFirst: Array<() => Response> = []) {
     const text = request.body ? await request.clone().text() : '';
     sent.push({ method: request.method, path: new URL(request.url).pathname, idempotencyKey: request.headers.get('idempotency-key'), body: text ? JSON.parse(text) : null });
     const canned = answerFirst.shift();
-    return canned ? canned() : globalThis.fetch(request);
+    return canned ? canned() : fetchCheckedAgainstDocument(request);
   };
   return { sent, fetch };
 }
@@ -33,7 +34,7 @@ export function recordingSleep(onSleep: (ms: number) => Promise<void> | void = (
 }
 
 export function clientFor(url: string, tenant: Tenant, options: Partial<LeadIntakeClientOptions> = {}): LeadIntakeClient {
-  return createLeadIntakeClient({ baseUrl: url, apiKey: tenant.token, ...options });
+  return createLeadIntakeClient({ baseUrl: url, apiKey: tenant.token, fetch: (request) => fetchCheckedAgainstDocument(request), ...options });
 }
 
 /**

@@ -57,3 +57,31 @@ export async function lockWaitOf(pool: pg.Pool, fragment: string, timeoutMs = 50
     return rows.length > 0;
   }, timeoutMs);
 }
+
+/**
+ * The statements `work` makes one pool send, in order: each client the pool hands out while
+ * `work` runs gets its own counting `query` (an instance property over the prototype's, taken
+ * away afterwards), so nothing else in the process (other pools, other test files' apps) is
+ * touched or counted.
+ */
+export async function statementsOf<T>(pool: pg.Pool, work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  const statements: string[] = [];
+  const counted = new Set<pg.PoolClient>();
+  const count = (client: pg.PoolClient) => {
+    if (counted.has(client)) return;
+    counted.add(client);
+    const query = client.query;
+    client.query = function countedQuery(this: pg.PoolClient, ...args: unknown[]) {
+      const [text] = args;
+      statements.push(typeof text === 'string' ? text : (text as { text: string }).text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+  };
+  pool.on('acquire', count);
+  try {
+    return { result: await work(), statements };
+  } finally {
+    pool.off('acquire', count);
+    for (const client of counted) delete (client as Partial<pg.PoolClient>).query;
+  }
+}
