@@ -49,7 +49,8 @@ export async function findConnectors(db: Executor, ids: readonly number[]): Prom
 
 /** A workspace's connectors that are not deleted, in creation order. */
 export async function listConnectors(db: Executor, workspaceId: number): Promise<ConnectorRow[]> {
-  return db.selectFrom('connectors').selectAll().where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null).orderBy('id').execute();
+  return db.selectFrom('connectors').selectAll().where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null).orderBy('id').execute()
+    .then((rows) => rows.map(openConnector));
 }
 
 export async function findAutoPushConnectors(db: Executor, workspaceIds: readonly number[]): Promise<ConnectorRow[]> {
