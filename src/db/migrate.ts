@@ -6,6 +6,7 @@ import * as registrableDomains from './migrations/0003_registrable_company_domai
 import * as notifyKeyCreation from './migrations/0004_notify_key_creation.js';
 import * as secretsAtRest from './migrations/0005_secrets_at_rest.js';
 import * as deliveryTools from './migrations/0006_delivery_tools.js';
+import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   '0004_notify_key_creation': notifyKeyCreation,
   '0005_secrets_at_rest': secretsAtRest,
   '0006_delivery_tools': deliveryTools,
+  '0007_seal_credential_headers': sealCredentialHeaders,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
