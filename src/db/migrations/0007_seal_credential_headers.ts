@@ -20,7 +20,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await sql`UPDATE workflows SET block = ${JSON.stringify(mapBlockCredentials(block, seal))}::jsonb WHERE id = ${id}`.execute(db);
   }
   // Only the delivery rows with such a header are read (there may be many rows); the pattern is
-  // the credential-name rule of src/deliveries/masking.ts as it stands for this migration.
+  // the credential-name rule of src/secrets/credential-headers.ts as it stands for this migration.
   const deliveries = await sql<{ id: number; headers: HeaderRow[] }>`
     SELECT id, headers FROM deliveries
     WHERE EXISTS (SELECT 1 FROM jsonb_array_elements(headers) AS h WHERE h->>'name' ~* 'auth|token|secret|key|passw|cookie|credential|signature|session')
