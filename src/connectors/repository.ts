@@ -1,6 +1,7 @@
 import type { Executor } from '../db/connect.js';
 import type { ConnectorAuth, ConnectorRow, FieldMapping, KeyValue, WebhookMethod, BodyFormat } from '../db/schema.js';
 import { mapAuthSecret } from '../secrets/connector-auth.js';
+import { mapCredentialValues } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
 
 // Credentials and signing secrets are sealed on the way in and opened on the way out: the
@@ -24,6 +25,7 @@ export function openConnector(row: ConnectorRow): ConnectorRow {
   return {
     ...row,
     auth: mapAuthSecret(row.auth, openSecret),
+    headers: mapCredentialValues(row.headers, openSecret),
     signing_secret: openSecret(row.signing_secret),
     previous_signing_secret: row.previous_signing_secret === null ? null : openSecret(row.previous_signing_secret),
   };
@@ -36,7 +38,7 @@ export async function insertConnector(db: Executor, connector: NewConnector): Pr
     auth: JSON.stringify(mapAuthSecret(connector.auth, sealSecret)),
     mapping: JSON.stringify(connector.mapping),
     fields: JSON.stringify(connector.fields),
-    headers: JSON.stringify(connector.headers),
+    headers: JSON.stringify(mapCredentialValues(connector.headers, sealSecret)),
   }).returningAll().executeTakeFirstOrThrow());
 }
 
@@ -77,6 +79,7 @@ export async function resealConnectors(db: Executor): Promise<number> {
   for (const row of rows.map(openConnector)) {
     await db.updateTable('connectors').set({
       auth: JSON.stringify(mapAuthSecret(row.auth, sealSecret)),
+      headers: JSON.stringify(mapCredentialValues(row.headers, sealSecret)),
       signing_secret: sealSecret(row.signing_secret),
       previous_signing_secret: row.previous_signing_secret === null ? null : sealSecret(row.previous_signing_secret),
     }).where('id', '=', row.id).execute();

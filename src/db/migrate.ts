@@ -6,6 +6,7 @@ import * as registrableDomains from './migrations/0003_registrable_company_domai
 import * as notifyKeyCreation from './migrations/0004_notify_key_creation.js';
 import * as secretsAtRest from './migrations/0005_secrets_at_rest.js';
 import * as deliveryTools from './migrations/0006_delivery_tools.js';
+import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -16,11 +17,16 @@ const migrations: Record<string, Migration> = {
   '0004_notify_key_creation': notifyKeyCreation,
   '0005_secrets_at_rest': secretsAtRest,
   '0006_delivery_tools': deliveryTools,
+  '0007_seal_credential_headers': sealCredentialHeaders,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-export const createMigrator = (db: Db) => new Migrator({ db, provider });
+// Branches add migrations in parallel, so one may land with a name sorting before a migration
+// a database already ran (0005_secrets_at_rest merged after 0006_delivery_tools): such a
+// database runs it next instead of refusing to migrate. Each migration therefore touches
+// only its own tables and columns and never relies on a later-numbered one.
+export const createMigrator = (db: Db) => new Migrator({ db, provider, allowUnorderedMigrations: true });
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const { error, results } = await createMigrator(db).migrateToLatest();

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import type { ConnectorRow, DeliveryEvent, DeliverySender, HeaderRow, KeyValue, NewDelivery, WorkflowBlock } from '../db/schema.js';
+import { mapCredentialHeaders } from '../secrets/credential-headers.js';
+import { sealSecret } from '../secrets/keyring.js';
 import { mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
 import { checkUrlShape, RefusedDestination } from './network-guard.js';
 import {
@@ -73,7 +75,8 @@ function request(origin: DeliveryOrigin, target: DeliveryTarget & {
   );
   return {
     ...deliveryRow(origin, target),
-    headers: JSON.stringify(Object.entries(headers).map(([name, value]) => ({ name, value }))),
+    // Headers named like credentials are sealed in the row (src/secrets/credential-headers.ts).
+    headers: JSON.stringify(mapCredentialHeaders(Object.entries(headers).map(([name, value]) => ({ name, value })), sealSecret)),
     body,
     content_type: carriesBody ? contentType : null,
   };

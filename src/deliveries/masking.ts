@@ -1,18 +1,12 @@
 import type { HeaderRow, KeyValue } from '../db/schema.js';
+import { isCredentialName } from '../secrets/credential-headers.js';
 
 // What an operator is shown of credentials: never the value, at most its last four
 // characters (enough to tell two tokens apart, too little to use one).
 
-/** Names that carry credentials by convention: Authorization, X-Api-Key, X-Auth-Token, a password, a cookie... */
-const CREDENTIAL_NAME = /auth|token|secret|key|passw|cookie|credential|signature|session/i;
 const MIN_LENGTH_SHOWING_TAIL = 12;
 
 export const maskSecret = (secret: string) => (secret.length < MIN_LENGTH_SHOWING_TAIL ? '****' : `****${secret.slice(-4)}`);
-
-/** True for a header or parameter name that looks like it carries a credential, or is one of `alsoSecret` (any case). */
-export function isCredentialName(name: string, alsoSecret: readonly string[] = []): boolean {
-  return CREDENTIAL_NAME.test(name) || alsoSecret.some((secret) => secret.toLowerCase() === name.toLowerCase());
-}
 
 /** Header rows with credential values masked, in their order. */
 export function maskHeaderRows(rows: readonly HeaderRow[], alsoSecret: readonly string[] = []): HeaderRow[] {

@@ -1,6 +1,11 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { DeliveryBranch, DeliveryRow, DeliverySender, NewDelivery } from '../db/schema.js';
+import { mapCredentialHeaders } from '../secrets/credential-headers.js';
+import { openSecret, sealSecret } from '../secrets/keyring.js';
+
+/** The stored row with its credential headers opened (sealed when composed, src/deliveries/compose.ts). */
+const openDelivery = (row: DeliveryRow): DeliveryRow => ({ ...row, headers: mapCredentialHeaders(row.headers, openSecret) });
 
 const INSERT_CHUNK = 500;
 
@@ -36,7 +41,7 @@ export async function claimDueDeliveries(db: Executor, workerId: string, limit: 
     WHERE d.id = due.id
     RETURNING d.*
   `.execute(db);
-  return result.rows;
+  return result.rows.map(openDelivery);
 }
 
 export interface AttemptOutcome {
@@ -182,7 +187,19 @@ export async function listDeliveries(db: Executor, workspaceId: number, filter: 
 }
 
 export async function findDelivery(db: Executor, id: number): Promise<DeliveryRow | undefined> {
-  return db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && openDelivery(row);
+}
+
+/** Seals the credential headers of every delivery row holding any again with the current key (after a key change); returns how many rows. */
+export async function resealDeliveries(db: Executor): Promise<number> {
+  const rows = await db.selectFrom('deliveries').select(['id', 'headers'])
+    .where(sql<boolean>`headers::text LIKE '%"v1:%'`).orderBy('id').execute();
+  for (const row of rows) {
+    const headers = mapCredentialHeaders(mapCredentialHeaders(row.headers, openSecret), sealSecret);
+    await db.updateTable('deliveries').set({ headers: JSON.stringify(headers) }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
 }
 
 /** Every recorded attempt of a delivery, every series, in the order they were made. */

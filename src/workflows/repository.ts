@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { WorkflowBlock, WorkflowRow, WorkflowTrigger } from '../db/schema.js';
+import { mapBlockCredentials } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
 
 export interface NewWorkflow {
@@ -13,19 +14,24 @@ export interface NewWorkflow {
 
 export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promise<WorkflowRow> {
   const row = await db.insertInto('workflows')
-    .values({ ...workflow, block: JSON.stringify(workflow.block), signing_secret: sealSecret(workflow.signing_secret) })
+    .values({ ...workflow, block: JSON.stringify(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
     .returningAll().executeTakeFirstOrThrow();
   return openWorkflow(row);
 }
 
-/** The stored row with its signing secret opened (the table holds it sealed). */
-export const openWorkflow = (row: WorkflowRow): WorkflowRow => ({ ...row, signing_secret: openSecret(row.signing_secret) });
+/** The stored row with its signing secret and its block's credential headers opened (the table holds them sealed). */
+export const openWorkflow = (row: WorkflowRow): WorkflowRow => ({
+  ...row, block: mapBlockCredentials(row.block, openSecret), signing_secret: openSecret(row.signing_secret),
+});
 
-/** Seals every workflow's signing secret again with the current key (after a key change); returns how many. */
+/** Seals every workflow's secrets again with the current key (after a key change); returns how many. */
 export async function resealWorkflows(db: Executor): Promise<number> {
-  const rows = await db.selectFrom('workflows').select(['id', 'signing_secret']).orderBy('id').execute();
+  const rows = await db.selectFrom('workflows').select(['id', 'block', 'signing_secret']).orderBy('id').execute();
   for (const row of rows) {
-    await db.updateTable('workflows').set({ signing_secret: sealSecret(openSecret(row.signing_secret)) }).where('id', '=', row.id).execute();
+    await db.updateTable('workflows').set({
+      block: JSON.stringify(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
+      signing_secret: sealSecret(openSecret(row.signing_secret)),
+    }).where('id', '=', row.id).execute();
   }
   return rows.length;
 }
@@ -49,7 +55,8 @@ export async function listWorkflows(db: Executor, workspaceId: number) {
   return db.selectFrom('workflows').leftJoin('tags', 'tags.id', 'workflows.tag_id')
     .select(['workflows.id', 'workflows.workspace_id', 'workflows.trigger', 'workflows.tag_id', 'tags.name as tag_name', 'workflows.block',
       'workflows.active', 'workflows.active_since', 'workflows.created_at'])
-    .where('workflows.workspace_id', '=', workspaceId).orderBy('workflows.id').execute();
+    .where('workflows.workspace_id', '=', workspaceId).orderBy('workflows.id').execute()
+    .then((rows) => rows.map((row) => ({ ...row, block: mapBlockCredentials(row.block, openSecret) })));
 }
 
 /**

@@ -22,15 +22,15 @@ beforeAll(async () => {
   tenant = await createTenant(t.ctx.db);
 });
 
-const TABLES = ['connectors', 'workflows', 'deliveries', 'delivery_attempts', 'outbox'];
-
-/** Every text-like column of the tables that could hold a secret, as one text per row and column. */
+/** Every text-like column of every table, as one text per row and column. */
 async function storedTexts(): Promise<string[]> {
   const { rows: columns } = await sql<{ table_name: string; column_name: string }>`
-    SELECT table_name, column_name FROM information_schema.columns
-    WHERE table_schema = 'public' AND table_name = ANY(${TABLES}) AND data_type IN ('text', 'jsonb', 'json', 'character varying')
+    SELECT c.table_name, c.column_name FROM information_schema.columns AS c
+    JOIN information_schema.tables AS t ON t.table_schema = c.table_schema AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE'
+    WHERE c.table_schema = 'public' AND c.data_type IN ('text', 'jsonb', 'json', 'character varying', 'bytea')
   `.execute(t.ctx.db);
-  expect(new Set(columns.map((column) => column.table_name))).toEqual(new Set(TABLES));
+  const tables = new Set(columns.map((column) => column.table_name));
+  for (const table of ['connectors', 'workflows', 'deliveries', 'delivery_attempts', 'outbox']) expect(tables).toContain(table);
   const texts: string[] = [];
   for (const { table_name, column_name } of columns) {
     const { rows } = await sql<{ value: string | null }>`SELECT ${sql.ref(column_name)}::text AS value FROM ${sql.table(table_name)}`.execute(t.ctx.db);
@@ -49,8 +49,11 @@ describe('secrets at rest', () => {
     const create = (path: string, auth: string[]) => cli<{ id: number; signing_secret: string }>(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/${path}`, ...auth]);
     const bearer = await create('bearer', ['--auth', 'bearer', '--token', 'tok_clear_bearer_7f3a']);
     const basic = await create('basic', ['--auth', 'basic', '--username', 'crm_user', '--password', 'pw_clear_basic_91c2']);
-    const header = await create('header', ['--auth', 'header', '--header-name', 'X-Api-Key', '--header-value', 'hv_clear_header_5d0e']);
-    const workflow = await cli<{ signing_secret: string }>(t, ['workflow', 'create', '--workspace', workspace, '--trigger', 'lead_created', '--url', `${receiver.url}/workflow`]);
+    const header = await create('header', ['--auth', 'header', '--header-name', 'X-Api-Key', '--header-value', 'hv_clear_header_5d0e',
+      '--header', 'X-Auth-Token=ch_clear_constant_3b8d', '--header', 'X-Team=sales']);
+    // Headers typed into a Custom URL block are credentials too when their name says so.
+    const workflow = await cli<{ signing_secret: string }>(t, ['workflow', 'create', '--workspace', workspace, '--trigger', 'lead_created', '--url', `${receiver.url}/workflow`,
+      '--header', 'Authorization=Bearer wf_clear_block_c41e']);
 
     for (const connector of [bearer, basic, header]) expect((await connectorTest(connector.id)).delivered).toBe(true);
     const lead = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Ada Lovelace', email: 'ada@analytical.test', enrich: false });
@@ -66,10 +69,13 @@ describe('secrets at rest', () => {
     expect(byPath('bearer').headers.authorization).toBe('Bearer tok_clear_bearer_7f3a');
     expect(byPath('basic').headers.authorization).toBe(`Basic ${Buffer.from('crm_user:pw_clear_basic_91c2').toString('base64')}`);
     expect(byPath('header').headers['x-api-key']).toBe('hv_clear_header_5d0e');
+    expect(byPath('header').headers).toMatchObject({ 'x-auth-token': 'ch_clear_constant_3b8d', 'x-team': 'sales' });
+    expect(byPath('workflow').headers.authorization).toBe('Bearer wf_clear_block_c41e');
     expect(() => new Webhook(workflow.signing_secret).verify(byPath('workflow').body, byPath('workflow').headers as Record<string, string>)).not.toThrow();
 
     const secrets = [
       'tok_clear_bearer_7f3a', 'pw_clear_basic_91c2', Buffer.from('crm_user:pw_clear_basic_91c2').toString('base64'), 'hv_clear_header_5d0e',
+      'ch_clear_constant_3b8d', 'wf_clear_block_c41e',
       ...[bearer, basic, header, workflow].flatMap(({ signing_secret }) => [signing_secret, signing_secret.replace(/^whsec_/, '')]),
     ];
     const texts = await storedTexts();
@@ -135,12 +141,16 @@ describe('secrets reencrypt', () => {
     const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/rekeyed`,
       '--auth', 'bearer', '--token', 'tok_rekeyed']);
 
-    const result = await cli<{ key_id: string; connectors: number; workflows: number }>(t, ['secrets', 'reencrypt'], { SECRETS_KEY: newKey, SECRETS_KEY_PREVIOUS: fileKey });
+    const result = await cli<{ key_id: string; connectors: number; workflows: number; deliveries: number }>(t, ['secrets', 'reencrypt'], { SECRETS_KEY: newKey, SECRETS_KEY_PREVIOUS: fileKey });
     const newId = secretKeyId(Buffer.from(newKey, 'base64'));
     expect(result.key_id).toBe(newId);
     expect(result.connectors).toBeGreaterThan(0);
     const stored = await sql<{ signing_secret: string }>`SELECT signing_secret FROM connectors UNION ALL SELECT signing_secret FROM workflows`.execute(t.ctx.db);
     expect(stored.rows.filter((row) => !row.signing_secret.startsWith(`v1:${newId}:`))).toEqual([]);
+    // The credential headers of delivery rows (from the first test) too: none sealed with another key.
+    expect(result.deliveries).toBeGreaterThan(0);
+    const sealedElsewhere = await sql`SELECT id FROM deliveries WHERE headers::text ~ '"v1:' AND headers::text !~ ${`"v1:${newId}:`}`.execute(t.ctx.db);
+    expect(sealedElsewhere.rows).toEqual([]);
 
     expect(await cli(t, ['connector', 'test', '--id', String(connector.id)], { SECRETS_KEY: newKey })).toMatchObject({ delivered: true });
     expect(lastRequest().headers.authorization).toBe('Bearer tok_rekeyed');

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { resealConnectors } from '../../connectors/repository.js';
+import { resealDeliveries } from '../../deliveries/repository.js';
 import { keyring } from '../../secrets/keyring.js';
 import { resealWorkflows } from '../../workflows/repository.js';
 import { runCommand } from '../cli-context.js';
@@ -13,5 +14,6 @@ export function registerSecretsCommands(program: Command): void {
       key_id: keyring().current.id,
       connectors: await resealConnectors(trx),
       workflows: await resealWorkflows(trx),
+      deliveries: await resealDeliveries(trx),
     }))));
 }

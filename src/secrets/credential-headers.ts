@@ -1,0 +1,27 @@
+import type { HeaderRow, KeyValue, WorkflowBlock } from '../db/schema.js';
+
+// Headers an operator types (a connector's constant headers, a Custom URL block's headers)
+// carry credentials too when their name says so: Authorization, X-Api-Key, X-Auth-Token...
+// the names whose values are also masked when shown (src/deliveries/masking.ts). Their values
+// are sealed like the connector's auth in the connector, the workflow and every delivery row,
+// and opened in memory: for showing masked, and at send time.
+
+/** Names that carry credentials by convention: Authorization, X-Api-Key, X-Auth-Token, a password, a cookie... */
+const CREDENTIAL_NAME = /auth|token|secret|key|passw|cookie|credential|signature|session/i;
+
+/** True for a header or parameter name that looks like it carries a credential, or is one of `alsoSecret` (any case). */
+export function isCredentialName(name: string, alsoSecret: readonly string[] = []): boolean {
+  return CREDENTIAL_NAME.test(name) || alsoSecret.some((secret) => secret.toLowerCase() === name.toLowerCase());
+}
+
+type Transform = (value: string) => string;
+
+export const mapCredentialValues = (rows: readonly KeyValue[], transform: Transform): KeyValue[] =>
+  rows.map(({ key, value }) => ({ key, value: isCredentialName(key) ? transform(value) : value }));
+
+export const mapCredentialHeaders = (rows: readonly HeaderRow[], transform: Transform): HeaderRow[] =>
+  rows.map(({ name, value }) => ({ name, value: isCredentialName(name) ? transform(value) : value }));
+
+/** A Custom URL block with its credential headers transformed; a connector block has none. */
+export const mapBlockCredentials = (block: WorkflowBlock, transform: Transform): WorkflowBlock =>
+  (block.endpoint === 'url' ? { ...block, headers: mapCredentialValues(block.headers, transform) } : block);

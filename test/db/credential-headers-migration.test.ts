@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { pino } from 'pino';
+import { findConnectors } from '../../src/connectors/repository.js';
+import { createDb, createPool, type Db } from '../../src/db/connect.js';
+import { createMigrator } from '../../src/db/migrate.js';
+import { findDelivery } from '../../src/deliveries/repository.js';
+import { sealSecret } from '../../src/secrets/keyring.js';
+import { findWorkflows } from '../../src/workflows/repository.js';
+import { databaseUrl } from '../../scripts/database-url.js';
+import { readTestEnvironment } from '../support/env.js';
+
+// Migration 0007 on credential headers stored in clear before it (signing secrets already sealed by 0005).
+
+let db: Db;
+const name = `lead_intake_test_${readTestEnvironment().runId}_headers_${randomBytes(4).toString('hex')}`;
+
+async function admin(query: string) {
+  const client = new pg.Client({ connectionString: readTestEnvironment().adminUrl });
+  await client.connect();
+  try {
+    await client.query(query);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  await admin(`CREATE DATABASE "${name}"`);
+  db = createDb(createPool(databaseUrl(readTestEnvironment().adminUrl, name), 1, { logger: pino({ level: 'silent' }), name: 'migration-test' }));
+  const { error } = await createMigrator(db).migrateTo('0006_delivery_tools');
+  if (error) throw error;
+});
+afterAll(async () => {
+  await db.destroy();
+  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+});
+
+describe('0007_seal_credential_headers', () => {
+  it('seals credential-named header values of connectors, Custom URL blocks and delivery rows; other headers stay as they are', async () => {
+    const { rows: [workspace] } = await sql<{ id: number }>`INSERT INTO workspaces (name) VALUES ('Old') RETURNING id`.execute(db);
+    const { rows: [connector] } = await sql<{ id: number }>`
+      INSERT INTO connectors (workspace_id, url, method, format, auth, signing_secret, headers)
+      VALUES (${workspace!.id}, 'https://crm.example/hook', 'POST', 'json', '{"type":"none"}', ${sealSecret('whsec_c0nn')},
+        ${JSON.stringify([{ key: 'X-Api-Key', value: 'ck_old_clear' }, { key: 'X-Team', value: 'sales' }])}::jsonb) RETURNING id`.execute(db);
+    const block = { endpoint: 'url', url: 'https://x.example', method: 'POST', format: 'json', headers: [{ key: 'Authorization', value: 'Bearer bk_old_clear' }], fields: [] };
+    const { rows: [workflow] } = await sql<{ id: number }>`
+      INSERT INTO workflows (workspace_id, trigger, block, signing_secret) VALUES (${workspace!.id}, 'lead_created', ${JSON.stringify(block)}::jsonb, ${sealSecret('whsec_w0rk')})
+      RETURNING id`.execute(db);
+    const headers = [{ name: 'User-Agent', value: 'LeadIntake-Webhooks/1.0' }, { name: 'Authorization', value: 'Bearer bk_old_clear' }];
+    const { rows: [delivery] } = await sql<{ id: number }>`
+      INSERT INTO deliveries (workspace_id, event, sender, trigger, workflow_id, message_id, url, method, headers, max_attempts)
+      VALUES (${workspace!.id}, 'workflow', 'custom_url', 'lead_created', ${workflow!.id}, 'msg_old', 'https://x.example', 'POST', ${JSON.stringify(headers)}::jsonb, 3)
+      RETURNING id`.execute(db);
+
+    const { results, error } = await createMigrator(db).migrateTo('0007_seal_credential_headers');
+    expect(error).toBeUndefined();
+    expect(results?.map((result) => [result.migrationName, result.status])).toEqual([['0007_seal_credential_headers', 'Success']]);
+
+    const stored = await sql<{ value: string }>`
+      SELECT headers::text AS value FROM connectors UNION ALL SELECT block::text FROM workflows UNION ALL SELECT headers::text FROM deliveries`.execute(db);
+    expect(stored.rows.filter((row) => /_old_clear/.test(row.value))).toEqual([]);
+    expect(stored.rows[0]!.value).toContain('"sales"');
+
+    expect((await findConnectors(db as never, [connector!.id])).get(connector!.id)?.headers)
+      .toEqual([{ key: 'X-Api-Key', value: 'ck_old_clear' }, { key: 'X-Team', value: 'sales' }]);
+    expect((await findWorkflows(db as never, [workflow!.id])).get(workflow!.id)?.block).toEqual(block);
+    expect((await findDelivery(db as never, delivery!.id))?.headers).toEqual(headers);
+  });
+});
