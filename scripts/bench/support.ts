@@ -14,8 +14,12 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
  */
 export function nodeFlagsOf(script: string): string[] {
   const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const match = /(?:^|&&\s*)node\s+((?:--\S+\s+)*)dist\//.exec(scripts[script] ?? '');
-  return match?.[1]?.split(/\s+/).filter(Boolean) ?? [];
+  // `node --flags dist/...`, optionally after `exec` (the scripts exec node so that signals
+  // reach it). Not finding it is an error: a silently empty list ran the bench without the
+  // heap limits once.
+  const match = /(?:^|&&\s*)(?:exec\s+)?node\s+((?:--\S+\s+)*)dist\//.exec(scripts[script] ?? '');
+  if (!match) throw new Error(`package.json scripts.${script} does not run \`node [flags] dist/...\``);
+  return match[1]!.split(/\s+/).filter(Boolean);
 }
 
 export function freePort(): Promise<number> {
