@@ -7,8 +7,8 @@
 //              lookup and its write, sent straight through pg (POST /api/v1/leads): what
 //              the service must do for a new person, with nothing else (no auth, rate limit,
 //              validation, normalization beyond the keys, logging).
-// The same-work statements are the service's prepared statements from dist/ (their text and
-// parameter order compiled from the service's own builders), so they cannot drift.
+// The same-work statements are the service's prepared statements from dist/ (their text,
+// name and parameter order compiled from the service's own builders), so they cannot drift.
 // Run as its own process: `tsx scripts/bench/baseline.ts <mode>` with PORT (and DATABASE_URL,
 // and WORKSPACE_ID for same-work).
 import path from 'node:path';
@@ -60,15 +60,16 @@ async function serveSameWork(): Promise<void> {
     const phone = body.phone.replace(/\D/g, '');
     const handle = body.linkedin_url.slice(body.linkedin_url.lastIndexOf('/in/') + 4);
     const keys = [{ kind: 'email' as const, value: email }, { kind: 'linkedin' as const, value: handle }, { kind: 'phone' as const, value: phone.slice(-10) }];
-    const { rows: [lookup] } = await pool.query(INTAKE_LOOKUP.text, INTAKE_LOOKUP.parameters({
+    // Named, as the service's pool sends them (src/db/connect.ts): parsed once per connection.
+    const { rows: [lookup] } = await pool.query({ name: INTAKE_LOOKUP.name, text: INTAKE_LOOKUP.text, values: INTAKE_LOOKUP.parameters({
       workspaceId, tagIds: [], tagNames: body.tags.map((tag) => tag.toLowerCase()), kinds: keys.map((key) => key.kind), values: keys.map((key) => key.value),
       companyId: null, domain: email.slice(email.indexOf('@') + 1), companyName: null,
-    }));
+    }) });
     if (lookup.matches.length > 0) {
       response.status(200).json({ data: { matched: lookup.matches[0] } });
       return;
     }
-    const { rows: [lead] } = await pool.query(NEW_LEAD_IF_KEYS_FREE.text, NEW_LEAD_IF_KEYS_FREE.parameters(newLeadsInput(workspaceId, [{
+    const { rows: [lead] } = await pool.query({ name: NEW_LEAD_IF_KEYS_FREE.name, text: NEW_LEAD_IF_KEYS_FREE.text, values: NEW_LEAD_IF_KEYS_FREE.parameters(newLeadsInput(workspaceId, [{
       values: {
         name: body.name, job_title: body.job_title, company_id: lookup.companyByDomain, emails: [email], phones: [phone],
         links: [{ type: 'linkedin', url: body.linkedin_url }], locations: [], custom_fields: {},
@@ -76,7 +77,7 @@ async function serveSameWork(): Promise<void> {
       keys,
       tagIds: (lookup.tags as Array<{ id: number }>).map((tag) => tag.id),
       events: [{ topic: 'lead.created' }],
-    }])));
+    }])) });
     response.status(201).json({ data: lead });
   });
 }
