@@ -37,7 +37,11 @@ export class PreparedStatement<Input extends object, Row> {
   private readonly slots: ReadonlyArray<keyof Input>;
   private readonly node: CompiledQuery['query'];
 
-  constructor(build: (input: Placeholders<Input>) => RawBuilder<unknown>) {
+  /**
+   * `named: false` for a statement over a varying number of rows (a batch's 1 to 1,000): sent
+   * unnamed, PostgreSQL plans it for each call's actual arrays instead of a generic plan.
+   */
+  constructor(build: (input: Placeholders<Input>) => RawBuilder<unknown>, options: { named: boolean } = { named: true }) {
     const placeholders = new Proxy({}, { get: (_target, name) => sql.val(new InputSlot(String(name))) }) as Placeholders<Input>;
     const compiled = new PostgresQueryCompiler().compileQuery(build(placeholders).toOperationNode(), { queryId: 'prepared' });
     this.slots = compiled.parameters.map((parameter) => {
@@ -48,7 +52,7 @@ export class PreparedStatement<Input extends object, Row> {
     this.text = compiled.sql;
     this.node = compiled.query;
     this.name = `prepared_${createHash('sha256').update(this.text).digest('hex').slice(0, 16)}`;
-    statementNames.set(this.text, this.name);
+    if (options.named) statementNames.set(this.text, this.name);
   }
 
   /** The parameters of one call, in the order of the text's `$n`. */

@@ -73,7 +73,7 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-function newLeadsStatement(options: { insert: 'all' | 'complete'; records: boolean }) {
+function newLeadsStatement(options: { insert: 'all' | 'complete'; records: boolean; named: boolean }) {
   const inserted = sql.table(options.insert === 'all' ? 'ids' : 'complete');
   const answer = options.records
     ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
@@ -116,7 +116,7 @@ function newLeadsStatement(options: { insert: 'all' | 'complete'; records: boole
       ${newLeadEvents(input.workspaceId, 'complete', input)}
     )
     SELECT ${answer}
-    ORDER BY ids.ord`);
+    ORDER BY ids.ord`, { named: options.named });
 }
 
 /** The parameters of the new-lead statements (see newLeadsInput). */
@@ -146,10 +146,11 @@ export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[
   };
 }
 
-const NEW_LEADS = newLeadsStatement({ insert: 'all', records: false });
-const NEW_LEAD_RECORD = newLeadsStatement({ insert: 'all', records: true });
+/** A batch's run of new leads: planned per call, for its number of rows. */
+const NEW_LEADS = newLeadsStatement({ insert: 'all', records: false, named: false });
+const NEW_LEAD_RECORD = newLeadsStatement({ insert: 'all', records: true, named: true });
 /** The autocommit write of one new lead on POST /leads (see insertNewLeadIfKeysFree). */
-export const NEW_LEAD_IF_KEYS_FREE = newLeadsStatement({ insert: 'complete', records: true });
+export const NEW_LEAD_IF_KEYS_FREE = newLeadsStatement({ insert: 'complete', records: true, named: true });
 
 /** New leads inside a transaction (a batch's run of new people): see newLeadsStatement. */
 export async function insertNewLeads(db: Executor, workspaceId: number, leads: readonly NewLeadWrite[]): Promise<WrittenLead[]> {
