@@ -8,7 +8,6 @@
 // (a crash, errors or non-2xx answers, lost deliveries, a delivery scenario that could not run).
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,10 +15,11 @@ import pg from 'pg';
 import { runDeliveryScenario, type DeliveryResult } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
 import { runFloodScenario, type FloodResult } from './bench/flood.js';
-import type { LoadResult, Workload } from './bench/load.js';
+import type { Workload } from './bench/load.js';
+import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { seedLeads } from './bench/seed.js';
 import {
-  adminQuery, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
+  adminQuery, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, runOpenLoop, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
 } from './bench/support.js';
 
 const { values: flags } = parseArgs({
@@ -47,14 +47,7 @@ const benchDatabase = `lead_intake_bench_${Date.now()}`;
 const benchUrl = databaseUrl(adminUrl, benchDatabase);
 const runId = Date.now().toString(36);
 
-interface ScenarioResult extends LoadResult {
-  name: string;
-  serverPeakRssBytes: number;
-  leadsPerSecond?: number;
-}
-
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 
 let idlePool: pg.Pool | null = null;
 let postgresVersion = 'unknown';
@@ -73,7 +66,20 @@ async function measure(name: string, url: string, token: string | null, workload
   return { name, ...result, serverPeakRssBytes };
 }
 
-interface CeilingResult { statementsPerSecond: number; statements: number }
+/**
+ * The scenario again at a fixed rate of half its measured maximum (open model, see
+ * bench/open-loop.ts): the latency a client sees under normal load.
+ */
+async function atHalfRate(scenario: ScenarioResult, url: string, token: string | null, workload: Workload, rssPid: number): Promise<FixedRateResult> {
+  const rate = Math.max(1, Math.round(scenario.requestsPerSecond / 2));
+  log(`${scenario.name} at a fixed ${rate} req/s: ${warmupSeconds}s warm-up + ${durationSeconds}s`);
+  const rss = new RssSampler(() => [rssPid]).start();
+  const result = await runOpenLoop({ url, token, rate, warmupSeconds, durationSeconds, workload });
+  const serverPeakRssBytes = rss.stop();
+  if (idlePool) await waitForIdleDatabase(idlePool);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return { name: scenario.name, ...result, serverPeakRssBytes };
+}
 
 /** The PostgreSQL-only ceiling of a statement (see bench/pg-ceiling.ts), in its own process. */
 async function ceiling(mode: 'insert' | 'lead-write', workspaceId: number): Promise<CeilingResult> {
@@ -88,9 +94,9 @@ async function ceiling(mode: 'insert' | 'lead-write', workspaceId: number): Prom
   return JSON.parse(stdout) as CeilingResult;
 }
 
-async function withBaseline<T>(mode: 'constant' | 'insert', work: (url: string, pid: number) => Promise<T>): Promise<T> {
+async function withBaseline<T>(mode: 'constant' | 'insert' | 'read' | 'same-work', workspaceId: number, work: (url: string, pid: number) => Promise<T>): Promise<T> {
   const port = await freePort();
-  const child = spawnTsx('scripts/bench/baseline.ts', [mode], { PORT: String(port), DATABASE_URL: benchUrl });
+  const child = spawnTsx('scripts/bench/baseline.ts', [mode], { PORT: String(port), DATABASE_URL: benchUrl, WORKSPACE_ID: String(workspaceId) });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/`);
     return await work(`http://127.0.0.1:${port}`, child.pid!);
@@ -134,15 +140,29 @@ async function main(): Promise<void> {
     const seeded = await seedLeads(benchUrl, workspaceId, 1, INITIAL_LEADS);
     const pid = service.pid!;
 
-    const constant = await withBaseline('constant', (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
-    const insert = await withBaseline('insert', (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
+    // Every new person refers to one of 500 company domains and 11 tags: these exist before
+    // any scenario, so the same-work baseline and scenario 3 do the same work from the start.
+    log('priming the workspace: 500 new people through the service (companies and tags)');
+    const primed = await runOpenLoop({ url: base, token, rate: 250, warmupSeconds: 0, durationSeconds: 2, workload: { kind: 'new-lead', runId: `${runId}p`, phoneBase: 1_000_000_000 } });
+    if (primed.errors + primed.non2xx > 0) throw new Error(`priming failed: ${primed.errors} errors, ${primed.non2xx} non-2xx`);
+    const readWorkload: Workload = { kind: 'get-random-lead', ids: { from: seeded.firstId, to: seeded.lastId } };
+
+    const constant = await withBaseline('constant', workspaceId, (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
+    const insert = await withBaseline('insert', workspaceId, (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
+    const readBaseline = await withBaseline('read', workspaceId, (url, baselinePid) => measure('baseline: express + pg primary-key SELECT', url, null, readWorkload, baselinePid));
+    const sameWork = await withBaseline('same-work', workspaceId, (url, baselinePid) => measure('baseline: express + the new-lead statements', url, null, { kind: 'new-lead', runId: `${runId}s`, phoneBase: 6_000_000_000 }, baselinePid));
     const insertCeiling = await ceiling('insert', workspaceId);
 
     const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
     // Here, while the database is quiet: before the intake scenarios give autovacuum work.
     const flood = await runFloodScenario({ url: base, token, benchUrl, connections, warmupSeconds, durationSeconds, floodRate, serverPid: pid, log });
-    const read = await measure('2 GET /leads/{id}', base, token, { kind: 'get-random-lead', ids: { from: seeded.firstId, to: seeded.lastId } }, pid);
+    const read = await measure('2 GET /leads/{id}', base, token, readWorkload, pid);
     const created = await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid);
+    const fixedRate = [
+      await atHalfRate(me, base, token, { kind: 'get', path: '/api/v1/me' }, pid),
+      await atHalfRate(read, base, token, readWorkload, pid),
+      await atHalfRate(created, base, token, { kind: 'new-lead', runId: `${runId}f`, phoneBase: 7_000_000_000 }, pid),
+    ];
     const updated = await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid);
     const batch = await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid);
     batch.leadsPerSecond = batch.requestsPerSecond * 100;
@@ -165,19 +185,34 @@ async function main(): Promise<void> {
     const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
     if (delivery.skipped) process.stdout.write(`7 delivery: skipped: ${delivery.skipped}\n`);
 
-    const scenarios = [constant, insert, me, read, created, updated, batch, large];
-    report(scenarios, { constant, insert, me, created, batch, large }, delivery, flood, serverPeakRssBytes, { leadCount, seedSeconds, vacuumSeconds }, { insert: insertCeiling, leadWrite: leadWriteCeiling });
+    const scenarios = [constant, insert, readBaseline, sameWork, me, read, created, updated, batch, large];
+    const extra = {
+      date: new Date().toISOString(),
+      mode: smoke ? 'smoke' : 'full',
+      options: { durationSeconds, warmupSeconds, connections, largeWorkspaceLeads: leadCount, deliveryEvents, seedSeconds: Number(seedSeconds.toFixed(1)), vacuumSeconds: Number(vacuumSeconds.toFixed(1)) },
+      machine: machine(),
+    };
+    // A smoke run's figures mean nothing: they go to the temporary directory, never over the
+    // published ones.
+    const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', 'results.json');
+    report({
+      connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, batch, large }, fixedRate, delivery, flood, serverPeakRssBytes,
+      ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
+    }, extra, file);
+    log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
     const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
-      .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
+      .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0)
+      .map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`);
+    for (const fixed of fixedRate) {
+      if (fixed.errors > 0 || fixed.non2xx > 0 || fixed.requests === 0) broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
+    }
     const floodBroken = flood.non401 > 0 || [flood.flood, flood.floodDuringValid].some((run) => run.errors > 0 || run.timeouts > 0 || run.requests === 0);
-    if (broken.length > 0 || floodBroken || delivery.skipped || delivery.lost > 0 || delivery.duplicates > 0) {
-      log(`FAILED: ${[
-        ...broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`),
-        floodBroken ? `8 invalid-key flood: ${flood.non401} answers other than 401 (${JSON.stringify([flood.flood.statusCounts, flood.floodDuringValid.statusCounts])}), ${flood.flood.errors + flood.floodDuringValid.errors} errors, ${flood.flood.timeouts + flood.floodDuringValid.timeouts} timeouts` : '',
-        delivery.lost || delivery.duplicates ? `delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates` : '',
-        // The outbound side exists: a delivery scenario that could not run is a broken build, not a pass.
-        delivery.skipped ? `7 delivery: skipped: ${delivery.skipped}` : '',
-      ].filter(Boolean).join('; ')}`);
+    if (floodBroken) broken.push(`8 invalid-key flood: ${flood.non401} answers other than 401 (${JSON.stringify([flood.flood.statusCounts, flood.floodDuringValid.statusCounts])}), ${flood.flood.errors + flood.floodDuringValid.errors} errors, ${flood.flood.timeouts + flood.floodDuringValid.timeouts} timeouts`);
+    if (delivery.lost || delivery.duplicates) broken.push(`delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates`);
+    // Every scenario must run: a skipped one is a failure (the smoke run in CI relies on it).
+    if (delivery.skipped) broken.push(`7 delivery skipped: ${delivery.skipped}`);
+    if (broken.length > 0) {
+      log(`FAILED: ${broken.join('; ')}`);
       process.exitCode = 1;
     }
   } finally {
@@ -185,66 +220,8 @@ async function main(): Promise<void> {
   }
 }
 
-function report(
-  scenarios: ScenarioResult[],
-  named: Record<'constant' | 'insert' | 'me' | 'created' | 'batch' | 'large', ScenarioResult>,
-  delivery: DeliveryResult,
-  flood: FloodResult,
-  serverPeakRssBytes: number,
-  seed: { leadCount: number; seedSeconds: number; vacuumSeconds: number },
-  ceilings: { insert: CeilingResult; leadWrite: CeilingResult },
-): void {
-  const rows = scenarios.map((scenario) => [
-    scenario.name,
-    scenario.requestsPerSecond.toFixed(0) + (scenario.leadsPerSecond ? ` (${scenario.leadsPerSecond.toFixed(0)} leads/s)` : ''),
-    `${scenario.p50}`,
-    `${scenario.p99}`,
-    `${scenario.errors + scenario.timeouts}/${scenario.non2xx}`,
-    mb(scenario.serverPeakRssBytes),
-  ]);
-  rows.push(delivery.skipped
-    ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '']
-    : [`7 delivery (${delivery.events} events, ${delivery.workers} workers)`, `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`, '', '', `dup ${delivery.duplicates} / lost ${delivery.lost}`, `${mb(delivery.workerPeakRssBytes)} (worker)`]);
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS'];
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
-  const table = [line(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...rows.map(line)].join('\n');
-
-  const ratio = (value: number, floor: number) => ({ value: Number(value.toFixed(2)), pass: value >= floor });
-  const targets = {
-    me_vs_constant_baseline: { ...ratio(named.me.requestsPerSecond / named.constant.requestsPerSecond, 0.6), target: '>= 0.6' },
-    new_lead_vs_insert_baseline: { ...ratio(named.created.requestsPerSecond / named.insert.requestsPerSecond, 0.5), target: '>= 0.5' },
-    new_lead_p99_ms: { value: named.created.p99, pass: named.created.p99 < 50, target: `< 50 at ${connections} connections` },
-    batch_leads_vs_single: { ...ratio((named.batch.leadsPerSecond ?? 0) / named.created.requestsPerSecond, 10), target: '>= 10x' },
-    large_workspace_p50_vs_new_lead_p50: { value: Number((named.large.p50 / Math.max(named.created.p50, 0.001)).toFixed(2)), pass: named.large.p50 <= named.created.p50 * 1.25, target: '<= 1.25' },
-    deliveries_per_second: delivery.skipped
-      ? { value: `skipped: ${delivery.skipped}`, pass: null, target: '>= 1000, 0 duplicates, 0 lost' }
-      : { value: Number(delivery.deliveriesPerSecond.toFixed(0)), pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0, target: '>= 1000, 0 duplicates, 0 lost' },
-    invalid_key_flood_transactions_per_answer: { value: Number(flood.transactionsPerAnswer.toFixed(5)), pass: flood.transactionsPerAnswer < 0.01, target: '< 0.01' },
-    valid_me_beside_flood_vs_alone: {
-      ...ratio(flood.validWithFlood.requestsPerSecond / flood.validAlone.requestsPerSecond, 0.8),
-      target: `>= 0.8 (no more than 20% slower beside a flood of ${flood.floodRate} answers/s)`,
-    },
-    server_peak_rss_mb: { value: Number((serverPeakRssBytes / 1024 / 1024).toFixed(0)), pass: serverPeakRssBytes < 200 * 1024 * 1024, target: '< 200' },
-  };
-  const targetLines = Object.entries(targets).map(([name, target]) => `${target.pass === null ? 'SKIP' : target.pass ? 'PASS' : 'MISS'}  ${name} = ${target.value} (target ${target.target})`);
-
-  const ceilingBound = ceilings.leadWrite.statementsPerSecond / named.insert.requestsPerSecond;
-  const ceilingLines = [
-    `PostgreSQL-only ceiling (statements straight through pg, no HTTP; pool 10, ${connections} callers):`,
-    `  baseline INSERT alone:   ${ceilings.insert.statementsPerSecond.toFixed(0)} statements/s`,
-    `  new-lead write alone:    ${ceilings.leadWrite.statementsPerSecond.toFixed(0)} statements/s (lead + 3 match keys + 2 tags + event, the one statement every new lead needs)`,
-    `  => scenario 3 can reach at most ${ceilingBound.toFixed(2)} of the INSERT baseline on this machine (new-lead write alone / baseline req/s)`,
-  ];
-  const floodLines = [
-    `8 invalid-key flood (GET /me with random well-formed keys, ${connections} connections):`,
-    `  ${flood.flood.requestsPerSecond.toFixed(0)} answers/s, p50 ${flood.flood.p50} ms, p99 ${flood.flood.p99} ms; answers by status ${JSON.stringify(flood.flood.statusCounts)} (warm-up included)`,
-    `  ${flood.transactions} database transactions for ${flood.flood.answersIncludingWarmup} answers = ${flood.transactionsPerAnswer.toFixed(5)} per answer (pg_stat_database)`,
-    `  CPU per answer: service ${flood.serviceCpuMicrosecondsPerAnswer.toFixed(0)} us, PostgreSQL ${flood.databaseCpuMicrosecondsPerAnswer === null ? 'not measured (not on this machine)' : `${flood.databaseCpuMicrosecondsPerAnswer.toFixed(0)} us`}`,
-    `  valid GET /me at ${connections} connections: ${flood.validAlone.requestsPerSecond.toFixed(0)} req/s alone (p99 ${flood.validAlone.p99} ms), ${flood.validWithFlood.requestsPerSecond.toFixed(0)} req/s (p99 ${flood.validWithFlood.p99} ms) beside a flood at ${flood.floodRate}/s (it got ${flood.floodDuringValid.requestsPerSecond.toFixed(0)} answers/s)`,
-  ];
-  process.stdout.write(`\n${table}\n\n${floodLines.join('\n')}\n\n${targetLines.join('\n')}\n\n${ceilingLines.join('\n')}\n`);
-  const machine = {
+function machine() {
+  return {
     cpu: os.cpus()[0]?.model ?? 'unknown',
     cores: os.cpus().length,
     memory_gib: Number((os.totalmem() / 1024 ** 3).toFixed(1)),
@@ -255,41 +232,8 @@ function report(
     load_average_at_start: loadAtStart,
     load_average_at_end: os.loadavg().map((load) => Number(load.toFixed(2))),
     service_node_flags: nodeFlagsOf('start'),
+    worker_node_flags: nodeFlagsOf('worker'),
   };
-  const results = {
-    date: new Date().toISOString(),
-    mode: smoke ? 'smoke' : 'full',
-    options: { durationSeconds, warmupSeconds, connections, largeWorkspaceLeads: seed.leadCount, deliveryEvents, seedSeconds: Number(seed.seedSeconds.toFixed(1)), vacuumSeconds: Number(seed.vacuumSeconds.toFixed(1)) },
-    machine,
-    scenarios,
-    delivery,
-    invalid_key_flood: {
-      flood: flood.flood,
-      transactions: flood.transactions,
-      transactions_per_answer: Number(flood.transactionsPerAnswer.toFixed(6)),
-      service_cpu_us_per_answer: Number(flood.serviceCpuMicrosecondsPerAnswer.toFixed(0)),
-      database_cpu_us_per_answer: flood.databaseCpuMicrosecondsPerAnswer === null ? null : Number(flood.databaseCpuMicrosecondsPerAnswer.toFixed(0)),
-      non_401_answers: flood.non401,
-      flood_rate_beside_valid_client: flood.floodRate,
-      valid_me_alone: flood.validAlone,
-      valid_me_beside_flood: flood.validWithFlood,
-      flood_beside_valid_client: flood.floodDuringValid,
-      server_peak_rss_bytes: flood.serverPeakRssBytes,
-    },
-    server_peak_rss_bytes: serverPeakRssBytes,
-    pg_ceiling: {
-      insert_statements_per_second: Number(ceilings.insert.statementsPerSecond.toFixed(0)),
-      new_lead_write_statements_per_second: Number(ceilings.leadWrite.statementsPerSecond.toFixed(0)),
-      scenario_3_vs_insert_baseline_at_most: Number(ceilingBound.toFixed(2)),
-    },
-    targets,
-    table,
-  };
-  // A smoke run's figures mean nothing: they go to the temporary directory, never over the
-  // published ones.
-  const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', 'results.json');
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
 }
 
 main().catch((error: unknown) => {

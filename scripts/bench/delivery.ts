@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type pg from 'pg';
-import { CliFailed, nodeFlagsOf, ROOT, RssSampler, runCli, spawnChild, stopChild } from './support.js';
+import { CliFailed, cpuSecondsOf, nodeFlagsOf, ROOT, RssSampler, runCli, spawnChild, stopChild } from './support.js';
 
 export interface DeliveryResult {
   /** Set when the build has no outbound delivery (no `workflow create` command or worker). */
@@ -17,6 +17,13 @@ export interface DeliveryResult {
   /** From starting the workers to the last delivery received (includes start-up and fan-out). */
   drainSeconds: number;
   workerPeakRssBytes: number;
+  /**
+   * CPU time (user + system) of all workers per delivery (microseconds), from the first
+   * delivery received to the end: start-up and the first fan-out excluded.
+   */
+  workerCpuMicrosecondsPerDelivery: number;
+  /** The same from starting the workers: start-up included. */
+  workerCpuMicrosecondsPerDeliveryWithStartup: number;
 }
 
 /**
@@ -27,13 +34,19 @@ export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl:
   const seen = new Map<string, number>();
   let first = 0;
   let last = 0;
+  let workerPids: number[] = [];
+  const workerCpuSeconds = () => workerPids.reduce((sum, pid) => sum + (cpuSecondsOf(pid) ?? 0), 0);
+  let cpuAtFirstDelivery = 0;
   const receiver = http.createServer((request, response) => {
     request.resume();
     request.on('end', () => {
       const id = String(request.headers['webhook-id']);
       seen.set(id, (seen.get(id) ?? 0) + 1);
       last = performance.now();
-      if (first === 0) first = last;
+      if (first === 0) {
+        first = last;
+        cpuAtFirstDelivery = workerCpuSeconds();
+      }
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -45,7 +58,7 @@ export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl:
   const env = { DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', OUTBOX_POLL_MS: '100' };
   const skip = (reason: string): DeliveryResult => {
     receiver.close();
-    return { skipped: reason, events: options.events, workers: options.workers, delivered: 0, duplicates: 0, lost: 0, deliveriesPerSecond: 0, drainSeconds: 0, workerPeakRssBytes: 0 };
+    return { skipped: reason, events: options.events, workers: options.workers, delivered: 0, duplicates: 0, lost: 0, deliveriesPerSecond: 0, drainSeconds: 0, workerPeakRssBytes: 0, workerCpuMicrosecondsPerDelivery: 0, workerCpuMicrosecondsPerDeliveryWithStartup: 0 };
   };
   if (!existsSync(path.join(ROOT, 'dist', 'src', 'worker-main.js'))) return skip('outbound not implemented');
   try {
@@ -65,12 +78,14 @@ export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl:
 
   const started = performance.now();
   const workers = Array.from({ length: options.workers }, () => spawnChild([...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? nodeFlagsOf('worker')), path.join(ROOT, 'dist', 'src', 'worker-main.js')], env));
-  const rss = new RssSampler(() => workers.map((worker) => worker.pid!).filter(Boolean)).start();
+  workerPids = workers.map((worker) => worker.pid!).filter(Boolean);
+  const rss = new RssSampler(() => workerPids).start();
   const deadline = Date.now() + options.timeoutMs;
   while (seen.size < options.events && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   // A moment more, so a duplicate sent late is still counted.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const workerPeakRssBytes = rss.stop();
+  const cpuAtEnd = workerCpuSeconds();
   await Promise.all(workers.map((worker) => stopChild(worker)));
   receiver.closeAllConnections();
   receiver.close();
@@ -86,5 +101,7 @@ export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl:
     deliveriesPerSecond: seen.size / spanSeconds,
     drainSeconds: (last - started) / 1000,
     workerPeakRssBytes,
+    workerCpuMicrosecondsPerDelivery: ((cpuAtEnd - cpuAtFirstDelivery) * 1e6) / Math.max(seen.size - 1, 1),
+    workerCpuMicrosecondsPerDeliveryWithStartup: (cpuAtEnd * 1e6) / Math.max(seen.size, 1),
   };
 }

@@ -1,19 +1,10 @@
 // The load generator, run as its own process so it never shares the server's event loop.
 // Reads a LoadSpec as JSON from argv[2], runs the warm-up and then the measured run with
 // autocannon, and prints one LoadResult as JSON on stdout.
-import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
-import { seededPerson } from './seed.js';
+import { nextRequest, type Workload } from './workloads.js';
 
-export type Workload =
-  | { kind: 'get'; path: string }
-  | { kind: 'get-random-lead'; ids: { from: number; to: number } }
-  | { kind: 'new-lead'; runId: string; phoneBase: number }
-  | { kind: 'existing-lead'; seeded: number }
-  | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
-  | { kind: 'baseline-insert' }
-  /** GET /me, each request with a new random well-formed key (`lk` + 10 base36 `_` 43 base64url). */
-  | { kind: 'made-up-keys' };
+export type { Workload } from './workloads.js';
 
 export interface LoadSpec {
   url: string;
@@ -40,61 +31,18 @@ export interface LoadResult {
   answersIncludingWarmup: number;
 }
 
-let counter = 0;
-// Per load process, so separate runs with the same runId never send the same person twice.
-const salt = Math.random().toString(36).slice(2, 7);
-const phoneOffset = Math.floor(Math.random() * 100) * 1_000_000;
-const randomInt = (from: number, to: number) => from + Math.floor(Math.random() * (to - from + 1));
-
-/**
- * A new person: company from a business domain, two tags, a phone and a LinkedIn URL. Every
- * key is unique per run (phones from a range per scenario), so nothing matches an earlier lead.
- */
-function newPerson(runId: string, phoneBase: number) {
-  const n = ++counter;
-  return {
-    name: `Bench Person ${runId}-${n}`,
-    email: `p${runId}${salt}-${n}@firm${n % 500}.example`,
-    phone: `+1 ${phoneBase + phoneOffset + n}`,
-    linkedin_url: `https://www.linkedin.com/in/bench-${runId}${salt}-${n}`,
-    job_title: 'Buyer',
-    tags: ['bench', `wave-${n % 10}`],
-  };
-}
-
-/** One of the people seeded by SQL (see seed.ts): the same keys, so it matches and updates. */
-function existingPerson(seeded: number) {
-  return { ...seededPerson(randomInt(1, seeded)), job_title: 'Updated' };
-}
-
 function requestsFor(spec: LoadSpec): autocannon.Request[] {
-  const workload = spec.workload;
-  const json = (body: () => unknown): autocannon.Request => ({
-    method: 'POST',
-    path: workload.kind === 'new-batch' ? '/api/v1/leads/batch' : workload.kind === 'baseline-insert' ? '/insert' : '/api/v1/leads',
-    setupRequest: (request) => ({ ...request, body: JSON.stringify(body()) }),
-  });
-  switch (workload.kind) {
-    case 'get':
-      return [{ method: 'GET', path: workload.path }];
-    case 'get-random-lead':
-      return [{ method: 'GET', setupRequest: (request) => ({ ...request, path: `/api/v1/leads/${randomInt(workload.ids.from, workload.ids.to)}` }) }];
-    case 'new-lead':
-      return [json(() => newPerson(workload.runId, workload.phoneBase))];
-    case 'existing-lead':
-      return [json(() => existingPerson(workload.seeded))];
-    case 'new-batch':
-      return [json(() => ({ leads: Array.from({ length: workload.size }, () => newPerson(workload.runId, workload.phoneBase)) }))];
-    case 'baseline-insert':
-      return [json(() => newPerson('baseline', 0))];
-    case 'made-up-keys':
-      return [{ method: 'GET', path: '/api/v1/me', setupRequest: (request) => ({ ...request, headers: { ...request.headers, authorization: `Bearer ${madeUpKey()}` } }) }];
-  }
-}
-
-function madeUpKey(): string {
-  const prefix = Array.from(randomBytes(10), (byte) => (byte % 36).toString(36)).join('');
-  return `lk${prefix}_${randomBytes(32).toString('base64url')}`;
+  const first = nextRequest(spec.workload);
+  // A constant request is sent as it is; anything else is made anew for every request.
+  if (first.constant) return [{ method: first.method, path: first.path }];
+  return [{
+    method: first.method,
+    path: first.path,
+    setupRequest: (request) => {
+      const next = nextRequest(spec.workload);
+      return { ...request, path: next.path, ...(next.body !== undefined ? { body: next.body } : {}), headers: { ...request.headers, ...next.headers } };
+    },
+  }];
 }
 
 function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {

@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
+import type { OpenLoopResult, OpenLoopSpec } from './open-loop.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -14,8 +15,12 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
  */
 export function nodeFlagsOf(script: string): string[] {
   const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  const match = /(?:^|&&\s*)node\s+((?:--\S+\s+)*)dist\//.exec(scripts[script] ?? '');
-  return match?.[1]?.split(/\s+/).filter(Boolean) ?? [];
+  // `node --flags dist/...`, optionally after `exec` (the scripts exec node so that signals
+  // reach it). Not finding it is an error: a silently empty list ran the bench without the
+  // heap limits once.
+  const match = /(?:^|&&\s*)(?:exec\s+)?node\s+((?:--\S+\s+)*)dist\//.exec(scripts[script] ?? '');
+  if (!match) throw new Error(`package.json scripts.${script} does not run \`node [flags] dist/...\``);
+  return match[1]!.split(/\s+/).filter(Boolean);
 }
 
 export function freePort(): Promise<number> {
@@ -135,14 +140,24 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
   return JSON.parse(stdout);
 }
 
+/** One fixed-rate run in its own process (see open-loop.ts). */
+export async function runOpenLoop(spec: OpenLoopSpec): Promise<OpenLoopResult> {
+  return runJsonChild('scripts/bench/open-loop.ts', spec);
+}
+
 /** One load run in its own process (see load.ts). */
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const child = spawnTsx('scripts/bench/load.ts', [JSON.stringify(spec)], {}, { stdout: 'pipe' });
+  return runJsonChild('scripts/bench/load.ts', spec);
+}
+
+/** Runs a bench script in its own process with a JSON argument and returns the JSON it prints. */
+async function runJsonChild<T>(file: string, spec: unknown): Promise<T> {
+  const child = spawnTsx(file, [JSON.stringify(spec)], {}, { stdout: 'pipe' });
   let stdout = '';
   child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
   const [code] = await once(child, 'exit');
-  if (code !== 0) throw new Error(`load generator failed with exit code ${code}`);
-  return JSON.parse(stdout) as LoadResult;
+  if (code !== 0) throw new Error(`${file} failed with exit code ${code}`);
+  return JSON.parse(stdout) as T;
 }
 
 export async function adminQuery(adminUrl: string, text: string): Promise<void> {

@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { OutageLog } from './availability.js';
+import { statementNameOf } from './prepared.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -92,9 +93,25 @@ export function createPool(connectionString: string, max: number, options: PoolO
     // two statements, say) would raise its error unheard. Its next query fails instead, and
     // the pool drops it when it comes back.
     client.on('error', (error) => outage.failed(error));
+    sendPreparedStatementsNamed(client);
     outage.recovered();
   });
   return pool;
+}
+
+/**
+ * Kysely sends every statement as `query(text, values)`, unnamed: PostgreSQL parses and plans
+ * it on every call. The texts of the prepared statements (db/prepared.ts) go out named
+ * instead, so each connection parses them once and can reuse a plan.
+ */
+function sendPreparedStatementsNamed(client: pg.PoolClient): void {
+  // The class's method, looked up on every call: whatever wraps it (the tests count
+  // statements that way) still sees each statement.
+  const prototype = Object.getPrototypeOf(client) as { query: (...args: unknown[]) => unknown };
+  (client as { query: unknown }).query = (config: unknown, values?: unknown, callback?: unknown) => {
+    const name = typeof config === 'string' && Array.isArray(values) && callback === undefined ? statementNameOf(config) : undefined;
+    return name === undefined ? prototype.query.call(client, config, values, callback) : prototype.query.call(client, { name, text: config, values });
+  };
 }
 
 /**

@@ -24,7 +24,14 @@ export interface ContractOperation {
   hasJsonBody: boolean;
   /** No parameters and no body: the request validator has nothing to check. */
   declaresNoInput: boolean;
+  /**
+   * When the only input is integer path parameters (GET /leads/{id}): their bounds, all the
+   * request validator would check there (matchesContract already saw digits). Else null.
+   */
+  integerPathOnly: IntegerPathParameter[] | null;
 }
+
+export interface IntegerPathParameter { name: string; minimum: number; maximum: number }
 
 export interface ContractPath {
   path: string;
@@ -35,7 +42,7 @@ export interface ContractPath {
 }
 
 interface Parameter { name: string; in: string; schema?: Schema; $ref?: string }
-interface Schema { type?: string | string[]; $ref?: string }
+interface Schema { type?: string | string[]; $ref?: string; minimum?: number; maximum?: number }
 interface Operation {
   operationId?: string;
   parameters?: Parameter[];
@@ -75,9 +82,13 @@ export function readContract(documentPath: string): { operations: ContractOperat
       const operation = item[method]!;
       if (!operation.operationId) throw new Error(`OpenAPI document: ${method.toUpperCase()} ${path} has no operationId`);
       const parameters = [...(item.parameters ?? []), ...(operation.parameters ?? [])].map((parameter) => resolve<Parameter>(document, parameter));
+      const integerPath: IntegerPathParameter[] = [];
       for (const parameter of parameters) {
         const schema = parameter.schema ? resolve<Schema>(document, parameter.schema) : {};
-        if (parameter.in === 'path' && schema.type === 'integer') integerPathParameters.add(parameter.name);
+        if (parameter.in === 'path' && schema.type === 'integer') {
+          integerPathParameters.add(parameter.name);
+          integerPath.push({ name: parameter.name, minimum: schema.minimum ?? 0, maximum: schema.maximum ?? Number.MAX_SAFE_INTEGER });
+        }
       }
       const hasJsonBody = operation.requestBody !== undefined && 'application/json' in (resolve(document, operation.requestBody).content ?? {});
       operations.push({
@@ -90,6 +101,7 @@ export function readContract(documentPath: string): { operations: ContractOperat
         requiredScopes: scopesOf(operation.security ?? document.security),
         hasJsonBody,
         declaresNoInput: parameters.length === 0 && operation.requestBody === undefined,
+        integerPathOnly: integerPath.length > 0 && integerPath.length === parameters.length && operation.requestBody === undefined ? integerPath : null,
       });
     }
     for (const operation of operations.filter((candidate) => candidate.path === path)) operation.integerPathParameters = [...integerPathParameters];

@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import { PreparedStatement } from '../db/prepared.js';
 import type { IdentityKind } from '../db/schema.js';
 import type { PreparedCompany, PreparedLead } from './prepare.js';
 import type { TagJson } from './read-repository.js';
@@ -32,16 +33,19 @@ export interface BatchLookup {
   companies: Array<{ id: number; domain: string | null }>;
 }
 
+/** Placeholders of a prepared statement (see db/prepared.ts). */
+type Input<T> = RawBuilder<T>;
+
 /**
  * The existing leads of the workspace holding any of these keys (`n`: the key's position,
  * from 1), as a FROM item. One primary-key probe per key, whatever the planner believes about
  * the table: a plain join against the keys lets it hash the whole workspace's keys instead
  * when its statistics are stale (seen right after a bulk import: 60 ms instead of 2).
  */
-function identityMatchRows(workspaceId: number, keys: readonly MatchKey[]) {
+function identityMatchRows(workspaceId: Input<number>, kinds: Input<string[]>, values: Input<string[]>) {
   return sql`(
     SELECT k.n, i.kind, i.value, i.lead_id
-    FROM unnest(${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[]) WITH ORDINALITY AS k(kind, value, n)
+    FROM unnest(${kinds}::text[], ${values}::text[]) WITH ORDINALITY AS k(kind, value, n)
     CROSS JOIN LATERAL (
       SELECT i.kind, i.value, i.lead_id FROM lead_identities AS i
       WHERE i.workspace_id = ${workspaceId} AND i.kind = k.kind AND i.value = k.value
@@ -51,24 +55,30 @@ function identityMatchRows(workspaceId: number, keys: readonly MatchKey[]) {
 }
 
 /** The matches of these keys as a JSON array, in the keys' order. */
-const matchesJson = (workspaceId: number, keys: readonly MatchKey[]) => sql`
+const matchesJson = (workspaceId: Input<number>, kinds: Input<string[]>, values: Input<string[]>) => sql`
   (SELECT coalesce(json_agg(json_build_object('kind', m.kind, 'value', m.value, 'lead_id', m.lead_id) ORDER BY m.n), '[]'::json)
-    FROM ${identityMatchRows(workspaceId, keys)} AS m)`;
+    FROM ${identityMatchRows(workspaceId, kinds, values)} AS m)`;
 
-/** The workspace's tags with any of these ids or (case-insensitive) names, as a JSON array. */
-const referencedTags = (workspaceId: number, ids: readonly number[], names: readonly string[]) => sql`
+/** The workspace's tags with any of these ids or lower-case names, as a JSON array. */
+const referencedTags = (workspaceId: Input<number>, ids: Input<number[]>, lowerNames: Input<string[]>) => sql`
   (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name, 'color', color, 'active', active)), '[]'::json)
     FROM tags
-    WHERE workspace_id = ${workspaceId}
-      AND (id = ANY(${sql.val([...new Set(ids)])}::bigint[]) OR lower(name) = ANY(${sql.val([...new Set(names.map((name) => name.toLowerCase()))])}::text[])))`;
+    WHERE workspace_id = ${workspaceId} AND (id = ANY(${ids}::bigint[]) OR lower(name) = ANY(${lowerNames}::text[])))`;
+
+/** The inputs of the key and tag parts of a lookup. */
+const keyInputs = (keys: readonly MatchKey[]) => ({ kinds: keys.map((key) => key.kind), values: keys.map((key) => key.value) });
+const tagInputs = (ids: readonly number[], names: readonly string[]) => ({
+  tagIds: [...new Set(ids)], tagNames: [...new Set(names.map((name) => name.toLowerCase()))],
+});
+
+const IDENTITY_MATCHES = new PreparedStatement<{ workspaceId: number; kinds: string[]; values: string[] }, IdentityMatch>((input) => sql`
+  SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(input.workspaceId, input.kinds, input.values)} AS m ORDER BY m.n
+`);
 
 /** Every existing lead of the workspace holding any of these keys: one index-bound query. */
 export async function findIdentityMatches(db: Executor, workspaceId: number, keys: readonly MatchKey[]): Promise<IdentityMatch[]> {
   if (keys.length === 0) return [];
-  const result = await sql<IdentityMatch>`
-    SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(workspaceId, keys)} AS m ORDER BY m.n
-  `.execute(db);
-  return result.rows;
+  return IDENTITY_MATCHES.execute(db, { workspaceId, ...keyInputs(keys) });
 }
 
 /**
@@ -79,41 +89,75 @@ export async function findIdentityMatches(db: Executor, workspaceId: number, key
 export const existingCompanyId = (company: PreparedCompany, lookup: IntakeLookup): number | null =>
   company.id ?? (company.domain !== null ? lookup.companyByDomain : lookup.companyByName);
 
+/** The inputs of an intake row's lookup (see INTAKE_LOOKUP). */
+export interface IntakeLookupInput {
+  workspaceId: number;
+  tagIds: number[];
+  tagNames: string[];
+  kinds: string[];
+  values: string[];
+  companyId: number | null;
+  domain: string | null;
+  companyName: string | null;
+}
+
 /**
  * The reads of one intake row as one statement: tag references, identity matches and the
  * company candidates. Each part is the query the row would otherwise send on its own (same
  * predicates, same indexes); a part with nothing to look for finds nothing.
  */
-export async function lookupForIntake(db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> {
+export const INTAKE_LOOKUP = new PreparedStatement<IntakeLookupInput, IntakeLookup>((input) => sql`
+  SELECT
+    ${referencedTags(input.workspaceId, input.tagIds, input.tagNames)} AS tags,
+    ${matchesJson(input.workspaceId, input.kinds, input.values)} AS matches,
+    (SELECT id FROM companies WHERE workspace_id = ${input.workspaceId} AND id = ${input.companyId}::bigint) AS "companyById",
+    (SELECT id FROM companies WHERE workspace_id = ${input.workspaceId} AND domain = ${input.domain}::text) AS "companyByDomain",
+    (SELECT id FROM companies WHERE workspace_id = ${input.workspaceId} AND lower(name) = ${input.companyName}::text
+      ORDER BY id LIMIT 1) AS "companyByName"
+`);
+
+/** What INTAKE_LOOKUP reads for a prepared lead: by-name candidates only when the payload gives no domain. */
+export function intakeLookupInput(workspaceId: number, lead: PreparedLead): IntakeLookupInput {
   const company = lead.company;
   const domain = company?.domain ?? null;
-  const { rows } = await sql<IntakeLookup>`
-    SELECT
-      ${referencedTags(workspaceId, lead.tagIds, lead.tagNames)} AS tags,
-      ${matchesJson(workspaceId, lead.identities)} AS matches,
-      (SELECT id FROM companies WHERE workspace_id = ${workspaceId} AND id = ${company?.id ?? null}::bigint) AS "companyById",
-      (SELECT id FROM companies WHERE workspace_id = ${workspaceId} AND domain = ${domain}::text) AS "companyByDomain",
-      (SELECT id FROM companies WHERE workspace_id = ${workspaceId} AND lower(name) = ${domain === null ? company?.name?.toLowerCase() ?? null : null}::text
-        ORDER BY id LIMIT 1) AS "companyByName"
-  `.execute(db);
-  return rows[0]!;
+  return {
+    workspaceId,
+    ...tagInputs(lead.tagIds, lead.tagNames),
+    ...keyInputs(lead.identities),
+    companyId: company?.id ?? null,
+    domain,
+    companyName: domain === null ? company?.name?.toLowerCase() ?? null : null,
+  };
 }
+
+export async function lookupForIntake(db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> {
+  const [row] = await INTAKE_LOOKUP.execute(db, intakeLookupInput(workspaceId, lead));
+  return row!;
+}
+
+const BATCH_LOOKUP = new PreparedStatement<
+  { workspaceId: number; tagIds: number[]; tagNames: string[]; kinds: string[]; values: string[]; domains: string[]; companyIds: number[] }, BatchLookup
+>((input) => sql`
+  SELECT
+    ${referencedTags(input.workspaceId, input.tagIds, input.tagNames)} AS tags,
+    ${matchesJson(input.workspaceId, input.kinds, input.values)} AS matches,
+    (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json)
+      FROM companies
+      WHERE workspace_id = ${input.workspaceId} AND (domain = ANY(${input.domains}::text[]) OR id = ANY(${input.companyIds}::bigint[]))
+    ) AS companies
+`, { named: false });
 
 /** The reads of a whole batch as one statement: what lookupForIntake reads, for every row at once. */
 export async function lookupForBatch(db: Executor, workspaceId: number, leads: readonly PreparedLead[]): Promise<BatchLookup> {
   const companies = leads.flatMap((lead) => (lead.company ? [lead.company] : []));
-  const ids = [...new Set(companies.flatMap((company) => (company.id !== null ? [company.id] : [])))];
-  const domains = [...new Set(companies.flatMap((company) => (company.domain !== null ? [company.domain] : [])))];
-  const { rows } = await sql<BatchLookup>`
-    SELECT
-      ${referencedTags(workspaceId, leads.flatMap((lead) => lead.tagIds), leads.flatMap((lead) => lead.tagNames))} AS tags,
-      ${matchesJson(workspaceId, leads.flatMap((lead) => lead.identities))} AS matches,
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json)
-        FROM companies
-        WHERE workspace_id = ${workspaceId} AND (domain = ANY(${sql.val(domains)}::text[]) OR id = ANY(${sql.val(ids)}::bigint[]))
-      ) AS companies
-  `.execute(db);
-  return rows[0]!;
+  const [row] = await BATCH_LOOKUP.execute(db, {
+    workspaceId,
+    ...tagInputs(leads.flatMap((lead) => lead.tagIds), leads.flatMap((lead) => lead.tagNames)),
+    ...keyInputs(leads.flatMap((lead) => lead.identities)),
+    domains: [...new Set(companies.flatMap((company) => (company.domain !== null ? [company.domain] : [])))],
+    companyIds: [...new Set(companies.flatMap((company) => (company.id !== null ? [company.id] : [])))],
+  });
+  return row!;
 }
 
 /** One row's view of its batch's lookup, as lookupForIntake would have read it (by-name candidates aside). */

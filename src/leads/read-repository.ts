@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Company, Lead, Tag } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import type { LinkRow, LocationRow } from '../db/schema.js';
+import { PreparedStatement } from '../db/prepared.js';
 import { apiTimestamp } from '../db/sql.js';
 
 /** A stored tag: the API's Tag with an id that is never null. */
@@ -54,15 +55,16 @@ export const leadColumns = (lead: string) => sql.join(
 
 // One round trip for the whole Lead output: the lead row, its tags, its company and the
 // company's tags. Confined to the workspace so a foreign id reads exactly like a missing one.
+export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: number[] }, LeadRecord>((input) => sql`
+  SELECT ${leadColumns('l')},
+    ${tagsOf('lead_tags', 'lead_id', sql.ref('l.id'))} AS tags,
+    ${companyJson('c')} AS company
+  FROM leads AS l
+  LEFT JOIN companies AS c ON c.id = l.company_id
+  WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.ids}::bigint[])
+`);
+
 export async function findLeadRecords(db: Executor, workspaceId: number, ids: readonly number[]): Promise<LeadRecord[]> {
   if (ids.length === 0) return [];
-  const result = await sql<LeadRecord>`
-    SELECT ${leadColumns('l')},
-      ${tagsOf('lead_tags', 'lead_id', sql.ref('l.id'))} AS tags,
-      ${companyJson('c')} AS company
-    FROM leads AS l
-    LEFT JOIN companies AS c ON c.id = l.company_id
-    WHERE l.workspace_id = ${workspaceId} AND l.id = ANY(${sql.val([...ids])}::bigint[])
-  `.execute(db);
-  return result.rows;
+  return LEAD_RECORDS.execute(db, { workspaceId, ids: [...ids] });
 }

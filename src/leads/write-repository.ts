@@ -4,7 +4,8 @@ import type { CompanyStatus } from '../../generated/api.js';
 import type { LinkRow, LocationRow } from '../db/schema.js';
 import { appendDistinct, jsonParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
+import { PreparedStatement } from '../db/prepared.js';
+import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
 import type { MatchKey } from './lookup.js';
 import { companyJson, leadColumns, TAG_JSON, TAG_ORDER, type LeadRecord } from './read-repository.js';
 
@@ -72,11 +73,7 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-function newLeadsStatement(workspaceId: number, leads: readonly NewLeadWrite[], options: { insert: 'all' | 'complete'; records: boolean }) {
-  const rows = leads.map((lead, ord) => ({ ord, key_count: lead.keys.length, ...lead.values }));
-  const keys = leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ord, ...key })));
-  const tags = leads.flatMap((lead, ord) => lead.tagIds.map((tagId) => ({ ord, tagId })));
-  const events = leads.flatMap((lead, ord) => lead.events.map((event) => ({ ord, event })));
+function newLeadsStatement(options: { insert: 'all' | 'complete'; records: boolean; named: boolean }) {
   const inserted = sql.table(options.insert === 'all' ? 'ids' : 'complete');
   const answer = options.records
     ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
@@ -84,16 +81,15 @@ function newLeadsStatement(workspaceId: number, leads: readonly NewLeadWrite[], 
         (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
-  return sql`
+  return new PreparedStatement<NewLeadsInput, WrittenLead & Partial<LeadRecord>>((input) => sql`
     WITH r AS (
-      SELECT * FROM jsonb_to_recordset(${jsonParameter(rows)}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
+      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
     ), ids AS (
       SELECT r.ord, nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
     ), claimed AS (
       INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-      SELECT ${workspaceId}, k.kind, k.value, ids.id
-      FROM unnest(${sql.val(keys.map((key) => key.ord))}::int[], ${sql.val(keys.map((key) => key.kind))}::text[], ${sql.val(keys.map((key) => key.value))}::text[])
-        AS k(ord, kind, value)
+      SELECT ${input.workspaceId}, k.kind, k.value, ids.id
+      FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
       JOIN ids USING (ord)
       ORDER BY k.kind, k.value
       ON CONFLICT (workspace_id, kind, value) DO NOTHING
@@ -106,27 +102,59 @@ function newLeadsStatement(workspaceId: number, leads: readonly NewLeadWrite[], 
     ), lead AS (
       INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
       OVERRIDING SYSTEM VALUE
-      SELECT ${inserted}.id, ${workspaceId}, ${INSERTED_VALUES}
+      SELECT ${inserted}.id, ${input.workspaceId}, ${INSERTED_VALUES}
       FROM r JOIN ${inserted} USING (ord)
       ORDER BY r.ord
       RETURNING *
     ), tag_rows AS (
-      SELECT * FROM unnest(${sql.val(tags.map((tag) => tag.ord))}::int[], ${sql.val(tags.map((tag) => tag.tagId))}::bigint[]) AS t(ord, tag_id)
+      SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) AS t(ord, tag_id)
     ), tagged AS (
       INSERT INTO lead_tags (lead_id, tag_id)
       SELECT complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
       ON CONFLICT DO NOTHING
     ), queued AS (
-      ${newLeadEvents(workspaceId, 'complete', events)}
+      ${newLeadEvents(input.workspaceId, 'complete', input)}
     )
     SELECT ${answer}
-    ORDER BY ids.ord`;
+    ORDER BY ids.ord`, { named: options.named });
 }
+
+/** The parameters of the new-lead statements (see newLeadsInput). */
+export type NewLeadsInput = {
+  workspaceId: number;
+  /** The leads' rows as JSON text (`ord`, `key_count` and the lead values). */
+  rows: string;
+  keyOrds: number[];
+  keyKinds: string[];
+  keyValues: string[];
+  tagOrds: number[];
+  tagIds: number[];
+} & NewLeadEventInputs;
+
+export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[]): NewLeadsInput {
+  const keys = leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ord, ...key })));
+  const tags = leads.flatMap((lead, ord) => lead.tagIds.map((tagId) => ({ ord, tagId })));
+  return {
+    workspaceId,
+    rows: jsonParameter(leads.map((lead, ord) => ({ ord, key_count: lead.keys.length, ...lead.values }))),
+    keyOrds: keys.map((key) => key.ord),
+    keyKinds: keys.map((key) => key.kind),
+    keyValues: keys.map((key) => key.value),
+    tagOrds: tags.map((tag) => tag.ord),
+    tagIds: tags.map((tag) => tag.tagId),
+    ...newLeadEventInputs(leads.flatMap((lead, ord) => lead.events.map((event) => ({ ord, event })))),
+  };
+}
+
+/** A batch's run of new leads: planned per call, for its number of rows. */
+const NEW_LEADS = newLeadsStatement({ insert: 'all', records: false, named: false });
+const NEW_LEAD_RECORD = newLeadsStatement({ insert: 'all', records: true, named: true });
+/** The autocommit write of one new lead on POST /leads (see insertNewLeadIfKeysFree). */
+export const NEW_LEAD_IF_KEYS_FREE = newLeadsStatement({ insert: 'complete', records: true, named: true });
 
 /** New leads inside a transaction (a batch's run of new people): see newLeadsStatement. */
 export async function insertNewLeads(db: Executor, workspaceId: number, leads: readonly NewLeadWrite[]): Promise<WrittenLead[]> {
-  const { rows } = await newLeadsStatement(workspaceId, leads, { insert: 'all', records: false }).$castTo<WrittenLead>().execute(db);
-  return rows;
+  return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
 }
 
 /**
@@ -134,9 +162,8 @@ export async function insertNewLeads(db: Executor, workspaceId: number, leads: r
  * read-back round trip. Incomplete: delete it and match again.
  */
 export async function insertNewLead(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<{ complete: boolean; record: LeadRecord }> {
-  const { rows } = await newLeadsStatement(workspaceId, [lead], { insert: 'all', records: true })
-    .$castTo<LeadRecord & { ord: number; complete: boolean }>().execute(db);
-  const { ord: _ord, complete, ...record } = rows[0]!;
+  const [row] = await NEW_LEAD_RECORD.execute(db, newLeadsInput(workspaceId, [lead]));
+  const { ord: _ord, complete, ...record } = row as LeadRecord & WrittenLead;
   return { complete, record };
 }
 
@@ -147,9 +174,8 @@ export async function insertNewLead(db: Executor, workspaceId: number, lead: New
  */
 export async function insertNewLeadIfKeysFree(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<LeadRecord | null> {
   try {
-    const { rows } = await newLeadsStatement(workspaceId, [lead], { insert: 'complete', records: true })
-      .$castTo<LeadRecord & { ord: number; complete: boolean }>().execute(db);
-    const { ord: _ord, complete, ...record } = rows[0]!;
+    const [row] = await NEW_LEAD_IF_KEYS_FREE.execute(db, newLeadsInput(workspaceId, [lead]));
+    const { ord: _ord, complete, ...record } = row as LeadRecord & WrittenLead;
     return complete ? record : null;
   } catch (error) {
     const { code, constraint } = error as { code?: string; constraint?: string };

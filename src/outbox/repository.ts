@@ -1,5 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Executor } from '../db/connect.js';
+import type { Placeholders } from '../db/prepared.js';
 
 // The outbox: events written in the same transaction as the change that caused them, and
 // drained by the worker. Every statement on the outbox table is in this file.
@@ -31,17 +32,26 @@ export async function enqueue(db: Executor, workspaceId: number, events: readonl
     .execute();
 }
 
+/** The inputs of newLeadEvents, one entry per event: the lead's `ord`, the topic, the payload. */
+export interface NewLeadEventInputs { eventOrds: number[]; eventTopics: string[]; eventPayloads: Array<string | null> }
+
+export function newLeadEventInputs(events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>): NewLeadEventInputs {
+  return {
+    eventOrds: events.map(({ ord }) => ord),
+    eventTopics: events.map(({ event }) => event.topic),
+    eventPayloads: events.map(({ event }) => (event.topic === 'lead.created' ? null : JSON.stringify(event.payload))),
+  };
+}
+
 /**
- * The part of a statement that writes the events of the leads it creates: `events` by the
- * lead's `ord`, written in the order given for the leads of `leads` (a FROM item of the
- * statement with `ord` and `id`).
+ * The part of a (prepared) statement that writes the events of the leads it creates: the
+ * events by the lead's `ord` (see newLeadEventInputs), written in the order given for the
+ * leads of `leads` (a FROM item of the statement with `ord` and `id`).
  */
-export function newLeadEvents(workspaceId: number, leads: string, events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>) {
-  const payload = ({ event }: { event: NewLeadEvent }) => (event.topic === 'lead.created' ? null : JSON.stringify(event.payload));
+export function newLeadEvents(workspaceId: RawBuilder<number>, leads: string, input: Placeholders<NewLeadEventInputs>) {
   return sql`INSERT INTO outbox (workspace_id, topic, payload)
     SELECT ${workspaceId}, e.topic, CASE WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id) ELSE e.payload END
-    FROM unnest(${sql.val(events.map(({ ord }) => ord))}::int[], ${sql.val(events.map(({ event }) => event.topic))}::text[],
-      ${sql.val(events.map(payload))}::jsonb[]) WITH ORDINALITY AS e(ord, topic, payload, n)
+    FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS e(ord, topic, payload, n)
     JOIN ${sql.table(leads)} AS l USING (ord)
     ORDER BY e.n`;
 }

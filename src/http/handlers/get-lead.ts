@@ -6,7 +6,7 @@ import type { OperationHandler } from '../operations.js';
 
 export function getLeadHandler(ctx: AppContext): OperationHandler<'getLead'> {
   return async (req, res) => {
-    // The validator coerced `id` to an integer within the schema's 1 to 2^53 - 1.
+    // integerPathParameters made `id` an integer within the schema's 1 to 2^53 - 1.
     const lead = await getLead(ctx.db, authOf(req).workspaceId, req.params.id);
     if (!lead) throw new ApiError(404, NOT_FOUND_BODY);
     res.json({ data: lead });

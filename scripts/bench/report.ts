@@ -1,0 +1,162 @@
+// The bench's output: the scenario table, the fixed-rate latencies, the flood and ceiling
+// lines, and every target with its value and PASS / MISS, computed here so that a run's
+// verdict never depends on someone doing the arithmetic; all of it also in a JSON file.
+import { writeFileSync } from 'node:fs';
+import type { DeliveryResult } from './delivery.js';
+import type { FloodResult } from './flood.js';
+import type { LoadResult } from './load.js';
+import type { OpenLoopResult } from './open-loop.js';
+
+export interface ScenarioResult extends LoadResult {
+  name: string;
+  serverPeakRssBytes: number;
+  leadsPerSecond?: number;
+}
+
+/** A fixed-rate run (open model) at half the scenario's measured maximum. */
+export interface FixedRateResult extends OpenLoopResult {
+  name: string;
+  serverPeakRssBytes: number;
+}
+
+export interface CeilingResult { statementsPerSecond: number; statements: number }
+
+export interface BenchRun {
+  connections: number;
+  scenarios: ScenarioResult[];
+  named: Record<'constant' | 'insert' | 'readBaseline' | 'sameWork' | 'me' | 'read' | 'created' | 'batch' | 'large', ScenarioResult>;
+  fixedRate: FixedRateResult[];
+  delivery: DeliveryResult;
+  flood: FloodResult;
+  serverPeakRssBytes: number;
+  ceilings: { insert: CeilingResult; leadWrite: CeilingResult };
+}
+
+/** Latency target of the fixed-rate runs (issue 13): p99 under this many ms at half the maximum rate. */
+export const FIXED_RATE_P99_MS = 20;
+const RSS_LIMIT_MB = 200;
+
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+const round = (value: number, digits = 2) => Number(value.toFixed(digits));
+
+function markdownTable(header: string[], rows: string[][]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => `| ${cells.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
+  return [line(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+type Target = { value: number | string; pass: boolean | null; target: string };
+
+export function targetsOf(run: BenchRun): Record<string, Target> {
+  const { named, delivery, flood } = run;
+  const ratio = (numerator: ScenarioResult, denominator: ScenarioResult, floor: number): Target => {
+    const value = numerator.requestsPerSecond / Math.max(denominator.requestsPerSecond, 1e-9);
+    return { value: round(value), pass: value >= floor, target: `>= ${floor} (${numerator.requestsPerSecond.toFixed(0)} / ${denominator.requestsPerSecond.toFixed(0)} req/s)` };
+  };
+  const targets: Record<string, Target> = {
+    me_vs_constant_baseline: ratio(named.me, named.constant, 0.6),
+    lead_read_vs_pk_select_baseline: ratio(named.read, named.readBaseline, 0.5),
+    new_lead_vs_same_work_baseline: ratio(named.created, named.sameWork, 0.7),
+    new_lead_vs_insert_baseline: ratio(named.created, named.insert, 0.25),
+  };
+  for (const fixed of run.fixedRate) {
+    targets[`fixed_rate_p99_ms: ${fixed.name}`] = {
+      value: fixed.p99,
+      pass: fixed.p99 < FIXED_RATE_P99_MS,
+      target: `< ${FIXED_RATE_P99_MS} at ${fixed.rate.toFixed(0)} req/s (p50 ${fixed.p50}, p99.9 ${fixed.p999})`,
+    };
+  }
+  targets.deliveries_per_second = delivery.skipped
+    ? { value: `skipped: ${delivery.skipped}`, pass: null, target: '>= 1000, 0 duplicates, 0 lost' }
+    : {
+      value: round(delivery.deliveriesPerSecond, 0),
+      pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0,
+      target: `>= 1000, 0 duplicates (${delivery.duplicates}), 0 lost (${delivery.lost}); worker CPU ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us per delivery`,
+    };
+  targets.server_peak_rss_mb = {
+    value: round(run.serverPeakRssBytes / 1024 / 1024, 0),
+    pass: run.serverPeakRssBytes < RSS_LIMIT_MB * 1024 * 1024,
+    target: `< ${RSS_LIMIT_MB} over every scenario`,
+  };
+  // Targets of the earlier performance round, still reported.
+  targets.new_lead_p99_ms_closed_loop = { value: named.created.p99, pass: named.created.p99 < 50, target: `< 50 at ${run.connections} connections` };
+  targets.batch_leads_vs_single = { value: round((named.batch.leadsPerSecond ?? 0) / named.created.requestsPerSecond), pass: (named.batch.leadsPerSecond ?? 0) >= named.created.requestsPerSecond * 10, target: '>= 10x' };
+  targets.large_workspace_p50_vs_new_lead_p50 = { value: round(named.large.p50 / Math.max(named.created.p50, 0.001)), pass: named.large.p50 <= named.created.p50 * 1.25, target: '<= 1.25' };
+  targets.invalid_key_flood_transactions_per_answer = { value: round(flood.transactionsPerAnswer, 5), pass: flood.transactionsPerAnswer < 0.01, target: '< 0.01' };
+  const besideFlood = flood.validWithFlood.requestsPerSecond / Math.max(flood.validAlone.requestsPerSecond, 1e-9);
+  targets.valid_me_beside_flood_vs_alone = { value: round(besideFlood), pass: besideFlood >= 0.8, target: `>= 0.8 (no more than 20% slower beside a flood of ${flood.floodRate} answers/s)` };
+  return targets;
+}
+
+/** Prints the report on stdout and writes it, with `extra` (machine, options), as JSON to `file`. */
+export function report(run: BenchRun, extra: Record<string, unknown>, file: string): void {
+  const { delivery, flood, ceilings, named } = run;
+  const rows = run.scenarios.map((scenario) => [
+    scenario.name,
+    scenario.requestsPerSecond.toFixed(0) + (scenario.leadsPerSecond ? ` (${scenario.leadsPerSecond.toFixed(0)} leads/s)` : ''),
+    `${scenario.p50}`,
+    `${scenario.p99}`,
+    `${scenario.errors + scenario.timeouts}/${scenario.non2xx}`,
+    mb(scenario.serverPeakRssBytes),
+  ]);
+  rows.push(delivery.skipped
+    ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '']
+    : [`7 delivery (${delivery.events} events, ${delivery.workers} workers)`, `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`, '', '', `dup ${delivery.duplicates} / lost ${delivery.lost}`, `${mb(delivery.workerPeakRssBytes)} (worker)`]);
+  const table = markdownTable(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS'], rows);
+  const fixedRateTable = markdownTable(
+    ['fixed rate (open model), half the maximum', 'rate/s', 'answered/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors/non-2xx', 'peak RSS'],
+    run.fixedRate.map((fixed) => [fixed.name, fixed.rate.toFixed(0), fixed.answeredPerSecond.toFixed(0), `${fixed.p50}`, `${fixed.p99}`, `${fixed.p999}`, `${fixed.max}`, `${fixed.errors}/${fixed.non2xx}`, mb(fixed.serverPeakRssBytes)]),
+  );
+  const targets = targetsOf(run);
+  const targetTable = markdownTable(
+    ['target', 'value', 'goal', 'verdict'],
+    Object.entries(targets).map(([name, target]) => [name, String(target.value), target.target, target.pass === null ? 'SKIP' : target.pass ? 'PASS' : 'MISS']),
+  );
+  const ceilingBound = ceilings.leadWrite.statementsPerSecond / named.insert.requestsPerSecond;
+  const ceilingLines = [
+    `PostgreSQL-only ceiling (statements straight through pg, no HTTP; pool 10, ${run.connections} callers):`,
+    `  baseline INSERT alone:   ${ceilings.insert.statementsPerSecond.toFixed(0)} statements/s`,
+    `  new-lead write alone:    ${ceilings.leadWrite.statementsPerSecond.toFixed(0)} statements/s (lead + 3 match keys + 2 tags + event, the one statement every new lead needs)`,
+    `  => scenario 3 can reach at most ${ceilingBound.toFixed(2)} of the INSERT baseline on this machine (new-lead write alone / baseline req/s)`,
+  ];
+  const floodLines = [
+    `8 invalid-key flood (GET /me with random well-formed keys, ${run.connections} connections):`,
+    `  ${flood.flood.requestsPerSecond.toFixed(0)} answers/s, p50 ${flood.flood.p50} ms, p99 ${flood.flood.p99} ms; answers by status ${JSON.stringify(flood.flood.statusCounts)} (warm-up included)`,
+    `  ${flood.transactions} database transactions for ${flood.flood.answersIncludingWarmup} answers = ${flood.transactionsPerAnswer.toFixed(5)} per answer (pg_stat_database)`,
+    `  CPU per answer: service ${flood.serviceCpuMicrosecondsPerAnswer.toFixed(0)} us, PostgreSQL ${flood.databaseCpuMicrosecondsPerAnswer === null ? 'not measured (not on this machine)' : `${flood.databaseCpuMicrosecondsPerAnswer.toFixed(0)} us`}`,
+    `  valid GET /me at ${run.connections} connections: ${flood.validAlone.requestsPerSecond.toFixed(0)} req/s alone (p99 ${flood.validAlone.p99} ms), ${flood.validWithFlood.requestsPerSecond.toFixed(0)} req/s (p99 ${flood.validWithFlood.p99} ms) beside a flood at ${flood.floodRate}/s (it got ${flood.floodDuringValid.requestsPerSecond.toFixed(0)} answers/s)`,
+  ];
+  const deliveryLine = delivery.skipped ? '' : `7 delivery: worker CPU per delivery ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us from the first delivery on, ${delivery.workerCpuMicrosecondsPerDeliveryWithStartup.toFixed(0)} us with start-up (both workers)\n\n`;
+  process.stdout.write(`\n${table}\n\n${fixedRateTable}\n\n${deliveryLine}${floodLines.join('\n')}\n\n${targetTable}\n\n${ceilingLines.join('\n')}\n`);
+
+  const results = {
+    ...extra,
+    scenarios: run.scenarios,
+    fixed_rate: run.fixedRate,
+    delivery,
+    invalid_key_flood: {
+      flood: flood.flood,
+      transactions: flood.transactions,
+      transactions_per_answer: round(flood.transactionsPerAnswer, 6),
+      service_cpu_us_per_answer: round(flood.serviceCpuMicrosecondsPerAnswer, 0),
+      database_cpu_us_per_answer: flood.databaseCpuMicrosecondsPerAnswer === null ? null : round(flood.databaseCpuMicrosecondsPerAnswer, 0),
+      non_401_answers: flood.non401,
+      flood_rate_beside_valid_client: flood.floodRate,
+      valid_me_alone: flood.validAlone,
+      valid_me_beside_flood: flood.validWithFlood,
+      flood_beside_valid_client: flood.floodDuringValid,
+      server_peak_rss_bytes: flood.serverPeakRssBytes,
+    },
+    server_peak_rss_bytes: run.serverPeakRssBytes,
+    pg_ceiling: {
+      insert_statements_per_second: round(ceilings.insert.statementsPerSecond, 0),
+      new_lead_write_statements_per_second: round(ceilings.leadWrite.statementsPerSecond, 0),
+      scenario_3_vs_insert_baseline_at_most: round(ceilingBound),
+    },
+    targets,
+    table,
+    fixed_rate_table: fixedRateTable,
+    target_table: targetTable,
+  };
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+}

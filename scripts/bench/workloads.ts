@@ -1,0 +1,76 @@
+// What each scenario sends: one request at a time, the same for the closed-loop load
+// generator (load.ts, autocannon) and the fixed-rate one (open-loop.ts).
+import { randomBytes } from 'node:crypto';
+import { seededPerson } from './seed.js';
+
+export type Workload =
+  | { kind: 'get'; path: string }
+  | { kind: 'get-random-lead'; ids: { from: number; to: number } }
+  | { kind: 'new-lead'; runId: string; phoneBase: number }
+  | { kind: 'existing-lead'; seeded: number }
+  | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
+  | { kind: 'baseline-insert' }
+  /** GET /me, each request with a new random well-formed key (`lk` + 10 base36 `_` 43 base64url). */
+  | { kind: 'made-up-keys' };
+
+export interface BenchRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+  /** The same request every time (a plain GET). */
+  constant?: boolean;
+}
+
+let counter = 0;
+// Per load process, so separate runs with the same runId never send the same person twice.
+const salt = Math.random().toString(36).slice(2, 7);
+const phoneOffset = Math.floor(Math.random() * 100) * 1_000_000;
+const randomInt = (from: number, to: number) => from + Math.floor(Math.random() * (to - from + 1));
+
+/**
+ * A new person: company from a business domain, two tags, a phone and a LinkedIn URL. Every
+ * key is unique per run (phones from a range per scenario), so nothing matches an earlier lead.
+ */
+function newPerson(runId: string, phoneBase: number) {
+  const n = ++counter;
+  return {
+    name: `Bench Person ${runId}-${n}`,
+    email: `p${runId}${salt}-${n}@firm${n % 500}.example`,
+    phone: `+1 ${phoneBase + phoneOffset + n}`,
+    linkedin_url: `https://www.linkedin.com/in/bench-${runId}${salt}-${n}`,
+    job_title: 'Buyer',
+    tags: ['bench', `wave-${n % 10}`],
+  };
+}
+
+/** One of the people seeded by SQL (see seed.ts): the same keys, so it matches and updates. */
+function existingPerson(seeded: number) {
+  return { ...seededPerson(randomInt(1, seeded)), job_title: 'Updated' };
+}
+
+function madeUpKey(): string {
+  const prefix = Array.from(randomBytes(10), (byte) => (byte % 36).toString(36)).join('');
+  return `lk${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+/** The next request of a workload (the baselines serve the service's paths). */
+export function nextRequest(workload: Workload): BenchRequest {
+  const post = (path: string, body: unknown): BenchRequest => ({ method: 'POST', path, body: JSON.stringify(body) });
+  switch (workload.kind) {
+    case 'get':
+      return { method: 'GET', path: workload.path, constant: true };
+    case 'get-random-lead':
+      return { method: 'GET', path: `/api/v1/leads/${randomInt(workload.ids.from, workload.ids.to)}` };
+    case 'new-lead':
+      return post('/api/v1/leads', newPerson(workload.runId, workload.phoneBase));
+    case 'existing-lead':
+      return post('/api/v1/leads', existingPerson(workload.seeded));
+    case 'new-batch':
+      return post('/api/v1/leads/batch', { leads: Array.from({ length: workload.size }, () => newPerson(workload.runId, workload.phoneBase)) });
+    case 'baseline-insert':
+      return post('/insert', newPerson('baseline', 0));
+    case 'made-up-keys':
+      return { method: 'GET', path: '/api/v1/me', headers: { authorization: `Bearer ${madeUpKey()}` } };
+  }
+}

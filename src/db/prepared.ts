@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import { PostgresQueryCompiler, sql, type CompiledQuery, type RawBuilder } from 'kysely';
+import type { Executor } from './connect.js';
+
+// A hot statement whose SQL text does not change with its inputs (lists go in as array
+// parameters) is built and compiled by Kysely once, when the module loads; a call then only
+// computes the parameters. Building the same tree again on every request (`freeze`,
+// `visitNode`, `parseStringReference`) cost a few % of the CPU of GET /leads/{id}.
+//
+// PostgreSQL also plans such a statement once per connection: the pool sends these texts as
+// named statements (see statementNameOf and db/connect.ts), which PostgreSQL parses once and,
+// after five executions, runs with a generic plan when that is no costlier. Planning was
+// 0.37 ms of the new-lead write's 1 ms (EXPLAIN ANALYZE). The statements are written so that
+// a generic plan is a good one (key lookups probe the primary key whatever the statistics).
+// Named statements need a session per client: no PgBouncer in transaction mode, which the
+// service already excludes (docs/operations.md).
+
+/** Text -> statement name of every prepared statement. */
+const statementNames = new Map<string, string>();
+
+/** The name a prepared statement's text is sent under, or undefined for any other text. */
+export const statementNameOf = (text: string): string | undefined => statementNames.get(text);
+
+/** Where a named input goes in a prepared statement's text. */
+class InputSlot {
+  constructor(readonly name: string) {}
+}
+
+/** The statement's inputs as placeholders for its builder: `${input.name}` becomes `$n`. */
+export type Placeholders<Input> = { readonly [K in keyof Input]-?: RawBuilder<Input[K]> };
+
+export class PreparedStatement<Input extends object, Row> {
+  /** The SQL text, exactly as Kysely compiles the builder. */
+  readonly text: string;
+  /** The name of the statement on each connection (from its text). */
+  readonly name: string;
+  private readonly slots: ReadonlyArray<keyof Input>;
+  private readonly node: CompiledQuery['query'];
+
+  /**
+   * `named: false` for a statement over a varying number of rows (a batch's 1 to 1,000): sent
+   * unnamed, PostgreSQL plans it for each call's actual arrays instead of a generic plan.
+   */
+  constructor(build: (input: Placeholders<Input>) => RawBuilder<unknown>, options: { named: boolean } = { named: true }) {
+    const placeholders = new Proxy({}, { get: (_target, name) => sql.val(new InputSlot(String(name))) }) as Placeholders<Input>;
+    const compiled = new PostgresQueryCompiler().compileQuery(build(placeholders).toOperationNode(), { queryId: 'prepared' });
+    this.slots = compiled.parameters.map((parameter) => {
+      // A value captured by the builder would be frozen into every call: inputs only.
+      if (!(parameter instanceof InputSlot)) throw new Error(`prepared statement with a constant parameter (${String(parameter)}); make it an input`);
+      return parameter.name as keyof Input;
+    });
+    this.text = compiled.sql;
+    this.node = compiled.query;
+    this.name = `prepared_${createHash('sha256').update(this.text).digest('hex').slice(0, 16)}`;
+    if (options.named) statementNames.set(this.text, this.name);
+  }
+
+  /** The parameters of one call, in the order of the text's `$n`. */
+  parameters(input: Input): unknown[] {
+    return this.slots.map((name) => input[name]);
+  }
+
+  async execute(db: Executor, input: Input): Promise<Row[]> {
+    const query: CompiledQuery<Row> = { query: this.node, queryId: { queryId: 'prepared' }, sql: this.text, parameters: this.parameters(input) };
+    const { rows } = await db.executeQuery(query);
+    return rows;
+  }
+}
