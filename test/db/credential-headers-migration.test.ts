@@ -1,42 +1,18 @@
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { pino } from 'pino';
 import { findConnectors } from '../../src/connectors/repository.js';
-import { createDb, createPool, type Db } from '../../src/db/connect.js';
+import type { Db } from '../../src/db/connect.js';
 import { createMigrator } from '../../src/db/migrate.js';
 import { findDelivery } from '../../src/deliveries/repository.js';
 import { sealSecret } from '../../src/secrets/keyring.js';
 import { findWorkflows } from '../../src/workflows/repository.js';
-import { databaseUrl } from '../../scripts/database-url.js';
-import { readTestEnvironment } from '../support/env.js';
+import { migrationTestDatabase } from '../support/migration-database.js';
 
 // Migration 0007 on credential headers stored in clear before it (signing secrets already sealed by 0005).
 
+const database = migrationTestDatabase('headers', '0006_delivery_tools');
 let db: Db;
-const name = `lead_intake_test_${readTestEnvironment().runId}_headers_${randomBytes(4).toString('hex')}`;
-
-async function admin(query: string) {
-  const client = new pg.Client({ connectionString: readTestEnvironment().adminUrl });
-  await client.connect();
-  try {
-    await client.query(query);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await admin(`CREATE DATABASE "${name}"`);
-  db = createDb(createPool(databaseUrl(readTestEnvironment().adminUrl, name), 1, { logger: pino({ level: 'silent' }), name: 'migration-test' }));
-  const { error } = await createMigrator(db).migrateTo('0006_delivery_tools');
-  if (error) throw error;
-});
-afterAll(async () => {
-  await db.destroy();
-  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-});
+beforeAll(() => { db = database.db(); });
 
 describe('0007_seal_credential_headers', () => {
   it('seals credential-named header values of connectors, Custom URL blocks and delivery rows; other headers stay as they are', async () => {

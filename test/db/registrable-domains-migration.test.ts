@@ -1,38 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { pino } from 'pino';
-import { createDb, createPool, type Db } from '../../src/db/connect.js';
+import type { Db } from '../../src/db/connect.js';
 import { createMigrator } from '../../src/db/migrate.js';
-import { databaseUrl } from '../../scripts/database-url.js';
-import { readTestEnvironment } from '../support/env.js';
+import { migrationTestDatabase } from '../support/migration-database.js';
 
 // Migration 0003 on companies stored by the hosts that intake used to keep as sent.
 
+const database = migrationTestDatabase('migration', '0002_outbound');
 let db: Db;
-const name = `lead_intake_test_${readTestEnvironment().runId}_migration_${randomBytes(4).toString('hex')}`;
-
-async function admin(query: string) {
-  const client = new pg.Client({ connectionString: readTestEnvironment().adminUrl });
-  await client.connect();
-  try {
-    await client.query(query);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await admin(`CREATE DATABASE "${name}"`);
-  db = createDb(createPool(databaseUrl(readTestEnvironment().adminUrl, name), 1, { logger: pino({ level: 'silent' }), name: 'migration-test' }));
-  const { error } = await createMigrator(db).migrateTo('0002_outbound');
-  if (error) throw error;
-});
-afterAll(async () => {
-  await db.destroy();
-  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-});
+beforeAll(() => { db = database.db(); });
 
 describe('0003_registrable_company_domains', () => {
   it('moves each company to its registrable domain, one holder per domain, and clears public suffixes', async () => {

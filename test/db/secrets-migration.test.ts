@@ -1,40 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { pino } from 'pino';
-import { createDb, createPool, type Db } from '../../src/db/connect.js';
+import type { Db } from '../../src/db/connect.js';
 import { createMigrator } from '../../src/db/migrate.js';
 import { findConnectors } from '../../src/connectors/repository.js';
 import { findWorkflows } from '../../src/workflows/repository.js';
-import { databaseUrl } from '../../scripts/database-url.js';
-import { readTestEnvironment } from '../support/env.js';
+import { migrationTestDatabase } from '../support/migration-database.js';
 
 // Migration 0005 on connectors, workflows and deliveries stored in clear before it.
 
+const database = migrationTestDatabase('secrets', '0004_notify_key_creation');
 let db: Db;
-const name = `lead_intake_test_${readTestEnvironment().runId}_secrets_${randomBytes(4).toString('hex')}`;
-
-async function admin(query: string) {
-  const client = new pg.Client({ connectionString: readTestEnvironment().adminUrl });
-  await client.connect();
-  try {
-    await client.query(query);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await admin(`CREATE DATABASE "${name}"`);
-  db = createDb(createPool(databaseUrl(readTestEnvironment().adminUrl, name), 1, { logger: pino({ level: 'silent' }), name: 'migration-test' }));
-  const { error } = await createMigrator(db).migrateTo('0004_notify_key_creation');
-  if (error) throw error;
-});
-afterAll(async () => {
-  await db.destroy();
-  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-});
+beforeAll(() => { db = database.db(); });
 
 describe('0005_secrets_at_rest', () => {
   it('seals the clear credentials and signing secrets, and strips the auth header and secret from delivery rows', async () => {

@@ -7,7 +7,7 @@ import { createWorkflow } from '../../src/workflows/service.js';
 import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed } from '../support/outbound.js';
+import { cli, cliRefused, drain, outboundTestBed, postNewPerson } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 
 // The operator's delivery tools: deliveries show / replay / list filters, pausing workflows,
@@ -19,12 +19,7 @@ let t: TestApp;
 let receiver: Receiver;
 beforeAll(() => { ({ t, receiver } = bed); });
 
-let sequence = 0;
-async function newLead(tenant: Tenant): Promise<number> {
-  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Grace Hopper', email: `grace${++sequence}@navy.test`, enrich: false });
-  expect(response.status).toBe(201);
-  return response.body.data.id as number;
-}
+const newLead = (tenant: Tenant) => postNewPerson(t, tenant);
 
 const workflowTo = (tenant: Tenant, url: string, headers: Array<{ key: string; value: string }> = []) => createWorkflow(t.ctx.db, {
   workspaceId: tenant.workspaceId, trigger: 'lead_created', block: { endpoint: 'url', url, method: 'POST', format: 'json', headers, fields: [] },

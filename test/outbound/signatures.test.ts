@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
 import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, drainUntilBranch, outboundTestBed } from '../support/outbound.js';
+import { cli, cliRefused, drain, drainUntilBranch, outboundTestBed, postNewPerson } from '../support/outbound.js';
 import type { ReceivedRequest, Receiver } from '../support/receiver.js';
 
 // Every request the service sends is signed: workflow deliveries (Custom URL with the
@@ -13,12 +13,7 @@ let t: TestApp;
 let receiver: Receiver;
 beforeAll(() => { ({ t, receiver } = bed); });
 
-let sequence = 0;
-async function newLead(tenant: Tenant): Promise<number> {
-  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Ada Lovelace', email: `ada${++sequence}@analytical.test`, enrich: false });
-  expect(response.status).toBe(201);
-  return response.body.data.id as number;
-}
+const newLead = (tenant: Tenant) => postNewPerson(t, tenant);
 
 /** The verified payload of a signed request with a body; throws when the signature does not verify with `secret`. */
 const verified = (secret: string, request: ReceivedRequest) => new Webhook(secret).verify(request.body, request.headers as Record<string, string>);

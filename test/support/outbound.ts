@@ -4,7 +4,16 @@ import { processAll } from '../../src/worker/loops.js';
 import type { TestApp } from './app.js';
 import { runCli } from './cli.js';
 import { eventually } from './eventually.js';
+import type { Tenant } from './fixtures.js';
 import { testBed } from './test-bed.js';
+
+let newPeople = 0;
+/** Posts a new person (no website analysis) to the tenant's workspace; the created lead's id. */
+export async function postNewPerson(t: TestApp, tenant: Tenant): Promise<number> {
+  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Ada Lovelace', email: `ada${++newPeople}@analytical.test`, enrich: false });
+  expect(response.status).toBe(201);
+  return response.body.data.id as number;
+}
 
 /** Environment for an app that may deliver to the test's receiver on 127.0.0.1. */
 export const LOCAL_DELIVERY_ENV = {
