@@ -10,6 +10,7 @@ import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
 import { createDb, createPool, type Db } from './db/connect.js';
 import { createLogger } from './logger.js';
+import { WriteGroups } from './leads/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 
 // Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far
@@ -23,6 +24,8 @@ export interface AppContext {
   logger: Logger;
   pool: pg.Pool;
   db: Db;
+  /** Runs the lead writes: concurrent POST /leads calls of this process share a transaction. */
+  writeGroups: WriteGroups;
   /** This process's metrics: counted always, served on METRICS_PORT when it is set. */
   metrics: Metrics;
   redis: Redis | null;
@@ -86,6 +89,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     logger,
     pool,
     db,
+    writeGroups: new WriteGroups(db, logger, metrics.intake.groupRan),
     metrics,
     redis,
     rateLimitStore,

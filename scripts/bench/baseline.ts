@@ -4,9 +4,10 @@
 //   insert:    one INSERT ... RETURNING per request (POST /insert);
 //   read:      one primary-key SELECT of a lead per request (GET /api/v1/leads/:id);
 //   same-work: a JSON body parser and the service's own statements for a new lead, its
-//              lookup and its write, sent straight through pg (POST /api/v1/leads): what
-//              the service must do for a new person, with nothing else (no auth, rate limit,
-//              validation, normalization beyond the keys, logging).
+//              lookup and its write, in a transaction of their own per request, sent
+//              straight through pg (POST /api/v1/leads): what one request for a new person
+//              costs on its own, with nothing else (no auth, rate limit, validation,
+//              normalization beyond the keys, logging) and nothing shared with others.
 // The same-work statements are the service's prepared statements from dist/ (their text,
 // name and parameter order compiled from the service's own builders), so they cannot drift.
 // Run as its own process: `tsx scripts/bench/baseline.ts <mode>` with PORT (and DATABASE_URL,
@@ -51,7 +52,7 @@ async function serveSameWork(): Promise<void> {
   const load = async <T>(file: string) => (await import(pathToFileURL(path.join(ROOT, 'dist/src', file)).href)) as T;
   // Typed as the sources, so a changed signature fails the type check instead of the run.
   const { INTAKE_LOOKUP } = await load<typeof import('../../src/leads/lookup.js')>('leads/lookup.js');
-  const { NEW_LEAD_IF_KEYS_FREE, newLeadsInput } = await load<typeof import('../../src/leads/write-repository.js')>('leads/write-repository.js');
+  const { NEW_LEAD_RECORDS, newLeadsInput } = await load<typeof import('../../src/leads/write-repository.js')>('leads/write-repository.js');
   const workspaceId = Number(process.env.WORKSPACE_ID);
   const pool = newPool();
   app.post('/api/v1/leads', express.json(), async (request, response) => {
@@ -60,25 +61,33 @@ async function serveSameWork(): Promise<void> {
     const phone = body.phone.replace(/\D/g, '');
     const handle = body.linkedin_url.slice(body.linkedin_url.lastIndexOf('/in/') + 4);
     const keys = [{ kind: 'email' as const, value: email }, { kind: 'linkedin' as const, value: handle }, { kind: 'phone' as const, value: phone.slice(-10) }];
-    // Named, as the service's pool sends them (src/db/connect.ts): parsed once per connection.
-    const { rows: [lookup] } = await pool.query({ name: INTAKE_LOOKUP.name, text: INTAKE_LOOKUP.text, values: INTAKE_LOOKUP.parameters({
-      workspaceId, tagIds: [], tagNames: body.tags.map((tag) => tag.toLowerCase()), kinds: keys.map((key) => key.kind), values: keys.map((key) => key.value),
-      companyId: null, domain: email.slice(email.indexOf('@') + 1), companyName: null,
-    }) });
-    if (lookup.matches.length > 0) {
-      response.status(200).json({ data: { matched: lookup.matches[0] } });
-      return;
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      // Named, as the service's pool sends them (src/db/connect.ts): parsed once per connection.
+      const { rows: [lookup] } = await client.query({ name: INTAKE_LOOKUP.name, text: INTAKE_LOOKUP.text, values: INTAKE_LOOKUP.parameters({
+        workspaceId, tagIds: [], tagNames: body.tags.map((tag) => tag.toLowerCase()), kinds: keys.map((key) => key.kind), values: keys.map((key) => key.value),
+        companyId: null, domain: email.slice(email.indexOf('@') + 1), companyName: null,
+      }) });
+      if (lookup.matches.length > 0) {
+        await client.query('COMMIT');
+        response.status(200).json({ data: { matched: lookup.matches[0] } });
+        return;
+      }
+      const { rows: [lead] } = await client.query({ name: NEW_LEAD_RECORDS.name, text: NEW_LEAD_RECORDS.text, values: NEW_LEAD_RECORDS.parameters(newLeadsInput(workspaceId, [{
+        values: {
+          name: body.name, job_title: body.job_title, company_id: lookup.companyByDomain, emails: [email], phones: [phone],
+          links: [{ type: 'linkedin', url: body.linkedin_url }], locations: [], custom_fields: {},
+        },
+        keys,
+        tagIds: (lookup.tags as Array<{ id: number }>).map((tag) => tag.id),
+        events: [{ topic: 'lead.created' }],
+      }])) });
+      await client.query('COMMIT');
+      response.status(201).json({ data: lead });
+    } finally {
+      client.release();
     }
-    const { rows: [lead] } = await pool.query({ name: NEW_LEAD_IF_KEYS_FREE.name, text: NEW_LEAD_IF_KEYS_FREE.text, values: NEW_LEAD_IF_KEYS_FREE.parameters(newLeadsInput(workspaceId, [{
-      values: {
-        name: body.name, job_title: body.job_title, company_id: lookup.companyByDomain, emails: [email], phones: [phone],
-        links: [{ type: 'linkedin', url: body.linkedin_url }], locations: [], custom_fields: {},
-      },
-      keys,
-      tagIds: (lookup.tags as Array<{ id: number }>).map((tag) => tag.id),
-      events: [{ topic: 'lead.created' }],
-    }])) });
-    response.status(201).json({ data: lead });
   });
 }
 

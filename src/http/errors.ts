@@ -6,7 +6,7 @@ import type {
   NotFoundError, RateLimitError, RequestError, RoutingError, ServiceUnavailableError, ValidationError,
 } from '../../generated/api.js';
 import { isUnavailable } from '../db/availability.js';
-import { IdempotencyConflict } from '../idempotency/run-idempotent.js';
+import { IdempotencyConflict } from '../idempotency/claims.js';
 import { DuplicateRejected, RowRejected } from '../leads/rejections.js';
 import { validationErrorsFromValidator } from './validation-errors.js';
 

@@ -12,18 +12,21 @@ export interface IdempotencyRecordKey {
 }
 
 /**
- * Claims the key for this request: inserts the record, or takes over one older than the
- * replay window. Undefined when a live record exists (then read it). Waits on a concurrent
- * claim of the same key until that transaction ends or the caller's lock_timeout.
+ * Claims the keys for these requests, in one statement: inserts each record, or takes over
+ * one older than the replay window. Returns the records claimed; for the others a live record
+ * exists (then read it). Waits on a concurrent claim of any of the keys until that transaction
+ * ends or the caller's lock_timeout. The keys must be distinct.
  */
-export function claimRecord(db: Executor, record: IdempotencyRecordKey, fingerprint: string) {
-  return db.insertInto('idempotency_records')
-    .values({ api_key_id: record.apiKeyId, key: record.key, fingerprint })
-    .onConflict((oc) => oc.columns(['api_key_id', 'key']).doUpdateSet({
-      fingerprint, status_code: null, response_body: null, created_at: sql`now()`,
-    }).where(sql<boolean>`idempotency_records.created_at < now() - ${REPLAY_WINDOW}`))
-    .returning('key')
-    .executeTakeFirst();
+export async function claimRecords(db: Executor, claims: ReadonlyArray<IdempotencyRecordKey & { fingerprint: string }>): Promise<IdempotencyRecordKey[]> {
+  if (claims.length === 0) return [];
+  const { rows } = await sql<{ apiKeyId: number; key: string }>`
+    INSERT INTO idempotency_records (api_key_id, key, fingerprint)
+    SELECT * FROM unnest(${claims.map((claim) => claim.apiKeyId)}::bigint[], ${claims.map((claim) => claim.key)}::text[],
+      ${claims.map((claim) => claim.fingerprint)}::text[])
+    ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, status_code = NULL, response_body = NULL, created_at = now()
+    WHERE idempotency_records.created_at < now() - ${REPLAY_WINDOW}
+    RETURNING api_key_id AS "apiKeyId", key`.execute(db);
+  return rows;
 }
 
 export function findRecord(db: Executor, record: IdempotencyRecordKey) {
@@ -33,15 +36,21 @@ export function findRecord(db: Executor, record: IdempotencyRecordKey) {
     .executeTakeFirstOrThrow();
 }
 
-export async function storeAnswer(db: Executor, record: IdempotencyRecordKey, status: number, body: unknown): Promise<void> {
-  await db.updateTable('idempotency_records')
-    .set({ status_code: status, response_body: JSON.stringify(body) })
-    .where('api_key_id', '=', record.apiKeyId).where('key', '=', record.key)
-    .execute();
-}
-
-export async function deleteRecord(db: Executor, record: IdempotencyRecordKey): Promise<void> {
-  await db.deleteFrom('idempotency_records').where('api_key_id', '=', record.apiKeyId).where('key', '=', record.key).execute();
+/** Stores the answers of claimed records (status below 400) and deletes the records of requests that failed, in one statement. */
+export async function settleRecords(
+  db: Executor, answers: ReadonlyArray<IdempotencyRecordKey & { status: number; body: unknown }>, failed: readonly IdempotencyRecordKey[],
+): Promise<void> {
+  if (answers.length === 0 && failed.length === 0) return;
+  await sql`
+    WITH stored AS (
+      UPDATE idempotency_records AS r SET status_code = a.status, response_body = a.body::jsonb
+      FROM unnest(${answers.map((answer) => answer.apiKeyId)}::bigint[], ${answers.map((answer) => answer.key)}::text[],
+        ${answers.map((answer) => answer.status)}::int[], ${answers.map((answer) => JSON.stringify(answer.body))}::text[]) AS a(api_key_id, key, status, body)
+      WHERE r.api_key_id = a.api_key_id AND r.key = a.key
+    )
+    DELETE FROM idempotency_records AS r
+    USING unnest(${failed.map((record) => record.apiKeyId)}::bigint[], ${failed.map((record) => record.key)}::text[]) AS f(api_key_id, key)
+    WHERE r.api_key_id = f.api_key_id AND r.key = f.key`.execute(db);
 }
 
 /** Deletes the records past the replay window. */

@@ -1,23 +1,16 @@
-import type { Transaction } from 'kysely';
-import type { Logger } from 'pino';
 import type { BatchRequest, BatchResponse, BatchRowResult, IntakeSwitches, Lead, LeadCreateRequest, LeadWriteResponse } from '../../generated/api.js';
-import type { Db, Executor } from '../db/connect.js';
-import { inSavepoint } from '../db/savepoint.js';
-import type { Database } from '../db/schema.js';
 import { fingerprintRequest } from '../idempotency/fingerprint.js';
-import { runIdempotent, type WriteResult } from '../idempotency/run-idempotent.js';
-import { intakeBatch } from './batch-intake.js';
-import { intakeLeadDirect } from './fast-path.js';
-import type { IntakeLookup } from './lookup.js';
+import type { RowResult } from './intake-engine.js';
 import { prepareLead } from './prepare.js';
 import { presentLead } from './present.js';
-import { findLeadRecords } from './read-repository.js';
-import { intakeLead, type IntakeOptions, type RowOutcome } from './row-intake.js';
+import { DuplicateRejected } from './rejections.js';
+import type { IntakeOptions, RowOutcome } from './row-intake.js';
+import type { WriteGroups, WriteRequest, WriteResult } from './write-groups.js';
 
-// Lead intake as the two POST operations ask for it: each call is one write (a transaction,
-// or for most new people one autocommit statement), made idempotent by its Idempotency-Key,
-// and answered with the body and status the contract gives. Rejections are thrown
-// (RowRejected, DuplicateRejected, IdempotencyConflict) and nothing of the call is kept.
+// Lead intake as the two POST operations ask for it: each call is a write request run by the
+// intake engine in a group's transaction (src/leads/write-groups.ts), made idempotent by its
+// Idempotency-Key, and answered with the body and status the contract gives. Rejections are
+// thrown (RowRejected, DuplicateRejected, IdempotencyConflict) and nothing of the call is kept.
 
 /** Who calls: the API key's workspace and the key itself (Idempotency-Keys are per API key). */
 export interface Caller { workspaceId: number; apiKeyId: number }
@@ -54,59 +47,72 @@ function maskPreviewIds(lead: Lead, outcome: RowOutcome): Lead {
   };
 }
 
-/** POST /leads: creates, updates or skips one lead. */
-export async function createLead(db: Db, caller: Caller, request: LeadCreateRequest, idempotency: Idempotency): Promise<WriteResult<LeadWriteResponse>> {
-  const lead = prepareLead(request);
-  const { options, dryRun } = switchesOf(request);
-
-  const answer = async (executor: Executor, outcome: RowOutcome): Promise<WriteAnswer<LeadWriteResponse>> => {
-    // A created lead comes back from the statement that wrote it; others are read now.
-    const record = outcome.record ?? (await findLeadRecords(executor, caller.workspaceId, [outcome.leadId]))[0];
-    const presented = presentLead(record!);
-    return {
-      status: outcome.status === 'created' && !dryRun ? 201 : 200,
-      body: {
-        data: dryRun ? maskPreviewIds(presented, outcome) : presented,
-        meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },
-      },
-    };
-  };
-
-  // Without an Idempotency-Key or dry run, most rows need no transaction (intakeLeadDirect).
-  let prefetched: IntakeLookup | undefined;
-  if (idempotency.key === undefined && !dryRun) {
-    const direct = await intakeLeadDirect(db, caller.workspaceId, lead, options);
-    if ('outcome' in direct) return { ...(await answer(db, direct.outcome)), replayed: false };
-    prefetched = direct.transaction;
-  }
-
-  const write = async (trx: Transaction<Database>) => answer(trx, await intakeLead(trx, caller.workspaceId, lead, options, prefetched));
-  return runIdempotent<LeadWriteResponse>(
-    db,
-    { apiKeyId: caller.apiKeyId, key: idempotency.key, fingerprint: fingerprintRequest('POST /api/v1/leads', idempotency.bodyAsSent) },
-    // A dry run writes inside a savepoint that is always rolled back; a real write needs
-    // none, since any error rolls the whole transaction back.
-    (trx) => (dryRun ? inSavepoint(trx, 'lead_write', false, () => write(trx)) : write(trx)),
-  );
+function idempotencyScope(caller: Caller, operation: string, idempotency: Idempotency): WriteRequest<unknown>['idempotency'] {
+  if (idempotency.key === undefined) return null;
+  return { apiKeyId: caller.apiKeyId, key: idempotency.key, fingerprint: fingerprintRequest(operation, idempotency.bodyAsSent) };
 }
 
-/** POST /leads/batch: every row in order in one transaction, each reported; always 200. */
-export async function createLeadsBatch(db: Db, caller: Caller, request: BatchRequest, idempotency: Idempotency, log: Logger): Promise<WriteResult<BatchResponse>> {
+/** POST /leads: creates, updates or skips one lead; concurrent calls share a group's transaction, a dry run runs alone. */
+export function createLead(groups: WriteGroups, caller: Caller, request: LeadCreateRequest, idempotency: Idempotency): Promise<WriteResult<LeadWriteResponse>> {
   const { options, dryRun } = switchesOf(request);
-  const leads = request.leads.map(prepareLead);
-  return runIdempotent<BatchResponse>(
-    db,
-    { apiKeyId: caller.apiKeyId, key: idempotency.key, fingerprint: fingerprintRequest('POST /api/v1/leads/batch', idempotency.bodyAsSent) },
-    async (trx) => {
-      const rows = await intakeBatch(trx, caller.workspaceId, leads, options, dryRun, log);
+  const write: WriteRequest<LeadWriteResponse> = {
+    workspaceId: caller.workspaceId,
+    idempotency: idempotencyScope(caller, 'POST /api/v1/leads', idempotency),
+    rows: [{ lead: prepareLead(request), wantsRecord: true }],
+    options,
+    dryRun,
+    answer: ([result]): WriteAnswer<LeadWriteResponse> => {
+      if (!('outcome' in result!)) throw 'rejected' in result! ? result.rejected : result!.unexpected;
+      const { outcome } = result;
+      const presented = presentLead(outcome.record!);
+      return {
+        status: outcome.status === 'created' && !dryRun ? 201 : 200,
+        body: {
+          data: dryRun ? maskPreviewIds(presented, outcome) : presented,
+          meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },
+        },
+      };
+    },
+  };
+  return dryRun ? groups.alone(write) : groups.submit(write);
+}
+
+const UNEXPECTED_ROW_FAILURE = 'This row could not be processed because of an unexpected error. Retry the request; contact support if it keeps failing.';
+
+/** A batch row's result as the contract reports it. */
+function batchRow(index: number, result: RowResult, dryRun: boolean): BatchRowResult {
+  if ('outcome' in result) {
+    const { outcome } = result;
+    return { index, status: outcome.status, lead_id: dryRun ? null : outcome.leadId, warnings: outcome.warnings };
+  }
+  if ('unexpected' in result) return { index, status: 'failed', lead_id: null, error: UNEXPECTED_ROW_FAILURE, field: null };
+  const { rejected } = result;
+  if (rejected instanceof DuplicateRejected) {
+    // The spec gives a duplicate's row the matched lead's id, except in a dry run where every lead_id is null.
+    return { index, status: 'failed', lead_id: dryRun ? null : rejected.leadId, error: rejected.message, field: 'email' };
+  }
+  return { index, status: 'failed', lead_id: null, error: rejected.message, field: rejected.field };
+}
+
+/** POST /leads/batch: every row in order in one transaction of its own, each reported; always 200. */
+export function createLeadsBatch(groups: WriteGroups, caller: Caller, request: BatchRequest, idempotency: Idempotency): Promise<WriteResult<BatchResponse>> {
+  const { options, dryRun } = switchesOf(request);
+  return groups.alone<BatchResponse>({
+    workspaceId: caller.workspaceId,
+    idempotency: idempotencyScope(caller, 'POST /api/v1/leads/batch', idempotency),
+    rows: request.leads.map((lead) => ({ lead: prepareLead(lead), wantsRecord: false })),
+    options,
+    dryRun,
+    answer: (results) => {
+      const rows = results.map((result, index) => batchRow(index, result, dryRun));
       const count = (status: BatchRowResult['status']) => rows.filter((row) => row.status === status).length;
       return {
         status: 200,
         body: {
           data: rows,
-          meta: { created: count('created'), updated: count('updated'), skipped: count('skipped'), failed: count('failed'), total: leads.length, dry_run: dryRun },
+          meta: { created: count('created'), updated: count('updated'), skipped: count('skipped'), failed: count('failed'), total: rows.length, dry_run: dryRun },
         },
       };
     },
-  );
+  });
 }

@@ -145,7 +145,7 @@ const BATCH_LOOKUP = new PreparedStatement<
       FROM companies
       WHERE workspace_id = ${input.workspaceId} AND (domain = ANY(${input.domains}::text[]) OR id = ANY(${input.companyIds}::bigint[]))
     ) AS companies
-`, { named: false });
+`);
 
 /** The reads of a whole batch as one statement: what lookupForIntake reads, for every row at once. */
 export async function lookupForBatch(db: Executor, workspaceId: number, leads: readonly PreparedLead[]): Promise<BatchLookup> {

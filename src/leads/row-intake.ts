@@ -59,7 +59,7 @@ export function checkReferences(lookup: IntakeLookup, lead: PreparedLead, option
 }
 
 /** The strongest match: emails in the order sent, then the LinkedIn handle, then phones. */
-export async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
+async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
   const matches = prefetched ?? await findIdentityMatches(db, workspaceId, identities);
   for (const identity of identities) {
     const match = matches.find((candidate) => candidate.kind === identity.kind && candidate.value === identity.value);
@@ -155,7 +155,7 @@ async function updateLead(
 }
 
 /** A match under on_duplicate error or skip: rejected, or skipped without a write. Null for update. */
-export function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
+function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
   const matchedOn = identity.label;
   if (options.onDuplicate === 'error') {
     throw new DuplicateRejected(leadId, matchedOn, `A lead with this ${KIND_LABEL[identity.kind]} (${matchedOn}) already exists: lead ${leadId}.`);
@@ -171,12 +171,8 @@ export function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead:
  * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
  * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
  */
-export async function intakeLead(
-  db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup,
-): Promise<RowOutcome> {
-  // A lookup read just before the transaction began is as good as one read inside it: each
-  // statement reads the latest committed data either way (READ COMMITTED).
-  const lookup = prefetched ?? await lookupForIntake(db, workspaceId, lead);
+export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<RowOutcome> {
+  const lookup = await lookupForIntake(db, workspaceId, lead);
   const references = checkReferences(lookup, lead, options);
   // Companies and tags are written only once a row is known to create or update a lead,
   // and only once even when a lost race sends the row round the loop again.

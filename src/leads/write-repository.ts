@@ -66,15 +66,12 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * every key it was given (a concurrent request may have taken one since the lookup); only
  * complete leads get their tags and events.
  *
- * `insert: 'all'` (inside a transaction) inserts every lead row: the caller deletes the
- * incomplete ones and matches them again. `insert: 'complete'` (one autocommit statement)
- * inserts only complete ones: the keys an incomplete lead claimed then point at no lead and
- * the foreign key fails the whole statement, which leaves nothing behind.
+ * It runs inside a transaction and inserts every lead row: the caller deletes the
+ * incomplete ones and matches them again.
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-function newLeadsStatement(options: { insert: 'all' | 'complete'; records: boolean; named: boolean }) {
-  const inserted = sql.table(options.insert === 'all' ? 'ids' : 'complete');
+function newLeadsStatement(options: { records: boolean; named: boolean }) {
   const answer = options.records
     ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
         coalesce((SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER}) FROM tags AS t WHERE t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
@@ -102,8 +99,8 @@ function newLeadsStatement(options: { insert: 'all' | 'complete'; records: boole
     ), lead AS (
       INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
       OVERRIDING SYSTEM VALUE
-      SELECT ${inserted}.id, ${input.workspaceId}, ${INSERTED_VALUES}
-      FROM r JOIN ${inserted} USING (ord)
+      SELECT ids.id, ${input.workspaceId}, ${INSERTED_VALUES}
+      FROM r JOIN ids USING (ord)
       ORDER BY r.ord
       RETURNING *
     ), tag_rows AS (
@@ -147,43 +144,30 @@ export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[
 }
 
 /** A batch's run of new leads: planned per call, for its number of rows. */
-const NEW_LEADS = newLeadsStatement({ insert: 'all', records: false, named: false });
-const NEW_LEAD_RECORD = newLeadsStatement({ insert: 'all', records: true, named: true });
-/** The autocommit write of one new lead on POST /leads (see insertNewLeadIfKeysFree). */
-export const NEW_LEAD_IF_KEYS_FREE = newLeadsStatement({ insert: 'complete', records: true, named: true });
-
-/** New leads inside a transaction (a batch's run of new people): see newLeadsStatement. */
-export async function insertNewLeads(db: Executor, workspaceId: number, leads: readonly NewLeadWrite[]): Promise<WrittenLead[]> {
-  return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
-}
+const NEW_LEADS = newLeadsStatement({ records: false, named: false });
+/** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
+export const NEW_LEAD_RECORDS = newLeadsStatement({ records: true, named: true });
 
 /**
- * One new lead inside a transaction, returned as stored, which saves POST /leads the
- * read-back round trip. Incomplete: delete it and match again.
+ * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
+ * comes back as stored too, which saves POST /leads the read-back round trip. Incomplete
+ * leads: delete them and match again.
  */
+export async function insertNewLeads(
+  db: Executor, workspaceId: number, leads: readonly NewLeadWrite[], options: { records: boolean } = { records: false },
+): Promise<Array<WrittenLead & { record?: LeadRecord }>> {
+  if (!options.records) return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
+  const rows = await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads));
+  return rows.map((row) => {
+    const { ord, complete, ...record } = row as LeadRecord & WrittenLead;
+    return { ord, id: record.id, complete, record };
+  });
+}
+
+/** One new lead inside a transaction, returned as stored. Incomplete: delete it and match again. */
 export async function insertNewLead(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<{ complete: boolean; record: LeadRecord }> {
-  const [row] = await NEW_LEAD_RECORD.execute(db, newLeadsInput(workspaceId, [lead]));
-  const { ord: _ord, complete, ...record } = row as LeadRecord & WrittenLead;
-  return { complete, record };
-}
-
-/**
- * One new lead as a statement on its own (autocommit), which leaves nothing behind when a
- * concurrent request claimed one of its keys first. Returns the lead as stored, or null when
- * a key was taken.
- */
-export async function insertNewLeadIfKeysFree(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<LeadRecord | null> {
-  try {
-    const [row] = await NEW_LEAD_IF_KEYS_FREE.execute(db, newLeadsInput(workspaceId, [lead]));
-    const { ord: _ord, complete, ...record } = row as LeadRecord & WrittenLead;
-    return complete ? record : null;
-  } catch (error) {
-    const { code, constraint } = error as { code?: string; constraint?: string };
-    if (constraint === 'lead_identities_lead_id_fkey') return null;
-    // A deadlock or serialization failure wrote nothing either; the caller's transaction retries.
-    if (code === '40P01' || code === '40001') return null;
-    throw error;
-  }
+  const [written] = await insertNewLeads(db, workspaceId, [lead], { records: true });
+  return { complete: written!.complete, record: written!.record! };
 }
 
 /**

@@ -23,6 +23,8 @@ export type IntakeOutcome = 'created' | 'updated' | 'skipped' | 'duplicate' | 'f
 export interface IntakeMetrics {
   rows(operationId: string, outcome: IntakeOutcome, count?: number): void;
   replayed(operationId: string): void;
+  /** A group of concurrent write requests ran in one transaction (see src/leads/write-groups.ts). */
+  groupRan(requests: number): void;
 }
 
 /** The worker's deliveries and website analyses. */
@@ -98,6 +100,12 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     name: `${PREFIX}idempotent_replays_total`,
     help: 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.',
     labelNames: ['operation'] as const,
+    registers,
+  });
+  const groupSize = new Histogram({
+    name: `${PREFIX}write_group_requests`,
+    help: 'Write requests per group run in one transaction (concurrent POST /leads calls share one; a batch or dry run is a group of one).',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
     registers,
   });
 
@@ -179,6 +187,7 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     intake: {
       rows: (operationId, outcome, count = 1) => { if (count > 0) intakeRows.inc({ operation: operationId, outcome }, count); },
       replayed: (operationId) => replays.inc({ operation: operationId }),
+      groupRan: (requests) => groupSize.observe(requests),
     },
     worker: {
       deliveryFinished: (sender, branch) => deliveries.inc({ branch, sender }),

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { runIdempotent } from '../../src/idempotency/run-idempotent.js';
+import { inTransactionRetried } from '../../src/db/conflicts.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
@@ -85,7 +85,7 @@ describe('deadlock retry', () => {
     const runs: number[] = [];
     const writer = (first: 1 | 2, second: 1 | 2) => {
       let attempt = 0;
-      return runIdempotent(t.ctx.db, { apiKeyId: tenant.keyId, key: undefined, fingerprint: '' }, async (trx) => {
+      return inTransactionRetried(t.ctx.db, async (trx) => {
         attempt += 1;
         runs.push(first);
         await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${first}`.execute(trx);
@@ -94,11 +94,11 @@ describe('deadlock retry', () => {
           await locked[second].promise;
         }
         await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${second}`.execute(trx);
-        return { status: 200, body: first };
+        return first;
       });
     };
     const results = await Promise.all([writer(1, 2), writer(2, 1)]);
-    expect(results.map((result) => result.body)).toEqual([1, 2]);
+    expect(results).toEqual([1, 2]);
     expect(runs).toHaveLength(3);
     const rows = await sql<{ id: number; n: number }>`SELECT id, n FROM deadlock_probe ORDER BY id`.execute(t.ctx.db);
     expect(rows.rows).toEqual([{ id: 1, n: 2 }, { id: 2, n: 2 }]);

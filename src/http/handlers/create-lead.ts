@@ -8,7 +8,7 @@ import { idempotencyOf, sendWriteResult } from './write-result.js';
 export function createLeadHandler(ctx: AppContext): OperationHandler<'createLead'> {
   return async (req, res) => {
     const { workspaceId, apiKeyId } = authOf(req);
-    const write = () => createLead(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req));
+    const write = () => createLead(ctx.writeGroups, { workspaceId, apiKeyId }, req.body, idempotencyOf(req));
     sendWriteResult(res, await countLeadWrite(ctx.metrics.intake, req.body.dry_run ?? false, write));
   };
 }

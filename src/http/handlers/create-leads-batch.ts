@@ -8,7 +8,7 @@ import { idempotencyOf, sendWriteResult } from './write-result.js';
 export function createLeadsBatchHandler(ctx: AppContext): OperationHandler<'createLeadsBatch'> {
   return async (req, res) => {
     const { workspaceId, apiKeyId } = authOf(req);
-    const result = await createLeadsBatch(ctx.db, { workspaceId, apiKeyId }, req.body, idempotencyOf(req), req.log);
+    const result = await createLeadsBatch(ctx.writeGroups, { workspaceId, apiKeyId }, req.body, idempotencyOf(req));
     countBatchWrite(ctx.metrics.intake, result);
     sendWriteResult(res, result);
   };

@@ -1,0 +1,159 @@
+import type { Logger } from 'pino';
+import { inTransactionRetried } from '../db/conflicts.js';
+import type { Db, Executor } from '../db/connect.js';
+import { claimKeys, type KeyedRequest } from '../idempotency/claims.js';
+import { settleRecords } from '../idempotency/repository.js';
+import { runIntake, type IntakeRow, type RowResult } from './intake-engine.js';
+import type { IntakeOptions } from './row-intake.js';
+
+// Group commit for lead writes. Concurrent write requests of this process run together as
+// one group: one transaction, their rows through the intake engine as one set, one commit.
+// A request that arrives while no group runs starts one at once (no timer, no added latency
+// at low load); requests arriving meanwhile wait and form the next group. Each request still
+// gets exactly the answer it would have got alone: its own idempotency claim, its rows'
+// results shaped by its own operation, its own refusal.
+
+/** A group holds at most this many requests: enough to share a commit among every connection
+ * a busy process serves, few enough that one group's transaction stays short. */
+export const MAX_GROUP_REQUESTS = 64;
+
+/** One write request, as the engine takes it. */
+export interface WriteRequest<Body> {
+  workspaceId: number;
+  /** The request's Idempotency-Key (scoped to its API key) and the fingerprint of its body, when it sent one. */
+  idempotency: KeyedRequest | null;
+  rows: IntakeRow[];
+  options: IntakeOptions;
+  dryRun: boolean;
+  /** Shapes the rows' results into the operation's answer; throws the operation's refusal. */
+  answer(results: RowResult[]): { status: number; body: Body };
+}
+
+export interface WriteResult<Body> {
+  status: number;
+  body: Body;
+  /** The stored answer of an earlier request with the same Idempotency-Key. */
+  replayed: boolean;
+}
+
+type Settled = { result: WriteResult<unknown> } | { error: unknown };
+interface Member { request: WriteRequest<unknown>; settle(settled: Settled): void }
+
+export class WriteGroups {
+  private readonly waiting: Member[] = [];
+  private running = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    private readonly groupRan: (requests: number) => void,
+  ) {}
+
+  /** Runs the request in the next group of concurrent requests (at once when none is running). */
+  submit<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({
+        request: request as WriteRequest<unknown>,
+        settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
+      });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  /** Runs the request in a transaction of its own: a dry run never shares one with real writes. */
+  alone<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
+    return new Promise((resolve, reject) => {
+      void this.run([{
+        request: request as WriteRequest<unknown>,
+        settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
+      }]);
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length > 0) await this.run(this.nextGroup());
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /**
+   * The waiting requests in arrival order, up to the cap. A request whose Idempotency-Key is
+   * already in the group waits for the next one, where it finds the first one's stored answer.
+   */
+  private nextGroup(): Member[] {
+    const group: Member[] = [];
+    const keys = new Set<string>();
+    for (let index = 0; index < this.waiting.length && group.length < MAX_GROUP_REQUESTS;) {
+      const idempotency = this.waiting[index]!.request.idempotency;
+      const key = idempotency && `${idempotency.apiKeyId}\u0000${idempotency.key}`;
+      if (key !== null && keys.has(key)) {
+        index += 1;
+        continue;
+      }
+      if (key !== null) keys.add(key);
+      group.push(...this.waiting.splice(index, 1));
+    }
+    return group;
+  }
+
+  /** One group: committed together, or failed together when the transaction fails (a database outage: 503 for each). */
+  private async run(group: Member[]): Promise<void> {
+    this.groupRan(group.length);
+    try {
+      const settled = await inTransactionRetried(this.db, (trx) => runGroup(trx, group.map((member) => member.request), this.log));
+      group.forEach((member, index) => member.settle(settled[index]!));
+    } catch (error) {
+      for (const member of group) member.settle({ error });
+    }
+  }
+}
+
+/** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
+const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
+  a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && a.options.onDuplicate === b.options.onDuplicate
+  && a.options.createMissingTags === b.options.createMissingTags && a.options.enrich === b.options.enrich;
+
+async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger): Promise<Settled[]> {
+  const settled: Array<Settled | undefined> = new Array(requests.length);
+  const keyed = requests.flatMap((request, index) => (request.idempotency ? [{ index, key: request.idempotency }] : []));
+  const claims = await claimKeys(trx, keyed.map(({ key }) => key));
+  keyed.forEach(({ index }, position) => {
+    const claim = claims[position]!;
+    if ('replay' in claim) settled[index] = { result: { ...claim.replay, replayed: true } };
+    if ('refused' in claim) settled[index] = { error: claim.refused };
+  });
+
+  const running = requests.flatMap((request, index) => (settled[index] ? [] : [index]));
+  for (let start = 0; start < running.length;) {
+    let end = start + 1;
+    while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
+    const members = running.slice(start, end);
+    const first = requests[members[0]!]!;
+    const results = await runIntake(trx, first.workspaceId, members.flatMap((index) => requests[index]!.rows), first.options, first.dryRun, log);
+    let offset = 0;
+    for (const index of members) {
+      const request = requests[index]!;
+      const own = results.slice(offset, offset + request.rows.length);
+      offset += request.rows.length;
+      try {
+        settled[index] = { result: { ...request.answer(own), replayed: false } };
+      } catch (error) {
+        settled[index] = { error };
+      }
+    }
+    start = end;
+  }
+
+  // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).
+  const ran = keyed.filter((_, position) => 'runs' in claims[position]!);
+  const answered = ran.flatMap(({ index, key }) => {
+    const outcome = settled[index]!;
+    return 'result' in outcome ? [{ ...key, status: outcome.result.status, body: outcome.result.body }] : [];
+  });
+  const failed = ran.filter(({ index }) => 'error' in settled[index]!).map(({ key }) => key);
+  await settleRecords(trx, answered, failed);
+  return settled as Settled[];
+}
