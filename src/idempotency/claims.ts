@@ -28,7 +28,8 @@ const SET_CLAIM_WAIT = '100ms';
 
 const isLockTimeout = (error: unknown) => (error as { code?: string }).code === '55P03';
 const inProgress = () => new IdempotencyConflict('idempotency_key_in_progress', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.');
-const reused = () => new IdempotencyConflict('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.');
+/** The refusal of a key sent again with another body. */
+export const reusedKey = () => new IdempotencyConflict('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.');
 
 /**
  * Claims the keys of these requests (distinct keys) in one statement. A key still held by a
@@ -57,10 +58,16 @@ export async function claimKeys(trx: Executor, requests: readonly KeyedRequest[]
   await sql`SET LOCAL lock_timeout = DEFAULT`.execute(trx);
 
   // Not claimed: a live record of a finished request exists (errors are never stored).
-  return Promise.all(decided.map(async (claim, index): Promise<Claim> => {
-    if (claim !== 'read') return claim;
+  const claims: Claim[] = [];
+  for (const [index, claim] of decided.entries()) {
+    if (claim !== 'read') {
+      claims.push(claim);
+      continue;
+    }
     const stored = await findRecord(trx, requests[index]!);
-    if (stored.fingerprint !== requests[index]!.fingerprint) return { refused: reused() };
-    return { replay: { status: stored.status_code!, body: stored.response_body } };
-  }));
+    claims.push(stored.fingerprint !== requests[index]!.fingerprint
+      ? { refused: reusedKey() }
+      : { replay: { status: stored.status_code!, body: stored.response_body } });
+  }
+  return claims;
 }

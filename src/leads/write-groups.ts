@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { inTransactionRetried } from '../db/conflicts.js';
 import type { Db, Executor } from '../db/connect.js';
-import { claimKeys, type KeyedRequest } from '../idempotency/claims.js';
+import { claimKeys, reusedKey, type KeyedRequest } from '../idempotency/claims.js';
 import { settleRecords } from '../idempotency/repository.js';
 import { runIntake, type IntakeRow, type RowResult } from './intake-engine.js';
 import type { IntakeOptions } from './row-intake.js';
@@ -37,10 +37,12 @@ export interface WriteResult<Body> {
 }
 
 type Settled = { result: WriteResult<unknown> } | { error: unknown };
+/** A request that shared its Idempotency-Key with an earlier one of its group that did not succeed: it runs in the next group. */
+const RUN_AGAIN = Symbol('run again');
 interface Member { request: WriteRequest<unknown>; settle(settled: Settled): void }
 
 export class WriteGroups {
-  private readonly waiting: Member[] = [];
+  private readonly queue: Member[] = [];
   private running = false;
 
   constructor(
@@ -49,10 +51,15 @@ export class WriteGroups {
     private readonly groupRan: (requests: number) => void,
   ) {}
 
+  /** Requests waiting for the next group. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
   /** Runs the request in the next group of concurrent requests (at once when none is running). */
   submit<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({
+      this.queue.push({
         request: request as WriteRequest<unknown>,
         settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
       });
@@ -73,30 +80,10 @@ export class WriteGroups {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.waiting.length > 0) await this.run(this.nextGroup());
+      while (this.queue.length > 0) await this.run(this.queue.splice(0, MAX_GROUP_REQUESTS));
     } finally {
       this.running = false;
     }
-  }
-
-  /**
-   * The waiting requests in arrival order, up to the cap. A request whose Idempotency-Key is
-   * already in the group waits for the next one, where it finds the first one's stored answer.
-   */
-  private nextGroup(): Member[] {
-    const group: Member[] = [];
-    const keys = new Set<string>();
-    for (let index = 0; index < this.waiting.length && group.length < MAX_GROUP_REQUESTS;) {
-      const idempotency = this.waiting[index]!.request.idempotency;
-      const key = idempotency && `${idempotency.apiKeyId}\u0000${idempotency.key}`;
-      if (key !== null && keys.has(key)) {
-        index += 1;
-        continue;
-      }
-      if (key !== null) keys.add(key);
-      group.push(...this.waiting.splice(index, 1));
-    }
-    return group;
   }
 
   /** One group: committed together, or failed together when the transaction fails (a database outage: 503 for each). */
@@ -104,7 +91,9 @@ export class WriteGroups {
     this.groupRan(group.length);
     try {
       const settled = await inTransactionRetried(this.db, (trx) => runGroup(trx, group.map((member) => member.request), this.log));
-      group.forEach((member, index) => member.settle(settled[index]!));
+      const again = group.filter((_, index) => settled[index] === RUN_AGAIN);
+      group.forEach((member, index) => { if (settled[index] !== RUN_AGAIN) member.settle(settled[index] as Settled); });
+      this.queue.unshift(...again);
     } catch (error) {
       for (const member of group) member.settle({ error });
     }
@@ -116,9 +105,22 @@ const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
   a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && a.options.onDuplicate === b.options.onDuplicate
   && a.options.createMissingTags === b.options.createMissingTags && a.options.enrich === b.options.enrich;
 
-async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger): Promise<Settled[]> {
+const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
+
+async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger): Promise<Array<Settled | typeof RUN_AGAIN>> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
-  const keyed = requests.flatMap((request, index) => (request.idempotency ? [{ index, key: request.idempotency }] : []));
+  // A key sent again within the group follows its first request, as it would have waited on its claim.
+  const leaders = new Map<string, number>();
+  const followers = new Map<number, number>();
+  for (const [index, request] of requests.entries()) {
+    const key = keyOf(request);
+    if (key === null) continue;
+    const leader = leaders.get(key);
+    if (leader === undefined) leaders.set(key, index);
+    else followers.set(index, leader);
+  }
+
+  const keyed = requests.flatMap((request, index) => (request.idempotency && !followers.has(index) ? [{ index, key: request.idempotency }] : []));
   const claims = await claimKeys(trx, keyed.map(({ key }) => key));
   keyed.forEach(({ index }, position) => {
     const claim = claims[position]!;
@@ -126,7 +128,7 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
     if ('refused' in claim) settled[index] = { error: claim.refused };
   });
 
-  const running = requests.flatMap((request, index) => (settled[index] ? [] : [index]));
+  const running = requests.flatMap((request, index) => (settled[index] || followers.has(index) ? [] : [index]));
   for (let start = 0; start < running.length;) {
     let end = start + 1;
     while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
@@ -155,5 +157,15 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
   });
   const failed = ran.filter(({ index }) => 'error' in settled[index]!).map(({ key }) => key);
   await settleRecords(trx, answered, failed);
-  return settled as Settled[];
+
+  // A follower of a request that ran and succeeded replays its answer (or is refused for
+  // another body); otherwise the key is free again, or holds an older answer: it runs anew.
+  return requests.map((request, index) => {
+    const leader = followers.get(index);
+    if (leader === undefined) return settled[index]!;
+    const leaderRan = ran.some((entry) => entry.index === leader) && 'result' in settled[leader]!;
+    if (!leaderRan) return RUN_AGAIN;
+    if (request.idempotency!.fingerprint !== requests[leader]!.idempotency!.fingerprint) return { error: reusedKey() };
+    return { result: { ...(settled[leader] as { result: WriteResult<unknown> }).result, replayed: true } };
+  });
 }

@@ -1,0 +1,242 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'kysely';
+import pg from 'pg';
+import type { Response } from 'supertest';
+import type { TestApp } from '../support/app.js';
+import { eventually } from '../support/eventually.js';
+import type { Tenant } from '../support/fixtures.js';
+import { parseMetrics } from '../support/metrics.js';
+import { lockWaitOf } from '../support/statements.js';
+import { testBed } from '../support/test-bed.js';
+
+// Group commit: concurrent POST /leads calls of one process run as one group, in one
+// transaction. Each test lines a group up for real: a first request waits on a lead row the
+// test holds locked (a group of one), the requests under test queue behind it, and once they
+// all wait the lock is let go, so they run as the next group, whose size is asserted from
+// the process's metrics. Each caller must get exactly the answer it would have got alone.
+
+const bed = testBed();
+let t: TestApp;
+let tenant: Tenant;
+beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+
+type Body = Record<string, unknown>;
+const post = (body: Body, headers: Record<string, string> = {}) =>
+  t.http.post('/api/v1/leads').set(tenant.auth).set(headers).send(body).then((response) => response);
+
+let unique = 0;
+const person = (overrides: Body = {}): Body => {
+  unique += 1;
+  return { name: `Grouped ${unique}`, email: `grouped${unique}@groupco.example`, ...overrides };
+};
+
+async function groupSizes(): Promise<{ groups: number; requests: number }> {
+  const samples = parseMetrics(await t.ctx.metrics.registry.metrics());
+  return { groups: samples.value('lead_intake_write_group_requests_count'), requests: samples.value('lead_intake_write_group_requests_sum') };
+}
+
+/** A lead, and a connection holding its row locked until `release`. */
+async function lockedLead(): Promise<{ email: string; release(): Promise<void> }> {
+  const created = await post(person());
+  const client = new pg.Client({ connectionString: t.databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT id FROM leads WHERE id = $1 FOR UPDATE', [created.body.data.id]);
+  return {
+    email: created.body.data.emails[0],
+    release: async () => {
+      await client.query('COMMIT');
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Sends `requests` (in this order, each after the one before is queued) while a group of one
+ * waits on a locked lead, then lets them run: they form one group (`whileRunning` runs beside
+ * it). Returns their answers.
+ */
+async function asOneGroup(requests: Array<() => Promise<Response>>, whileRunning?: () => Promise<void>): Promise<Response[]> {
+  const gate = await lockedLead();
+  const before = await groupSizes();
+  const blocker = post({ name: 'Blocker', email: gate.email });
+  const answers: Array<Promise<Response>> = [];
+  try {
+    await lockWaitOf(t.ctx.pool, 'for update');
+    for (const [index, send] of requests.entries()) {
+      answers.push(send());
+      await eventually(async () => t.ctx.writeGroups.waiting === index + 1, 10_000, 2);
+    }
+  } finally {
+    await gate.release();
+  }
+  expect((await blocker).status).toBe(200);
+  await whileRunning?.();
+  const settled = await Promise.all(answers);
+  const after = await groupSizes();
+  expect({ groups: after.groups - before.groups, requests: after.requests - before.requests }).toEqual({ groups: 2, requests: 1 + requests.length });
+  return settled;
+}
+
+const countLeadsNamed = async (name: string) =>
+  Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE name = ${name}`.execute(t.ctx.db)).rows[0]!.n);
+
+describe('a group of concurrent POST /leads calls', () => {
+  it('gives each caller its own answer: a 422, a 409 duplicate_lead and a 409 idempotency_key_reuse change nothing for the others', async () => {
+    const existing = await post(person());
+    const reusedKey = `group-reuse-${Date.now()}`;
+    const first = await post(person(), { 'Idempotency-Key': reusedKey });
+    expect(first.status).toBe(201);
+
+    const created = [person(), person(), person()];
+    const [a, unknownTag, b, duplicate, reuse, c] = await asOneGroup([
+      () => post(created[0]!),
+      () => post(person({ tag_ids: [987654321] })),
+      () => post(created[1]!),
+      () => post({ name: 'Dup', email: existing.body.data.emails[0], on_duplicate: 'error' }),
+      () => post(person(), { 'Idempotency-Key': reusedKey }),
+      () => post(created[2]!),
+    ]);
+    for (const [answer, sent] of [[a, created[0]], [b, created[1]], [c, created[2]]] as const) {
+      expect(answer!.status).toBe(201);
+      expect(answer!.body.data).toMatchObject({ name: sent!.name, emails: [sent!.email] });
+      expect(answer!.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, warnings: [] });
+    }
+    expect(unknownTag!.status).toBe(422);
+    expect(unknownTag!.body.errors).toHaveProperty('tag_ids');
+    expect(duplicate!.status).toBe(409);
+    expect(duplicate!.body).toMatchObject({ error: 'duplicate_lead', lead_id: existing.body.data.id, matched_on: existing.body.data.emails[0] });
+    expect(reuse!.status).toBe(409);
+    expect(reuse!.body).toMatchObject({ error: 'idempotency_key_reuse' });
+    for (const sent of created) expect(await countLeadsNamed(sent.name as string)).toBe(1);
+  });
+
+  it('runs the same person sent twice in arrival order: created, then updated', async () => {
+    const sent = person({ job_title: 'First' });
+    const [first, second] = await asOneGroup([
+      () => post(sent),
+      () => post({ ...sent, job_title: 'Second' }),
+    ]);
+    expect(first!.status).toBe(201);
+    expect(first!.body.data.job_title).toBe('First');
+    expect(second!.status).toBe(200);
+    expect(second!.body.meta).toMatchObject({ status: 'updated', matched_on: sent.email });
+    expect(second!.body.data).toMatchObject({ id: first!.body.data.id, job_title: 'Second' });
+  });
+
+  it('runs the same Idempotency-Key once: the other request replays the stored answer', async () => {
+    const key = `group-same-${Date.now()}`;
+    const sent = person();
+    const [first, second] = await asOneGroup([
+      () => post(sent, { 'Idempotency-Key': key }),
+      () => post(sent, { 'Idempotency-Key': key }),
+    ]);
+    expect(first!.status).toBe(201);
+    expect(first!.headers['idempotency-replayed']).toBeUndefined();
+    expect(second!.status).toBe(201);
+    expect(second!.headers['idempotency-replayed']).toBe('true');
+    expect(second!.body).toEqual(first!.body);
+    expect(await countLeadsNamed(sent.name as string)).toBe(1);
+  });
+
+  it('keeps a request whose client went away from harming the others', async () => {
+    const gone = person();
+    const kept = [person(), person()];
+    const [, a, b] = await asOneGroup([
+      async () => {
+        // Over a real socket, closed once the request waits in the server's queue: the group
+        // must go on without its caller.
+        const aborting = new AbortController();
+        const sent = fetch(`${await t.listen()}/api/v1/leads`, {
+          method: 'POST', headers: { ...tenant.auth, 'Content-Type': 'application/json' }, body: JSON.stringify(gone), signal: aborting.signal,
+        }).catch(() => undefined);
+        await eventually(async () => t.ctx.writeGroups.waiting >= 1, 10_000, 2);
+        aborting.abort();
+        await sent;
+        return { status: 0 } as Response;
+      },
+      () => post(kept[0]!),
+      () => post(kept[1]!),
+    ]);
+    expect([a!.status, b!.status]).toEqual([201, 201]);
+    for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
+  });
+
+  it('fails every request of the group with 503 when the database goes away mid-group, and commits nothing', async () => {
+    const stuck = await lockedLead();
+    const lost = [person(), person()];
+    // The group's backend, once it waits on the stuck lead: the server goes away under it.
+    const terminateGroup = () => eventually(async () => {
+      const { rows } = await t.ctx.pool.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`,
+      );
+      if (rows.length !== 1) return false;
+      await t.ctx.pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      return true;
+    }, 10_000, 5);
+    let settled: Response[];
+    try {
+      settled = await asOneGroup([
+        () => post(lost[0]!),
+        () => post(lost[1]!),
+        // Waits on its locked lead inside the group's transaction, after the two new people were written.
+        () => post({ name: 'Stuck', email: stuck.email }),
+      ], terminateGroup);
+    } finally {
+      await stuck.release();
+    }
+    for (const answer of settled) {
+      expect(answer.status).toBe(503);
+      expect(answer.headers['retry-after']).toBe('5');
+    }
+    for (const sent of lost) expect(await countLeadsNamed(sent.name as string)).toBe(0);
+  });
+});
+
+describe('a dry run', () => {
+  it('never joins a group: it is answered while a group waits', async () => {
+    const gate = await lockedLead();
+    const blocker = post({ name: 'Blocker', email: gate.email });
+    let queued: Promise<Response>;
+    try {
+      await lockWaitOf(t.ctx.pool, 'for update');
+      queued = post(person());
+      await eventually(async () => t.ctx.writeGroups.waiting === 1, 10_000, 2);
+      const preview = await post(person({ dry_run: true }));
+      expect(preview.status).toBe(200);
+      expect(preview.body.meta).toMatchObject({ status: 'created', dry_run: true });
+      expect(t.ctx.writeGroups.waiting).toBe(1);
+    } finally {
+      await gate.release();
+    }
+    expect((await queued).status).toBe(201);
+    expect((await blocker).status).toBe(200);
+  });
+});
+
+describe('an unexpected failure of one request', () => {
+  it('fails that request alone (500); the set-based write of the others falls back to one by one and succeeds', async () => {
+    await sql`
+      CREATE FUNCTION refuse_exploding_leads() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.name = 'Explode' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        RETURN NEW;
+      END $$`.execute(t.ctx.db);
+    await sql`CREATE TRIGGER refuse_exploding_leads BEFORE INSERT ON leads FOR EACH ROW EXECUTE FUNCTION refuse_exploding_leads()`.execute(t.ctx.db);
+    try {
+      const kept = [person(), person()];
+      const [a, exploding, b] = await asOneGroup([
+        () => post(kept[0]!),
+        () => post(person({ name: 'Explode' })),
+        () => post(kept[1]!),
+      ]);
+      expect(exploding!.status).toBe(500);
+      expect([a!.status, b!.status]).toEqual([201, 201]);
+      for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
+      expect(await countLeadsNamed('Explode')).toBe(0);
+    } finally {
+      await sql`DROP TRIGGER refuse_exploding_leads ON leads`.execute(t.ctx.db);
+    }
+  });
+});
