@@ -10,6 +10,7 @@ import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
 import { createDb, createPool, type Db } from './db/connect.js';
 import { createLogger } from './logger.js';
+import { LeadReads } from './leads/read-service.js';
 import { WriteGroups } from './leads/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 
@@ -26,6 +27,8 @@ export interface AppContext {
   db: Db;
   /** Runs the lead writes: concurrent POST /leads calls of this process share a transaction. */
   writeGroups: WriteGroups;
+  /** Reads GET /leads/{id}: concurrent reads of one event-loop turn share a statement. */
+  leadReads: LeadReads;
   /** This process's metrics: counted always, served on METRICS_PORT when it is set. */
   metrics: Metrics;
   redis: Redis | null;
@@ -90,6 +93,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     pool,
     db,
     writeGroups: new WriteGroups(db, logger, metrics.intake.groupRan),
+    leadReads: new LeadReads(db),
     metrics,
     redis,
     rateLimitStore,

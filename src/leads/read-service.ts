@@ -1,24 +1,55 @@
+import DataLoader from 'dataloader';
 import type { Lead } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import { presentLead } from './present.js';
-import { findLeadRecords } from './read-repository.js';
+import { findLeadRecords, type LeadRecord } from './read-repository.js';
 
-/** One lead of the workspace in the API's shape; null for a missing lead and another workspace's alike. */
-export async function getLead(db: Executor, workspaceId: number, leadId: number): Promise<Lead | null> {
-  const [record] = await findLeadRecords(db, workspaceId, [leadId]);
-  return record ? presentLead(record) : null;
+interface LeadRef { workspaceId: number; leadId: number }
+
+/**
+ * GET /leads/{id} coalesced: the reads that arrive within one turn of the event loop share one
+ * statement per workspace (`id = ANY(...)`), each answered with its own lead. Nothing is
+ * cached across turns, so every answer is as fresh as a read of its own.
+ */
+export class LeadReads {
+  private readonly loader: DataLoader<LeadRef, LeadRecord | null, string>;
+
+  constructor(db: Executor) {
+    this.loader = new DataLoader(async (refs) => {
+      const found = new Map<string, LeadRecord>();
+      for (const [workspaceId, ids] of groupByWorkspace(refs)) {
+        for (const record of await findLeadRecords(db, workspaceId, ids)) found.set(`${workspaceId}:${record.id}`, record);
+      }
+      return refs.map((ref) => found.get(`${ref.workspaceId}:${ref.leadId}`) ?? null);
+    }, {
+      cache: false,
+      cacheKeyFn: (ref) => `${ref.workspaceId}:${ref.leadId}`,
+      // Requests of one poll phase (each on its own socket) are read together: the batch runs once I/O callbacks are done.
+      batchScheduleFn: (run) => setImmediate(run),
+    });
+  }
+
+  /** One lead of the workspace in the API's shape; null for a missing lead and another workspace's alike. */
+  async getLead(workspaceId: number, leadId: number): Promise<Lead | null> {
+    const record = await this.loader.load({ workspaceId, leadId });
+    return record ? presentLead(record) : null;
+  }
+}
+
+function groupByWorkspace(refs: ReadonlyArray<LeadRef>): Map<number, number[]> {
+  const byWorkspace = new Map<number, number[]>();
+  for (const ref of refs) {
+    const ids = byWorkspace.get(ref.workspaceId);
+    if (ids) ids.push(ref.leadId);
+    else byWorkspace.set(ref.workspaceId, [ref.leadId]);
+  }
+  return byWorkspace;
 }
 
 /** Leads by id, in the API's shape, one query per workspace involved. */
 export async function loadLeads(db: Executor, refs: ReadonlyArray<{ id: number; workspace_id: number }>): Promise<Map<number, Lead>> {
-  const byWorkspace = new Map<number, number[]>();
-  for (const ref of refs) {
-    const ids = byWorkspace.get(ref.workspace_id);
-    if (ids) ids.push(ref.id);
-    else byWorkspace.set(ref.workspace_id, [ref.id]);
-  }
   const leads = new Map<number, Lead>();
-  for (const [workspaceId, ids] of byWorkspace) {
+  for (const [workspaceId, ids] of groupByWorkspace(refs.map((ref) => ({ workspaceId: ref.workspace_id, leadId: ref.id })))) {
     for (const record of await findLeadRecords(db, workspaceId, [...new Set(ids)])) leads.set(record.id, presentLead(record));
   }
   return leads;
