@@ -17,6 +17,7 @@ import { databaseUrl } from './database-url.js';
 import { runFloodScenario, type FloodResult } from './bench/flood.js';
 import type { Workload } from './bench/load.js';
 import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
+import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads } from './bench/seed.js';
 import {
   adminQuery, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, runOpenLoop, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
@@ -29,6 +30,7 @@ const { values: flags } = parseArgs({
     warmup: { type: 'string' },
     connections: { type: 'string' },
     'flood-rate': { type: 'string' },
+    'reference-p50-at-20': { type: 'string' },
   },
 });
 const smoke = flags.smoke!;
@@ -37,6 +39,9 @@ const warmupSeconds = Number(flags.warmup ?? (smoke ? 0 : 5));
 const connections = Number(flags.connections ?? 32);
 // The fixed rate of the flood beside the valid client in scenario 8 (see bench/README.md).
 const floodRate = Number(flags['flood-rate'] ?? 500);
+// The p50 of single POST /leads at 20 req/s measured on the build before (an A/B run of that
+// build, see bench/README.md): the target compares this run's p50 with it.
+const referenceLowRateP50 = flags['reference-p50-at-20'] === undefined ? null : Number(flags['reference-p50-at-20']);
 const largeWorkspaceLeads = smoke ? 1_000 : 1_000_000;
 const deliveryEvents = smoke ? 200 : 10_000;
 const INITIAL_LEADS = 1_000;
@@ -50,6 +55,8 @@ const runId = Date.now().toString(36);
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 let idlePool: pg.Pool | null = null;
+/** The service's GET /metrics, to read how many requests each write group held. */
+let serviceMetricsUrl: string | null = null;
 let postgresVersion = 'unknown';
 const loadAtStart = os.loadavg().map((load) => Number(load.toFixed(2)));
 
@@ -58,12 +65,15 @@ async function measure(name: string, url: string, token: string | null, workload
   const duration = workload.kind === 'new-batch' ? Math.max(durationSeconds, 3) : durationSeconds;
   log(`${name}: ${warmupSeconds}s warm-up + ${duration}s at ${connections} connections`);
   const rss = new RssSampler(() => (rssPid ? [rssPid] : [])).start();
+  const metricsUrl = token ? serviceMetricsUrl : null;
+  const groupsBefore = metricsUrl ? await snapshotGroups(metricsUrl) : null;
   const result = await runLoad({ url, token, connections, warmupSeconds, durationSeconds: duration, workload });
   const serverPeakRssBytes = rss.stop();
   // Requests still in flight when the load stopped finish before the next scenario starts.
   if (idlePool) await waitForIdleDatabase(idlePool);
   await new Promise((resolve) => setTimeout(resolve, 500));
-  return { name, ...result, serverPeakRssBytes };
+  const groupSizes = metricsUrl && groupsBefore ? groupSizesBetween(groupsBefore, await snapshotGroups(metricsUrl)) : undefined;
+  return { name, ...result, serverPeakRssBytes, groupSizes };
 }
 
 /**
@@ -71,14 +81,19 @@ async function measure(name: string, url: string, token: string | null, workload
  * bench/open-loop.ts): the latency a client sees under normal load.
  */
 async function atHalfRate(scenario: ScenarioResult, url: string, token: string | null, workload: Workload, rssPid: number): Promise<FixedRateResult> {
-  const rate = Math.max(1, Math.round(scenario.requestsPerSecond / 2));
-  log(`${scenario.name} at a fixed ${rate} req/s: ${warmupSeconds}s warm-up + ${durationSeconds}s`);
+  return atFixedRate(scenario.name, Math.max(1, Math.round(scenario.requestsPerSecond / 2)), url, token, workload, rssPid);
+}
+
+async function atFixedRate(name: string, rate: number, url: string, token: string | null, workload: Workload, rssPid: number): Promise<FixedRateResult> {
+  log(`${name} at a fixed ${rate} req/s: ${warmupSeconds}s warm-up + ${durationSeconds}s`);
   const rss = new RssSampler(() => [rssPid]).start();
+  const groupsBefore = serviceMetricsUrl ? await snapshotGroups(serviceMetricsUrl) : null;
   const result = await runOpenLoop({ url, token, rate, warmupSeconds, durationSeconds, workload });
   const serverPeakRssBytes = rss.stop();
   if (idlePool) await waitForIdleDatabase(idlePool);
   await new Promise((resolve) => setTimeout(resolve, 500));
-  return { name: scenario.name, ...result, serverPeakRssBytes };
+  const groupSizes = serviceMetricsUrl && groupsBefore ? groupSizesBetween(groupsBefore, await snapshotGroups(serviceMetricsUrl)) : undefined;
+  return { name, ...result, serverPeakRssBytes, groupSizes };
 }
 
 /** The PostgreSQL-only ceiling of a statement (see bench/pg-ceiling.ts), in its own process. */
@@ -112,12 +127,14 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: benchUrl, max: 2 });
   idlePool = pool;
   const port = await freePort();
+  const metricsPort = await freePort();
+  serviceMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   // 32 connections against a pool of 10 queue on purpose: with the default 1.5 s wait, a
   // loaded machine would turn the slowest batches into 503s (load shedding), which is not
   // what the bench measures; it waits up to 30 s instead.
   const service = spawnChild([...nodeFlagsOf('start'), path.join(ROOT, 'dist', 'src', 'main.js')], {
     DATABASE_URL: benchUrl, REDIS_URL: redisUrl, PORT: String(port), LOG_LEVEL: 'warn', WORKER: 'off', RATE_LIMIT_PER_MINUTE: '1000000000',
-    DATABASE_CONNECT_TIMEOUT_MS: '30000',
+    DATABASE_CONNECT_TIMEOUT_MS: '30000', METRICS_PORT: String(metricsPort),
   });
   const serviceRss = new RssSampler(() => [service.pid!]).start();
   const cleanup = async () => {
@@ -163,6 +180,8 @@ async function main(): Promise<void> {
       await atHalfRate(read, base, token, readWorkload, pid),
       await atHalfRate(created, base, token, { kind: 'new-lead', runId: `${runId}f`, phoneBase: 7_000_000_000 }, pid),
     ];
+    // Nothing to coalesce: one request at a time, so every group holds one.
+    const lowRate = await atFixedRate('3 POST /leads new person, 20 req/s', 20, base, token, { kind: 'new-lead', runId: `${runId}l`, phoneBase: 8_000_000_000 }, pid);
     const updated = await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid);
     const batch = await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid);
     batch.leadsPerSecond = batch.requestsPerSecond * 100;
@@ -196,14 +215,14 @@ async function main(): Promise<void> {
     // published ones.
     const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', 'results.json');
     report({
-      connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, batch, large }, fixedRate, delivery, flood, serverPeakRssBytes,
+      connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, updated, batch, large }, fixedRate, lowRate, referenceLowRateP50, delivery, flood, serverPeakRssBytes,
       ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
     }, extra, file);
     log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
     const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
       .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0)
       .map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`);
-    for (const fixed of fixedRate) {
+    for (const fixed of [...fixedRate, lowRate]) {
       if (fixed.errors > 0 || fixed.non2xx > 0 || fixed.requests === 0) broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
     }
     const floodBroken = flood.non401 > 0 || [flood.flood, flood.floodDuringValid].some((run) => run.errors > 0 || run.timeouts > 0 || run.requests === 0);

@@ -44,21 +44,32 @@ interface BulkRow extends IntakeRow {
 const ROW_ATTEMPTS = 3;
 
 /**
+ * A set-based write failed as a whole. It is not in a savepoint of its own (that would cost
+ * every request two round trips): the caller reruns the whole transaction one row at a time.
+ */
+export class SetBasedWriteFailed extends Error {
+  constructor(cause: unknown) {
+    super('the set-based write of new leads failed', { cause });
+  }
+}
+
+/**
  * Runs the rows in order inside the caller's transaction, an earlier row visible to later
  * ones, and reports each. Rows that need decisions (a match to update or skip, a company to
  * fill, a rejected reference) run one by one in a savepoint each. Consecutive rows that
  * certainly create a new person are written set-based, a run of them in two statements; the
- * outcome is the same as running them one by one. A dry run runs every row alone, undone
- * before the next. Throws only when the database is unreachable (the whole call fails).
+ * outcome is the same as running them one by one. A dry run, or a run with `setBased` off,
+ * runs every row alone (a dry run's undone before the next). Throws when the database is
+ * unreachable (the whole call fails) and SetBasedWriteFailed.
  */
 export async function runIntake(
-  db: Executor, workspaceId: number, rows: readonly IntakeRow[], options: IntakeOptions, dryRun: boolean, log: Logger,
+  db: Executor, workspaceId: number, rows: readonly IntakeRow[], options: IntakeOptions, dryRun: boolean, log: Logger, setBased = true,
 ): Promise<RowResult[]> {
   const results: RowResult[] = [];
   const alone = async (index: number) => {
     results[index] = await intakeRowAlone(db, workspaceId, rows[index]!, options, dryRun, log);
   };
-  if (dryRun) {
+  if (dryRun || !setBased) {
     for (const index of rows.keys()) await alone(index);
     return results;
   }
@@ -66,7 +77,7 @@ export async function runIntake(
   const plan = await planBulkRows(db, workspaceId, rows, options);
   let run: BulkRow[] = [];
   const flush = async () => {
-    if (run.length > 0) await writeRun(db, workspaceId, run, options, results, alone, log);
+    if (run.length > 0) await writeRun(db, workspaceId, run, options, results, alone);
     run = [];
   };
   for (const index of rows.keys()) {
@@ -152,22 +163,19 @@ async function planBulkRows(db: Executor, workspaceId: number, rows: readonly In
 /**
  * Writes a run of bulk rows: first the companies and tags they need that do not exist yet,
  * then every lead with its match keys, tags and events in one statement. A row that lost one
- * of its keys to a concurrent request meanwhile is undone and runs alone (it then matches);
- * if the run fails as a whole, every row of it runs alone.
+ * of its keys to a concurrent request meanwhile is undone and runs alone (it then matches).
  */
 async function writeRun(
   db: Executor, workspaceId: number, run: BulkRow[], options: IntakeOptions, results: RowResult[],
-  alone: (index: number) => Promise<void>, log: Logger,
+  alone: (index: number) => Promise<void>,
 ): Promise<void> {
   let written: Array<WrittenLead & { record?: LeadRecord }>;
   let analyzeEvents: Map<number, CompanyAnalyzeEvent[]>;
   try {
-    ({ written, analyzeEvents } = await inSavepoint(db, 'intake_run', true, () => writeRunStatements(db, workspaceId, run, options)));
+    ({ written, analyzeEvents } = await writeRunStatements(db, workspaceId, run, options));
   } catch (error) {
-    if (isUnavailable(error)) throw error;
-    log.warn({ err: error, rows: run.map((row) => row.index) }, 'set-based write of new leads failed; running them one by one');
-    for (const row of run) await alone(row.index);
-    return;
+    if (isUnavailable(error) || isRetryableConflict(error)) throw error;
+    throw new SetBasedWriteFailed(error);
   }
 
   const lost: BulkRow[] = [];

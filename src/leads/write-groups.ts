@@ -3,7 +3,7 @@ import { inTransactionRetried } from '../db/conflicts.js';
 import type { Db, Executor } from '../db/connect.js';
 import { claimKeys, reusedKey, type KeyedRequest } from '../idempotency/claims.js';
 import { settleRecords } from '../idempotency/repository.js';
-import { runIntake, type IntakeRow, type RowResult } from './intake-engine.js';
+import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
 import type { IntakeOptions } from './row-intake.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
@@ -89,8 +89,16 @@ export class WriteGroups {
   /** One group: committed together, or failed together when the transaction fails (a database outage: 503 for each). */
   private async run(group: Member[]): Promise<void> {
     this.groupRan(group.length);
+    const requests = group.map((member) => member.request);
     try {
-      const settled = await inTransactionRetried(this.db, (trx) => runGroup(trx, group.map((member) => member.request), this.log));
+      let settled: Array<Settled | typeof RUN_AGAIN>;
+      try {
+        settled = await inTransactionRetried(this.db, (trx) => runGroup(trx, requests, this.log, true));
+      } catch (error) {
+        if (!(error instanceof SetBasedWriteFailed)) throw error;
+        this.log.warn({ err: error.cause, requests: group.length }, 'set-based write of new leads failed; running the group again one row at a time');
+        settled = await inTransactionRetried(this.db, (trx) => runGroup(trx, requests, this.log, false));
+      }
       const again = group.filter((_, index) => settled[index] === RUN_AGAIN);
       group.forEach((member, index) => { if (settled[index] !== RUN_AGAIN) member.settle(settled[index] as Settled); });
       this.queue.unshift(...again);
@@ -107,7 +115,9 @@ const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
 
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
 
-async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger): Promise<Array<Settled | typeof RUN_AGAIN>> {
+async function runGroup(
+  trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean,
+): Promise<Array<Settled | typeof RUN_AGAIN>> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
   // A key sent again within the group follows its first request, as it would have waited on its claim.
   const leaders = new Map<string, number>();
@@ -134,7 +144,7 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
     while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
     const members = running.slice(start, end);
     const first = requests[members[0]!]!;
-    const results = await runIntake(trx, first.workspaceId, members.flatMap((index) => requests[index]!.rows), first.options, first.dryRun, log);
+    const results = await runIntake(trx, first.workspaceId, members.flatMap((index) => requests[index]!.rows), first.options, first.dryRun, log, setBased);
     let offset = 0;
     for (const index of members) {
       const request = requests[index]!;
