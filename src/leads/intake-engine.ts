@@ -41,8 +41,6 @@ interface BulkRow extends IntakeRow {
   company: BulkCompany;
 }
 
-const ROW_ATTEMPTS = 3;
-
 /**
  * A set-based write failed as a whole. It is not in a savepoint of its own (that would cost
  * every request two round trips): the caller reruns the whole transaction one row at a time.
@@ -66,15 +64,17 @@ export async function runIntake(
   db: Executor, workspaceId: number, rows: readonly IntakeRow[], options: IntakeOptions, dryRun: boolean, log: Logger, setBased = true,
 ): Promise<RowResult[]> {
   const results: RowResult[] = [];
+  let views: Array<IntakeLookup | undefined> = [];
   const alone = async (index: number) => {
-    results[index] = await intakeRowAlone(db, workspaceId, rows[index]!, options, dryRun, log);
+    results[index] = await intakeRowAlone(db, workspaceId, rows[index]!, options, dryRun, log, views[index]);
   };
   if (dryRun || !setBased) {
     for (const index of rows.keys()) await alone(index);
     return results;
   }
 
-  const plan = await planBulkRows(db, workspaceId, rows, options);
+  const { plan, lookups } = await planBulkRows(db, workspaceId, rows, options);
+  views = lookups;
   let run: BulkRow[] = [];
   const flush = async () => {
     if (run.length > 0) await writeRun(db, workspaceId, run, options, results, alone);
@@ -95,27 +95,27 @@ export async function runIntake(
 
 /**
  * One row in its own savepoint: a failing row undoes only itself; a dry-run row is always
- * undone (its record is read before that). A deadlock victim runs again.
+ * undone (its record is read before that). `prefetched`: the row's part of the run's lookup,
+ * when it is all the row needs.
  */
 async function intakeRowAlone(
-  db: Executor, workspaceId: number, row: IntakeRow, options: IntakeOptions, dryRun: boolean, log: Logger,
+  db: Executor, workspaceId: number, row: IntakeRow, options: IntakeOptions, dryRun: boolean, log: Logger, prefetched?: IntakeLookup,
 ): Promise<RowResult> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      const outcome = await inSavepoint(db, 'intake_row', !dryRun, async () => {
-        const outcome = await intakeLead(db, workspaceId, row.lead, options);
-        // Read inside the savepoint: what this row left, before a later row changes the lead.
-        if (row.wantsRecord && !outcome.record) [outcome.record] = await findLeadRecords(db, workspaceId, [outcome.leadId]);
-        return outcome;
-      });
-      return { outcome };
-    } catch (error) {
-      if (error instanceof RowRejected || error instanceof DuplicateRejected) return { rejected: error };
-      if (isUnavailable(error)) throw error; // the database went away: the call fails (503), not each row
-      if (isRetryableConflict(error) && attempt < ROW_ATTEMPTS) continue;
-      log.error({ err: error }, 'lead row failed unexpectedly');
-      return { unexpected: error };
-    }
+  try {
+    const outcome = await inSavepoint(db, 'intake_row', !dryRun, async () => {
+      const outcome = await intakeLead(db, workspaceId, row.lead, options, prefetched);
+      // Read inside the savepoint: what this row left, before a later row changes the lead.
+      if (row.wantsRecord && !outcome.record) [outcome.record] = await findLeadRecords(db, workspaceId, [outcome.leadId]);
+      return outcome;
+    });
+    return { outcome };
+  } catch (error) {
+    if (error instanceof RowRejected || error instanceof DuplicateRejected) return { rejected: error };
+    // The database went away (the call fails, 503), or chose this transaction as a deadlock
+    // victim: the whole transaction runs again, its locks released meanwhile.
+    if (isUnavailable(error) || isRetryableConflict(error)) throw error;
+    log.error({ err: error }, 'lead row failed unexpectedly');
+    return { unexpected: error };
   }
 }
 
@@ -138,8 +138,16 @@ function bulkCompany(lead: PreparedLead, lookup: IntakeLookup, sharedKey: (key: 
   return lookup.companyByDomain !== null ? { id: lookup.companyByDomain } : { newDomain: company.domain };
 }
 
-/** Reads, in one statement, what every row refers to; returns the rows on the bulk path by index. */
-async function planBulkRows(db: Executor, workspaceId: number, rows: readonly IntakeRow[], options: IntakeOptions): Promise<Array<BulkRow | null>> {
+/**
+ * Reads, in one statement, what every row refers to. Returns the rows on the bulk path by
+ * index, and each row's view of the lookup where it is all the row needs to run alone: no
+ * other row of the run shares a key with it or may create a tag or company it names (the
+ * view of a lookup read a moment ago is as good as one read now: concurrent writers are
+ * settled by the match keys' claims either way).
+ */
+async function planBulkRows(
+  db: Executor, workspaceId: number, rows: readonly IntakeRow[], options: IntakeOptions,
+): Promise<{ plan: Array<BulkRow | null>; lookups: Array<IntakeLookup | undefined> }> {
   const leads = rows.map((row) => row.lead);
   const lookup = await lookupForBatch(db, workspaceId, leads);
   const keyOf = (key: MatchKey) => `${key.kind}\u0000${key.value}`;
@@ -147,17 +155,23 @@ async function planBulkRows(db: Executor, workspaceId: number, rows: readonly In
   for (const key of leads.flatMap((lead) => lead.identities)) sent.set(keyOf(key), (sent.get(keyOf(key)) ?? 0) + 1);
   const sharedKey = (key: MatchKey) => sent.get(keyOf(key))! > 1;
 
-  return leads.map((lead, index) => {
+  const lookups: Array<IntakeLookup | undefined> = [];
+  const plan = leads.map((lead, index) => {
     const view = rowLookup(lookup, lead);
     let references: References;
     try {
       references = checkReferences(view, lead, options);
     } catch {
+      lookups[index] = view;
       return null; // the row runs alone and reports the rejection
     }
-    const company = bulkCompany(lead, view, sharedKey);
-    return company === undefined ? null : { ...rows[index]!, index, references, company };
+    const company = lead.company;
+    const companySettled = company === null || company.id !== null || (company.domain !== null && view.companyByDomain !== null);
+    if (companySettled && references.missingTagNames.length === 0 && !lead.identities.some(sharedKey)) lookups[index] = view;
+    const bulk = bulkCompany(lead, view, sharedKey);
+    return bulk === undefined ? null : { ...rows[index]!, index, references, company: bulk };
   });
+  return { plan, lookups };
 }
 
 /**

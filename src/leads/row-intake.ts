@@ -171,8 +171,10 @@ function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead: Prepar
  * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
  * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
  */
-export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions): Promise<RowOutcome> {
-  const lookup = await lookupForIntake(db, workspaceId, lead);
+export async function intakeLead(
+  db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup,
+): Promise<RowOutcome> {
+  const lookup = prefetched ?? await lookupForIntake(db, workspaceId, lead);
   const references = checkReferences(lookup, lead, options);
   // Companies and tags are written only once a row is known to create or update a lead,
   // and only once even when a lost race sends the row round the loop again.
