@@ -8,14 +8,21 @@ import type { IntakeOptions } from './row-intake.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
 // one group: one transaction, their rows through the intake engine as one set, one commit.
-// A request that arrives while no group runs starts one at once (no timer, no added latency
-// at low load); requests arriving meanwhile wait and form the next group. Each request still
+// A request that arrives while a group may start (fewer than RUNNING_GROUPS run) starts one
+// at once (no timer, no added latency at low load); requests arriving while they all run wait
+// and form the next group. Each request still
 // gets exactly the answer it would have got alone: its own idempotency claim, its rows'
 // results shaped by its own operation, its own refusal.
 
 /** A group holds at most this many requests: enough to share a commit among every connection
  * a busy process serves, few enough that one group's transaction stays short. */
 export const MAX_GROUP_REQUESTS = 64;
+/**
+ * Groups that may run at once. With two, one group's round trips overlap the next's: rows
+ * that run one at a time (updates) keep two connections busy instead of one, while new people
+ * still arrive in large groups.
+ */
+export const RUNNING_GROUPS = 2;
 
 /** One write request, as the engine takes it. */
 export interface WriteRequest<Body> {
@@ -43,7 +50,7 @@ interface Member { request: WriteRequest<unknown>; settle(settled: Settled): voi
 
 export class WriteGroups {
   private readonly queue: Member[] = [];
-  private running = false;
+  private running = 0;
 
   constructor(
     private readonly db: Db,
@@ -56,14 +63,14 @@ export class WriteGroups {
     return this.queue.length;
   }
 
-  /** Runs the request in the next group of concurrent requests (at once when none is running). */
+  /** Runs the request in the next group of concurrent requests (at once when a group may start). */
   submit<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
     return new Promise((resolve, reject) => {
       this.queue.push({
         request: request as WriteRequest<unknown>,
         settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
       });
-      if (!this.running) void this.drain();
+      if (this.running < RUNNING_GROUPS) void this.drain();
     });
   }
 
@@ -78,11 +85,11 @@ export class WriteGroups {
   }
 
   private async drain(): Promise<void> {
-    this.running = true;
+    this.running += 1;
     try {
       while (this.queue.length > 0) await this.run(this.queue.splice(0, MAX_GROUP_REQUESTS));
     } finally {
-      this.running = false;
+      this.running -= 1;
     }
   }
 

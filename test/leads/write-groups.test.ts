@@ -6,14 +6,15 @@ import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
-import { lockWaitOf } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
+import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
-// transaction. Each test lines a group up for real: a first request waits on a lead row the
-// test holds locked (a group of one), the requests under test queue behind it, and once they
-// all wait the lock is let go, so they run as the next group, whose size is asserted from
-// the process's metrics. Each caller must get exactly the answer it would have got alone.
+// transaction. Each test lines a group up for real: as many first requests as groups may run
+// at once wait on lead rows the test holds locked (groups of one), the requests under test
+// queue behind them, and once they all wait the locks are let go, so they run as the next
+// group, whose size is asserted from the process's metrics. Each caller must get exactly the
+// answer it would have got alone.
 
 const bed = testBed();
 let t: TestApp;
@@ -52,30 +53,42 @@ async function lockedLead(): Promise<{ email: string; release(): Promise<void> }
   };
 }
 
+/** Every group the process may run at once, each a request waiting on a lead the test holds locked. */
+async function occupyGroups(): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
+  const gates = await Promise.all(Array.from({ length: RUNNING_GROUPS }, () => lockedLead()));
+  const blockers = gates.map((gate) => post({ name: 'Blocker', email: gate.email }));
+  await eventually(async () => {
+    const { rows } = await t.ctx.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
+    return rows.length === RUNNING_GROUPS;
+  }, 10_000, 5);
+  return {
+    release: async () => { for (const gate of gates) await gate.release(); },
+    finished: async () => { for (const blocker of blockers) expect((await blocker).status).toBe(200); },
+  };
+}
+
 /**
- * Sends `requests` (in this order, each after the one before is queued) while a group of one
- * waits on a locked lead, then lets them run: they form one group (`whileRunning` runs beside
- * it). Returns their answers.
+ * Sends `requests` (in this order, each after the one before is queued) while every group
+ * the process may run waits on a locked lead, then lets them run: they form one group
+ * (`whileRunning` runs beside it). Returns their answers.
  */
 async function asOneGroup(requests: Array<() => Promise<Response>>, whileRunning?: () => Promise<void>): Promise<Response[]> {
-  const gate = await lockedLead();
+  const occupied = await occupyGroups();
   const before = await groupSizes();
-  const blocker = post({ name: 'Blocker', email: gate.email });
   const answers: Array<Promise<Response>> = [];
   try {
-    await lockWaitOf(t.ctx.pool, 'for update');
     for (const [index, send] of requests.entries()) {
       answers.push(send());
       await eventually(async () => t.ctx.writeGroups.waiting === index + 1, 10_000, 2);
     }
   } finally {
-    await gate.release();
+    await occupied.release();
   }
-  expect((await blocker).status).toBe(200);
+  await occupied.finished();
   await whileRunning?.();
   const settled = await Promise.all(answers);
   const after = await groupSizes();
-  expect({ groups: after.groups - before.groups, requests: after.requests - before.requests }).toEqual({ groups: 2, requests: 1 + requests.length });
+  expect({ groups: after.groups - before.groups, requests: after.requests - before.requests }).toEqual({ groups: 1, requests: requests.length });
   return settled;
 }
 
@@ -195,12 +208,10 @@ describe('a group of concurrent POST /leads calls', () => {
 });
 
 describe('a dry run', () => {
-  it('never joins a group: it is answered while a group waits', async () => {
-    const gate = await lockedLead();
-    const blocker = post({ name: 'Blocker', email: gate.email });
+  it('never joins a group: it is answered while groups wait', async () => {
+    const occupied = await occupyGroups();
     let queued: Promise<Response>;
     try {
-      await lockWaitOf(t.ctx.pool, 'for update');
       queued = post(person());
       await eventually(async () => t.ctx.writeGroups.waiting === 1, 10_000, 2);
       const preview = await post(person({ dry_run: true }));
@@ -208,10 +219,10 @@ describe('a dry run', () => {
       expect(preview.body.meta).toMatchObject({ status: 'created', dry_run: true });
       expect(t.ctx.writeGroups.waiting).toBe(1);
     } finally {
-      await gate.release();
+      await occupied.release();
     }
     expect((await queued).status).toBe(201);
-    expect((await blocker).status).toBe(200);
+    await occupied.finished();
   });
 });
 
