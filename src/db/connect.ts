@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { OutageLog } from './availability.js';
+import { OutageLog, READ_ONLY_SQLSTATE } from './availability.js';
 import { statementNameOf } from './prepared.js';
 import type { Database } from './schema.js';
 
@@ -88,15 +88,62 @@ export function createPool(connectionString: string, max: number, options: PoolO
   });
   health.set(pool, { outage, max, logger, lastExhaustedLog: 0, timedOutWaits: 0 });
   pool.on('error', (error) => outage.failed(error));
+  const retire = retireOnReadOnly(pool);
   pool.on('connect', (client) => {
     // The pool listens to idle connections only: one checked out (by a transaction between
     // two statements, say) would raise its error unheard. Its next query fails instead, and
     // the pool drops it when it comes back.
     client.on('error', (error) => outage.failed(error));
     sendPreparedStatementsNamed(client);
+    retire(client);
     outage.recovered();
   });
   return pool;
+}
+
+/**
+ * A connection answering 25006 is open to a server that is now read-only: a primary turned
+ * replica after a failover, which keeps its sessions instead of dropping them. The pool
+ * would hand it out again and again, so every connection opened until then is retired:
+ * idle ones at once, checked-out ones when they come back (their transaction rolls back
+ * first). The next request opens a new connection, which the endpoint (HAProxy, a managed
+ * service's DNS name) sends to the new primary. Returns the hook for each new connection.
+ */
+function retireOnReadOnly(pool: pg.Pool): (client: pg.PoolClient) => void {
+  const open = new Set<pg.PoolClient>();
+  const retired = new WeakSet<pg.PoolClient>();
+  pool.on('remove', (client) => open.delete(client as pg.PoolClient));
+  // pg-pool ends a released connection that is ending; this is how it retires one of its own.
+  pool.on('release', (_error: Error | undefined, client: pg.PoolClient) => { if (retired.has(client)) void client.end(); });
+  const retireAll = () => {
+    for (const client of open) {
+      if (retired.has(client)) continue;
+      retired.add(client);
+      // pg-pool listens for errors on idle connections only and removes one that reports
+      // an error; a checked-out one just logs it through the connection's own listener.
+      client.emit('error', Object.assign(new Error('connection retired: its server answered as read-only (25006)'), { code: READ_ONLY_SQLSTATE }));
+    }
+  };
+  return (client) => {
+    open.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    const noticed = (error: unknown) => {
+      if ((error as { code?: unknown } | null)?.code === READ_ONLY_SQLSTATE) retireAll();
+    };
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const callback = args.at(-1);
+      if (typeof callback === 'function') {
+        args[args.length - 1] = (error: unknown, ...rest: unknown[]) => {
+          noticed(error);
+          return (callback as (...values: unknown[]) => unknown)(error, ...rest);
+        };
+        return query(...args);
+      }
+      const result = query(...args);
+      if (result instanceof Promise) result.catch(noticed);
+      return result;
+    };
+  };
 }
 
 /**
