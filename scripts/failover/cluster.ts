@@ -165,7 +165,9 @@ function postgresAccount(): { uid: number; gid: number } {
 }
 
 export async function startCluster(log: (message: string) => void): Promise<HaCluster> {
-  const base = await mkdtemp(path.join(os.tmpdir(), 'lead-intake-failover-'));
+  // Under /tmp, not TMPDIR: the postgres account must reach the data directories, and a
+  // private TMPDIR (mode 700 under /root) would keep it out.
+  const base = await mkdtemp(path.join(existsSync('/tmp') ? '/tmp' : os.tmpdir(), 'lead-intake-failover-'));
   await chmod(base, 0o755);
   // PostgreSQL refuses to run as root: etcd and Patroni (and so PostgreSQL) run as postgres.
   const account = process.getuid?.() === 0 ? postgresAccount() : null;
