@@ -253,6 +253,10 @@ async function main(): Promise<number> {
     }
     const { leader } = await cluster.waitHealthy(HEALTHY_TIMEOUT_MS);
     log(`leader at the end: ${leader}`);
+    // Fails when a delivery broke the document's webhook shape (the teardown only logs that).
+    const closing = receiver;
+    receiver = null;
+    await closing.close();
   } finally {
     await tearDown();
   }
@@ -262,8 +266,11 @@ async function main(): Promise<number> {
   return passed ? 0 : 1;
 }
 
+// Ctrl-C reaches this process twice (from the terminal, and relayed by tsx): a listener stays
+// for every repeat, so none of them ends the process before the teardown has finished.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
+  process.on(signal, () => {
+    if (cleaning) return;
     log(`${signal}: tearing down`);
     void tearDown().finally(() => process.exit(130));
   });
