@@ -29,10 +29,11 @@ export interface PoolOptions {
   /** Names the pool in the log: `api`, `worker`, `cli`, ... */
   name: string;
   /**
-   * For the outbound worker only: its commits (claims, attempt records, fan-out) do not
-   * wait for the WAL flush. A database crash can then forget the last moments of that
+   * For the outbound worker only: its commits (claims, attempt records) do not wait for the
+   * WAL flush. A database crash or a failover can then forget the last moments of that
    * bookkeeping, which re-sends a delivery under the same webhook-id but never loses one;
-   * everything the API acknowledges is committed synchronously.
+   * the fan-out, which mints the webhook-ids, and everything the API acknowledges are
+   * committed synchronously.
    */
   asynchronousCommit?: boolean;
   /**
