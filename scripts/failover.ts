@@ -176,7 +176,7 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
     if (event === 'switchover') verdict.figures['patronictl switchover took (s)'] = seconds(switchedAt - actionAt);
     verdict.figures['the nodes just before the new primary'] = outage.lastFailure.error ?? '';
     checkAnswers(ledger.answers, readiness.flatMap((probe) => probe.answers), timeline, verdict);
-    figuresOfTheOutage(ledger.answers, actionAt, event, verdict);
+    figuresOfTheOutage(ledger.answers, actionAt, timeline.downAt, event, verdict);
   } else {
     verdict.failures.push('the probe never saw the primary go away and a new one come');
   }
@@ -201,14 +201,15 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
   return verdict;
 }
 
-/** The figures the failover is judged by: 503s, the first 201 after the outage, and 500s (none). */
-function figuresOfTheOutage(answers: Answer[], actionAt: number, event: Event, verdict: Verdict): void {
-  const after = answers.filter((answer) => answer.startedAt >= actionAt).sort((a, b) => a.startedAt - b.startedAt);
-  const firstRefusal = after.find((answer) => answer.status === 503);
-  verdict.figures['503 answers (all with Retry-After)'] = `${after.filter((answer) => answer.status === 503).length} (${after.filter((answer) => answer.status === 503 && answer.retryAfter !== null).length})`;
+/**
+ * The figures the failover is judged by: 503s, 500s (none), and the first 201 sent once the
+ * old primary was gone (a request the old primary still served is no recovery).
+ */
+function figuresOfTheOutage(answers: Answer[], actionAt: number, downAt: number, event: Event, verdict: Verdict): void {
+  const after = answers.filter((answer) => answer.startedAt >= actionAt);
+  verdict.figures['503 answers (with Retry-After)'] = `${after.filter((answer) => answer.status === 503).length} (${after.filter((answer) => answer.status === 503 && answer.retryAfter !== null).length})`;
   verdict.figures['500 answers'] = answers.filter((answer) => answer.status === 500).length;
-  if (!firstRefusal) return;
-  const firstCreated = after.filter((answer) => answer.status === 201 && answer.startedAt >= firstRefusal.startedAt)
+  const firstCreated = after.filter((answer) => answer.status === 201 && answer.startedAt >= downAt)
     .reduce<number | null>((first, answer) => Math.min(first ?? Infinity, answer.startedAt + answer.ms), null);
   const label = event === 'failover' ? 'kill -> first 201 (s)' : 'switchover command -> first 201 after the outage (s)';
   if (firstCreated === null) verdict.failures.push('no 201 after the outage');

@@ -211,8 +211,13 @@ export async function checkDeliveries(db: pg.Client, workspaceId: number, leads:
   const repeated = ours.filter((row) => receivedIds.get(row.message_id)! > 1);
   const repeats = ours.reduce((sum, row) => sum + receivedIds.get(row.message_id)! - 1, 0);
   if (options.exactlyOnce) {
-    verdict.figures['webhook-ids missing / received more than once'] = `${missing} / ${repeated.length}`;
+    // A webhook-id no delivery row holds: its fan-out was lost after it was sent, and the
+    // event went out again under another webhook-id, a duplicate no receiver can recognise.
+    const known = new Set(deliveries.rows.map((row) => row.message_id));
+    const unknown = [...receivedIds.keys()].filter((id) => !known.has(id));
+    verdict.figures['webhook-ids missing / received more than once / unknown'] = `${missing} / ${repeated.length} / ${unknown.length}`;
     for (const row of repeated) failures.push(`webhook-id ${row.message_id} received ${receivedIds.get(row.message_id)} times, not once`);
+    for (const id of unknown) failures.push(`webhook-id ${id} received, but no delivery has it (a lost fan-out sent again under a new id)`);
   }
   verdict.failures.push(...failures.slice(0, 20), ...(failures.length > 20 ? [`... and ${failures.length - 20} more delivery problems`] : []));
   verdict.figures['outbox events checked'] = events.rows.length;
