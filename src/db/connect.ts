@@ -56,6 +56,7 @@ interface PoolHealth {
   logger: Logger;
   lastExhaustedLog: number;
   timedOutWaits: number;
+  retireAll: () => void;
 }
 const health = new WeakMap<pg.Pool, PoolHealth>();
 const EXHAUSTED_LOG_EVERY_MS = 60_000;
@@ -87,16 +88,16 @@ export function createPool(connectionString: string, max: number, options: PoolO
     down: 'PostgreSQL unreachable: queries fail until it is back (the API answers 503), then new connections are opened (logged once per outage)',
     up: 'PostgreSQL connection restored',
   });
-  health.set(pool, { outage, max, logger, lastExhaustedLog: 0, timedOutWaits: 0 });
+  const { watch, retireAll } = retireOnReadOnly(pool);
+  health.set(pool, { outage, max, logger, lastExhaustedLog: 0, timedOutWaits: 0, retireAll });
   pool.on('error', (error) => outage.failed(error));
-  const retire = retireOnReadOnly(pool);
   pool.on('connect', (client) => {
     // The pool listens to idle connections only: one checked out (by a transaction between
     // two statements, say) would raise its error unheard. Its next query fails instead, and
     // the pool drops it when it comes back.
     client.on('error', (error) => outage.failed(error));
     sendPreparedStatementsNamed(client);
-    retire(client);
+    watch(client);
     outage.recovered();
   });
   return pool;
@@ -108,9 +109,9 @@ export function createPool(connectionString: string, max: number, options: PoolO
  * would hand it out again and again, so every connection opened until then is retired:
  * idle ones at once, checked-out ones when they come back (their transaction rolls back
  * first). The next request opens a new connection, which the endpoint (HAProxy, a managed
- * service's DNS name) sends to the new primary. Returns the hook for each new connection.
+ * service's DNS name) sends to the new primary. `watch` hooks each new connection.
  */
-function retireOnReadOnly(pool: pg.Pool): (client: pg.PoolClient) => void {
+function retireOnReadOnly(pool: pg.Pool): { watch: (client: pg.PoolClient) => void; retireAll: () => void } {
   const open = new Set<pg.PoolClient>();
   const retired = new WeakSet<pg.PoolClient>();
   pool.on('remove', (client) => open.delete(client as pg.PoolClient));
@@ -125,7 +126,7 @@ function retireOnReadOnly(pool: pg.Pool): (client: pg.PoolClient) => void {
       client.emit('error', Object.assign(new Error('connection retired: its server answered as read-only (25006)'), { code: READ_ONLY_SQLSTATE }));
     }
   };
-  return (client) => {
+  const watch = (client: pg.PoolClient) => {
     open.add(client);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     const noticed = (error: unknown) => {
@@ -145,6 +146,20 @@ function retireOnReadOnly(pool: pg.Pool): (client: pg.PoolClient) => void {
       return result;
     };
   };
+  return { watch, retireAll };
+}
+
+/**
+ * Whether the pool's connections lead to a primary that takes writes; when they do not (a
+ * replica, a server made read-only), every connection opened so far is retired as after a
+ * 25006. For readiness, which only reads: without this, a pool whose writes stopped
+ * arriving (its load balancer heeding readiness) would keep its read-only connections.
+ */
+export async function writable(pool: pg.Pool): Promise<boolean> {
+  const { rows } = await pool.query<{ read_only: boolean }>("SELECT current_setting('transaction_read_only') = 'on' AS read_only");
+  if (!rows[0]!.read_only) return true;
+  health.get(pool)?.retireAll();
+  return false;
 }
 
 /**

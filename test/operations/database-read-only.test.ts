@@ -49,6 +49,11 @@ async function postLead(tenant: Tenant, n: number) {
   return { status: response.status, retryAfter: response.headers.get('retry-after'), error: ((await response.json()) as { error?: string }).error };
 }
 
+async function readiness() {
+  const response = await fetch(`${app!.url}/readyz`);
+  return { status: response.status, database: ((await response.json()) as { database?: string }).database };
+}
+
 /** Checks out every connection of the pool at once (opening them), makes each session read-only, and returns their backend pids. */
 async function makePooledSessionsReadOnly(pool: pg.Pool): Promise<number[]> {
   const clients = await Promise.all(Array.from({ length: POOL_SIZE }, () => pool.connect()));
@@ -66,7 +71,7 @@ async function makePooledSessionsReadOnly(pool: pg.Pool): Promise<number[]> {
 }
 
 describe('a pooled connection whose server turned read-only (25006)', () => {
-  it('answers 503 with Retry-After, drops every connection of that server, and the next request reaches the new primary', async () => {
+  it('answers 503 with Retry-After, drops every connection of that server, the next request reaches the new primary, and /readyz tells it', async () => {
     database = await createTestDatabase();
     observer = new pg.Client({ connectionString: database.url });
     await observer.connect();
@@ -83,6 +88,14 @@ describe('a pooled connection whose server turned read-only (25006)', () => {
     }, 5000);
     expect(await postLead(tenant, 2)).toEqual({ status: 201, retryAfter: null, error: undefined });
     expect((await postLead(tenant, 3)).status).toBe(201);
+    // Readiness, which only reads, tells a read-only session too, and retires the pool's connections as a write would.
+    const readOnlyAgain = await makePooledSessionsReadOnly(app.ctx.pool);
+    expect(await readiness()).toEqual({ status: 503, database: 'read_only' });
+    await eventually(async () => {
+      const { rows } = await observer!.query<{ open: number }>('SELECT count(*)::int AS open FROM pg_stat_activity WHERE pid = ANY($1)', [readOnlyAgain]);
+      return rows[0]!.open === 0;
+    }, 5000);
+    expect(await readiness()).toEqual({ status: 200, database: 'ok' });
     const { rows } = await observer.query<{ email: string }>("SELECT emails[1] AS email FROM leads WHERE emails[1] LIKE 'read-only-%' ORDER BY id");
     expect(rows.map((row) => row.email)).toEqual([1, 2, 3].map((n) => lead(n).email));
   }, 60_000);
