@@ -197,6 +197,11 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
     await db.end();
   }
   checkWorkers(workers, actionAt, verdict);
+  // The key cache's LISTEN connection dies with the old primary and comes back on the new one.
+  verdict.figures['key cache listening again after (s)'] = apis.map((api) => {
+    const line = api.service.logs.find((entry) => entry.msg === 'API key cache listening for key changes again' && Number(entry.time) >= actionAt);
+    return line ? seconds(Number(line.time) - actionAt) : 'never';
+  }).join(', ');
   for (const [index, api] of apis.entries()) if (!api.service.alive()) verdict.failures.push(`API ${index + 1} exited: ${api.service.stderr.slice(-2000)}`);
   return verdict;
 }

@@ -138,8 +138,10 @@ export function haproxyConfig(nodes: NodeConfig[], ports: Ports, dir: string): s
     'defaults',
     '  mode tcp',
     '  timeout connect 1s',
-    '  timeout client 30m',
-    '  timeout server 30m',
+    // Hours, not minutes: the API key cache's LISTEN connection is silent for as long as no
+    // key changes, and HAProxy would cut it (and the cache would reconnect) at every timeout.
+    '  timeout client 12h',
+    '  timeout server 12h',
     '  timeout check 1s',
     'listen primary',
     `  bind 127.0.0.1:${ports.haproxy}`,
