@@ -121,7 +121,7 @@ function checkWorkers(workers: ServiceProcess[], since: number, verdict: Verdict
     const lastPause = Math.max(0, ...paused.map(time));
     const stuck = !worker.alive() || (paused.length > 0 && !resumed.some((line) => time(line) >= lastPause));
     if (!worker.alive()) verdict.failures.push(`worker ${index + 1} exited: ${worker.stderr.slice(-2000)}`);
-    else if (stuck) verdict.failures.push(`worker ${index + 1} paused during the ${paused.length > 0 ? 'event' : ''} and never resumed`);
+    else if (stuck) verdict.failures.push(`worker ${index + 1} paused during the event and never resumed`);
     return `worker ${index + 1}: ${paused.length > 0 ? `paused and resumed after ${seconds(Math.max(...resumed.map(time)) - lastPause)} s` : 'never paused'}${stuck ? ' (STUCK)' : ''}`;
   });
   verdict.figures['workers'] = states.join('; ');

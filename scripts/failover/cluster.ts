@@ -5,7 +5,7 @@
 // written here is the example of docs/operations.md.
 
 import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -39,13 +39,13 @@ export function installPackages(log: (message: string) => void): void {
   // refusing every start is Debian's way of saying so during an install.
   const policy = '/usr/sbin/policy-rc.d';
   const hadPolicy = existsSync(policy);
-  if (!hadPolicy) execFileSync('sh', ['-c', `printf '#!/bin/sh\\nexit 101\\n' > ${policy} && chmod 755 ${policy}`]);
+  if (!hadPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
   try {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     execFileSync('apt-get', ['update', '-qq'], { env, stdio: ['ignore', 'ignore', 'inherit'], timeout: 180_000 });
     execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], { env, stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
   } finally {
-    if (!hadPolicy) execFileSync('rm', ['-f', policy]);
+    if (!hadPolicy) rmSync(policy, { force: true });
   }
 }
 
