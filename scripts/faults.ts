@@ -16,12 +16,12 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { runCli } from '../test/support/cli.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../test/support/private-postgres.js';
 import { startReceiver, type Receiver } from '../test/support/receiver.js';
-import { baseEnvironment, ROOT, startService, type ServiceProcess } from '../test/support/service.js';
-import { ReadinessProbe, Traffic, VIP_TAG } from './faults/traffic.js';
-import { checkAnswers, checkDeliveries, checkIdempotency, checkLeads, checkLogs, type Timeline, type Verdict } from './faults/verify.js';
+import { ROOT } from '../test/support/service.js';
+import { drain, nextWebhook, Services, tenant } from './faults/services.js';
+import { ReadinessProbe, Traffic } from './faults/traffic.js';
+import { checkAnswers, checkDeliveries, checkIdempotency, checkLeads, checkLogs, printVerdicts, type Timeline, type Verdict } from './faults/verify.js';
 
 const VARIANTS = ['resume', 'kill-worker'] as const;
 type Variant = (typeof VARIANTS)[number];
@@ -39,68 +39,16 @@ const { values: args } = parseArgs({
 const OUTAGE_MS = Number(args.outage) * 1000;
 const BEFORE_MS = Number(args.before) * 1000;
 const AFTER_MS = Number(args.after) * 1000;
-const DRAIN_TIMEOUT_MS = 90_000;
-/** A claim of the killed worker expires after 2 x WEBHOOK_TIMEOUT_MS + 5 s (9 s here); another worker then sends it. */
-const WORKER_ENV = { OUTBOX_POLL_MS: '200', WEBHOOK_RETRY_BASE_MS: '500', WEBHOOK_TIMEOUT_MS: '2000', WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true' };
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (message: string) => process.stderr.write(`faults: ${message}\n`);
 
-/** Every child process started, so a run that fails half-way leaves none behind. */
-const children: ServiceProcess[] = [];
-
-function startProcess(entry: 'main.js' | 'worker-main.js', databaseUrl: string, env: Record<string, string>): ServiceProcess {
-  const child = startService(process.execPath, [path.join(ROOT, 'dist', 'src', entry)], {
-    env: { ...baseEnvironment(), DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ...env },
-  });
-  children.push(child);
-  return child;
-}
-
-/** A workspace with a key, a lead_created workflow and a tag_added (VIP_TAG) workflow posting to the receiver. */
-async function tenant(databaseUrl: string, receiver: Receiver, variant: Variant): Promise<{ workspaceId: number; token: string }> {
-  const env = { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' };
-  const demo = await runCli(['demo'], env);
-  if (demo.code !== 0) throw new Error(`cli demo failed: ${demo.stderr}`);
-  const { workspace, key } = demo.json as { workspace: { id: number }; key: { token: string } };
-  for (const trigger of [['--trigger', 'lead_created'], ['--trigger', 'tag_added', '--tag', VIP_TAG]]) {
-    const workflow = await runCli(['workflow', 'create', '--workspace', String(workspace.id), ...trigger, '--url', `${receiver.url}/${variant}/${trigger[1]}`], env);
-    if (workflow.code !== 0) throw new Error(`cli workflow create failed: ${workflow.stderr}`);
-  }
-  return { workspaceId: workspace.id, token: key.token };
-}
-
-/** When the receiver next gets a webhook of this run (polled every 20 ms, for up to a minute), or null. */
-async function nextWebhook(receiver: Receiver, variant: Variant): Promise<number | null> {
-  const seen = receiver.requests.length;
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(20)) {
-    if (receiver.requests.slice(seen).some((request) => request.path.startsWith(`/${variant}/`))) return Date.now();
-  }
-  return null;
-}
-
-/** Until every event of the workspace is fanned out, no delivery is pending and the receiver has every webhook-id. */
-async function drain(db: pg.Client, workspaceId: number, receiver: Receiver): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    const { rows } = await db.query<{ open: number; ids: string[] }>(`
-      SELECT (SELECT count(*) FROM outbox WHERE workspace_id = $1 AND processed_at IS NULL AND topic IN ('lead.created', 'lead.tag_added'))::int
-        + (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND branch = 'pending')::int AS open,
-        (SELECT coalesce(array_agg(message_id), '{}') FROM deliveries WHERE workspace_id = $1) AS ids`, [workspaceId]);
-    const received = new Set(receiver.requests.map((request) => String(request.headers['webhook-id'])));
-    if (rows[0]!.open === 0 && rows[0]!.ids.every((id) => received.has(id))) return Date.now() - started;
-    if (Date.now() - started > DRAIN_TIMEOUT_MS) return Date.now() - started;
-    await sleep(250);
-  }
-}
+const services = new Services();
 
 async function runVariant(variant: Variant, database: PrivatePostgres, receiver: Receiver): Promise<Verdict> {
   const verdict: Verdict = { figures: {}, failures: [] };
   const { workspaceId, token } = await tenant(database.url, receiver, variant);
-  const api = startProcess('main.js', database.url, { PORT: '0', HOST: '127.0.0.1', WORKER: 'off', RATE_LIMIT_PER_MINUTE: '100000000' });
-  const workers = [startProcess('worker-main.js', database.url, WORKER_ENV)];
-  const apiUrl = String((await api.waitForLog('Lead Intake API listening')).url);
-  await workers[0]!.waitForLog('worker started');
+  const { service: api, url: apiUrl } = await services.startApi(database.url);
+  const workers = [await services.startWorker(database.url)];
 
   const traffic = new Traffic({ apiUrl, token }, Number(args.users), 50, variant);
   const readiness = new ReadinessProbe(apiUrl.replace(/\/api\/v1$/, ''), 250);
@@ -125,8 +73,7 @@ async function runVariant(variant: Variant, database: PrivatePostgres, receiver:
   const firstWebhookAfterUp = nextWebhook(receiver, variant);
   log(`${variant}: PostgreSQL up again (start took ${upAt - startBegin} ms)`);
   if (variant === 'kill-worker') {
-    workers.push(startProcess('worker-main.js', database.url, WORKER_ENV));
-    await workers[1]!.waitForLog('worker started');
+    workers.push(await services.startWorker(database.url));
     log(`${variant}: a new worker started`);
   }
   await sleep(AFTER_MS);
@@ -174,20 +121,15 @@ async function main(): Promise<number> {
       results[variant] = await runVariant(variant, database, receiver);
     }
   } finally {
-    await Promise.all(children.map((child) => child.stop('SIGKILL')));
+    await services.killAll();
     await receiver.close();
     await database.remove();
   }
 
-  for (const [variant, verdict] of Object.entries(results)) {
-    process.stdout.write(`\n${variant}: ${verdict.failures.length === 0 ? 'PASS' : 'FAIL'}\n`);
-    for (const [name, value] of Object.entries(verdict.figures)) process.stdout.write(`  ${name.padEnd(48)} ${value}\n`);
-    for (const failure of verdict.failures.slice(0, 30)) process.stdout.write(`  FAILED: ${failure}\n`);
-    if (verdict.failures.length > 30) process.stdout.write(`  ... and ${verdict.failures.length - 30} more failures\n`);
-  }
+  const passed = printVerdicts(results);
   process.stdout.write(`\nwhole run: ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
   if (args.json) writeFileSync(args.json, `${JSON.stringify(results, null, 2)}\n`);
-  return Object.values(results).every((verdict) => verdict.failures.length === 0) ? 0 : 1;
+  return passed ? 0 : 1;
 }
 
 main().then((code) => process.exit(code), (error: unknown) => {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ConfigError } from './config.js';
-import { isUnavailable } from './db/availability.js';
+import { isUnavailable, READ_ONLY_SQLSTATE } from './db/availability.js';
 import { EmbeddedDatabaseError } from './db/embedded/start.js';
 
 // What the long-running processes (`npm start`, `npm run worker`) do when something goes
@@ -34,6 +34,7 @@ export function describeStartupFailure(error: unknown): string {
   const { code, message, syscall } = (typeof error === 'object' && error !== null ? error : {}) as { code?: string; message?: string; syscall?: string };
   if (syscall === 'listen' && code === 'EADDRINUSE') return `Cannot listen: ${message}. Set PORT (or METRICS_PORT, whichever it names) and HOST to a free address, or stop the process holding it.`;
   if (syscall === 'listen' && code === 'EACCES') return `Cannot listen: ${message} (ports below 1024 need privileges). Set PORT to another port.`;
+  if (code === READ_ONLY_SQLSTATE) return `PostgreSQL is read-only (${message}): DATABASE_URL leads to a replica, such as a former primary after a failover. Point it at the primary (the cluster's read-write endpoint), or retry once the failover is over.`;
   if (isUnavailable(error)) return `Cannot reach PostgreSQL (${message}). Check DATABASE_URL and that the server runs, or unset DATABASE_URL to use the embedded database.`;
   if (code === '28P01' || code === '28000' || code === '3D000') return `PostgreSQL refused the connection: ${message}. Check the user, password and database name in DATABASE_URL.`;
   return `Failed to start: ${error instanceof Error ? error.stack : String(error)}`;

@@ -161,7 +161,7 @@ interface DeliveryRow { outbox_id: number | null; workflow_id: number | null; me
  * per event and workflow), each delivery Delivered and its webhook-id received at least once;
  * each acknowledged lead has its lead.created event, each VIP-tagged lead its tag_added event.
  */
-export async function checkDeliveries(db: pg.Client, workspaceId: number, leads: Map<string, LeadRow>, received: ReceivedRequest[], verdict: Verdict): Promise<void> {
+export async function checkDeliveries(db: pg.Client, workspaceId: number, leads: Map<string, LeadRow>, received: ReceivedRequest[], verdict: Verdict, options: { exactlyOnce?: boolean } = {}): Promise<void> {
   // One after the other: one client runs one query at a time.
   const events = await db.query<EventRow>(`SELECT id::int, topic, (payload->>'lead_id')::int AS lead_id, (payload->>'tag_id')::int AS tag_id, processed_at IS NOT NULL AS processed
       FROM outbox WHERE workspace_id = $1 AND topic IN ('lead.created', 'lead.tag_added')`, [workspaceId]);
@@ -179,6 +179,7 @@ export async function checkDeliveries(db: pg.Client, workspaceId: number, leads:
   }
   const failures: string[] = [];
   let checked = 0;
+  let missing = 0;
   for (const event of events.rows) {
     if (!event.processed) failures.push(`event ${event.id} (${event.topic}) never processed`);
     const firing = workflows.rows.filter((workflow) => (event.topic === 'lead.created' ? workflow.trigger === 'lead_created' : workflow.trigger === 'tag_added' && workflow.tag_id === event.tag_id));
@@ -188,7 +189,10 @@ export async function checkDeliveries(db: pg.Client, workspaceId: number, leads:
       if (rows.length !== 1) failures.push(`event ${event.id} workflow ${workflow.id}: ${rows.length} delivery rows, not 1`);
       for (const row of rows) {
         if (row.branch !== 'Delivered') failures.push(`event ${event.id} workflow ${workflow.id}: branch ${row.branch}`);
-        if (!receivedIds.has(row.message_id)) failures.push(`event ${event.id} workflow ${workflow.id}: webhook-id ${row.message_id} never received`);
+        if (!receivedIds.has(row.message_id)) {
+          missing += 1;
+          failures.push(`event ${event.id} workflow ${workflow.id}: webhook-id ${row.message_id} never received`);
+        }
       }
     }
   }
@@ -203,9 +207,19 @@ export async function checkDeliveries(db: pg.Client, workspaceId: number, leads:
     if (createdFor.get(lead.id) !== 1) failures.push(`${email} (lead ${lead.id}): ${createdFor.get(lead.id) ?? 0} lead.created events, not 1`);
     if (lead.tags.includes(VIP_TAG) && vipFor.get(lead.id) !== 1) failures.push(`${email} (lead ${lead.id}): ${vipFor.get(lead.id) ?? 0} tag_added events for ${VIP_TAG}, not 1`);
   }
-  verdict.failures.push(...failures.slice(0, 20), ...(failures.length > 20 ? [`... and ${failures.length - 20} more delivery problems`] : []));
   const ours = deliveries.rows.filter((row) => receivedIds.has(row.message_id));
+  const repeated = ours.filter((row) => receivedIds.get(row.message_id)! > 1);
   const repeats = ours.reduce((sum, row) => sum + receivedIds.get(row.message_id)! - 1, 0);
+  if (options.exactlyOnce) {
+    // A webhook-id no delivery row holds: its fan-out was lost after it was sent, and the
+    // event went out again under another webhook-id, a duplicate no receiver can recognise.
+    const known = new Set(deliveries.rows.map((row) => row.message_id));
+    const unknown = [...receivedIds.keys()].filter((id) => !known.has(id));
+    verdict.figures['webhook-ids missing / received more than once / unknown'] = `${missing} / ${repeated.length} / ${unknown.length}`;
+    for (const row of repeated) failures.push(`webhook-id ${row.message_id} received ${receivedIds.get(row.message_id)} times, not once`);
+    for (const id of unknown) failures.push(`webhook-id ${id} received, but no delivery has it (a lost fan-out sent again under a new id)`);
+  }
+  verdict.failures.push(...failures.slice(0, 20), ...(failures.length > 20 ? [`... and ${failures.length - 20} more delivery problems`] : []));
   verdict.figures['outbox events checked'] = events.rows.length;
   verdict.figures['deliveries checked (rows, each received)'] = checked;
   verdict.figures['webhook requests received'] = `${received.length} (${repeats} repeats of a webhook-id, allowed: at least once)`;
@@ -224,4 +238,15 @@ export function checkLogs(name: string, logs: LogLine[], verdict: Verdict): void
     if (count > 1) verdict.failures.push(`${name} logged "${source}" ${count} times (once per outage expected)`);
     if (/unhandled error|request errored|uncaught|failed unexpectedly/.test(source)) verdict.failures.push(`${name} logged "${source}"`);
   }
+}
+
+/** Prints each run's verdict and figures; true when every run passed. */
+export function printVerdicts(results: Record<string, Verdict>): boolean {
+  for (const [name, verdict] of Object.entries(results)) {
+    process.stdout.write(`\n${name}: ${verdict.failures.length === 0 ? 'PASS' : 'FAIL'}\n`);
+    for (const [figure, value] of Object.entries(verdict.figures)) process.stdout.write(`  ${figure.padEnd(48)} ${value}\n`);
+    for (const failure of verdict.failures.slice(0, 30)) process.stdout.write(`  FAILED: ${failure}\n`);
+    if (verdict.failures.length > 30) process.stdout.write(`  ... and ${verdict.failures.length - 30} more failures\n`);
+  }
+  return Object.values(results).every((verdict) => verdict.failures.length === 0);
 }

@@ -2,9 +2,14 @@ import type { Logger } from 'pino';
 
 // Socket-level failures and the SQLSTATEs PostgreSQL sends when it goes away, is not back
 // yet or takes no more connections: a restart, a failover, a stopped server, every
-// connection slot taken (53300), a connection error (class 08). Anything else is a real error.
+// connection slot taken (53300), a connection error (class 08), and a write reaching a
+// server that is read-only (25006): after a failover the old primary can come back as a
+// replica with connections still open to it, or a provider turns a server read-only (a
+// full disk). The service never opens a read-only transaction itself, so 25006 always
+// means "this is not the primary (any more)". Anything else is a real error.
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-const SHUTDOWN_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
+export const READ_ONLY_SQLSTATE = '25006';
+const SHUTDOWN_STATES = new Set(['57P01', '57P02', '57P03', '53300', READ_ONLY_SQLSTATE]);
 const CLIENT_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Connection is closed/i;
 
 /** True when `error` means "the database (or Redis) is not reachable right now", not a bug. */

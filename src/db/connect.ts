@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { OutageLog } from './availability.js';
+import { OutageLog, READ_ONLY_SQLSTATE } from './availability.js';
 import { statementNameOf } from './prepared.js';
 import type { Database } from './schema.js';
 
@@ -29,10 +29,11 @@ export interface PoolOptions {
   /** Names the pool in the log: `api`, `worker`, `cli`, ... */
   name: string;
   /**
-   * For the outbound worker only: its commits (claims, attempt records, fan-out) do not
-   * wait for the WAL flush. A database crash can then forget the last moments of that
+   * For the outbound worker only: its commits (claims, attempt records) do not wait for the
+   * WAL flush. A database crash or a failover can then forget the last moments of that
    * bookkeeping, which re-sends a delivery under the same webhook-id but never loses one;
-   * everything the API acknowledges is committed synchronously.
+   * the fan-out, which mints the webhook-ids, and everything the API acknowledges are
+   * committed synchronously.
    */
   asynchronousCommit?: boolean;
   /**
@@ -55,6 +56,7 @@ interface PoolHealth {
   logger: Logger;
   lastExhaustedLog: number;
   timedOutWaits: number;
+  retireAll: () => void;
 }
 const health = new WeakMap<pg.Pool, PoolHealth>();
 const EXHAUSTED_LOG_EVERY_MS = 60_000;
@@ -86,7 +88,8 @@ export function createPool(connectionString: string, max: number, options: PoolO
     down: 'PostgreSQL unreachable: queries fail until it is back (the API answers 503), then new connections are opened (logged once per outage)',
     up: 'PostgreSQL connection restored',
   });
-  health.set(pool, { outage, max, logger, lastExhaustedLog: 0, timedOutWaits: 0 });
+  const { watch, retireAll } = retireOnReadOnly(pool);
+  health.set(pool, { outage, max, logger, lastExhaustedLog: 0, timedOutWaits: 0, retireAll });
   pool.on('error', (error) => outage.failed(error));
   pool.on('connect', (client) => {
     // The pool listens to idle connections only: one checked out (by a transaction between
@@ -94,9 +97,69 @@ export function createPool(connectionString: string, max: number, options: PoolO
     // the pool drops it when it comes back.
     client.on('error', (error) => outage.failed(error));
     sendPreparedStatementsNamed(client);
+    watch(client);
     outage.recovered();
   });
   return pool;
+}
+
+/**
+ * A connection answering 25006 is open to a server that is now read-only: a primary turned
+ * replica after a failover, which keeps its sessions instead of dropping them. The pool
+ * would hand it out again and again, so every connection opened until then is retired:
+ * idle ones at once, checked-out ones when they come back (their transaction rolls back
+ * first). The next request opens a new connection, which the endpoint (HAProxy, a managed
+ * service's DNS name) sends to the new primary. `watch` hooks each new connection.
+ */
+function retireOnReadOnly(pool: pg.Pool): { watch: (client: pg.PoolClient) => void; retireAll: () => void } {
+  const open = new Set<pg.PoolClient>();
+  const retired = new WeakSet<pg.PoolClient>();
+  pool.on('remove', (client) => open.delete(client as pg.PoolClient));
+  // pg-pool ends a released connection that is ending; this is how it retires one of its own.
+  pool.on('release', (_error: Error | undefined, client: pg.PoolClient) => { if (retired.has(client)) void client.end(); });
+  const retireAll = () => {
+    for (const client of open) {
+      if (retired.has(client)) continue;
+      retired.add(client);
+      // pg-pool listens for errors on idle connections only and removes one that reports
+      // an error; a checked-out one just logs it through the connection's own listener.
+      client.emit('error', Object.assign(new Error('connection retired: its server answered as read-only (25006)'), { code: READ_ONLY_SQLSTATE }));
+    }
+  };
+  const watch = (client: pg.PoolClient) => {
+    open.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    const noticed = (error: unknown) => {
+      if ((error as { code?: unknown } | null)?.code === READ_ONLY_SQLSTATE) retireAll();
+    };
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const callback = args.at(-1);
+      if (typeof callback === 'function') {
+        args[args.length - 1] = (error: unknown, ...rest: unknown[]) => {
+          noticed(error);
+          return (callback as (...values: unknown[]) => unknown)(error, ...rest);
+        };
+        return query(...args);
+      }
+      const result = query(...args);
+      if (result instanceof Promise) result.catch(noticed);
+      return result;
+    };
+  };
+  return { watch, retireAll };
+}
+
+/**
+ * Whether the pool's connections lead to a primary that takes writes; when they do not (a
+ * replica, a server made read-only), every connection opened so far is retired as after a
+ * 25006. For readiness, which only reads: without this, a pool whose writes stopped
+ * arriving (its load balancer heeding readiness) would keep its read-only connections.
+ */
+export async function writable(pool: pg.Pool): Promise<boolean> {
+  const { rows } = await pool.query<{ read_only: boolean }>("SELECT current_setting('transaction_read_only') = 'on' AS read_only");
+  if (!rows[0]!.read_only) return true;
+  health.get(pool)?.retireAll();
+  return false;
 }
 
 /**

@@ -32,9 +32,11 @@ export type RecordAttempt = (outcome: AttemptOutcome) => Promise<boolean>;
 export async function deliverClaimed(
   deps: DeliveryDeps, record: RecordAttempt, row: DeliveryRow, credentials: Credentials | undefined, outage?: OutageLog,
 ): Promise<AttemptOutcome | null> {
+  const leaseEndsAt = Date.now() + leaseMs(deps.config);
   try {
     const outcome = await attemptDelivery(row, credentials, deps.config);
-    const recorded = await record(outcome);
+    // The worker (which reports outages) waits out a short one; a send-now caller is told at once.
+    const recorded = outage ? await recordWithinLease(record, outcome, leaseEndsAt, outage) : await record(outcome);
     if (!recorded) deps.logger.warn({ deliveryId: row.id }, 'delivery claim was lost before the attempt was recorded');
     deps.logger.debug({ deliveryId: row.id, branch: outcome.branch, status: outcome.statusCode, attempt: outcome.attempt }, 'delivery attempt');
     return outcome;
@@ -42,5 +44,25 @@ export async function deliverClaimed(
     if (outage && isUnavailable(error)) outage.failed(error, { deliveryId: row.id });
     else deps.logger.error({ err: error, deliveryId: row.id }, 'delivery attempt could not be recorded; it is retried when its lease expires');
     return null;
+  }
+}
+
+const RECORD_RETRY_MS = 500;
+
+/**
+ * The receiver has the webhook; only its record keeps the delivery from being sent again
+ * when the claim's lease expires. While the database is away (a restart, a failover) the
+ * record is retried until the lease is nearly over, so an outage shorter than the lease
+ * sends nothing twice.
+ */
+async function recordWithinLease(record: RecordAttempt, outcome: AttemptOutcome, leaseEndsAt: number, outage: OutageLog): Promise<boolean> {
+  for (;;) {
+    try {
+      return await record(outcome);
+    } catch (error) {
+      if (!isUnavailable(error) || Date.now() + RECORD_RETRY_MS >= leaseEndsAt) throw error;
+      outage.failed(error);
+      await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+    }
   }
 }

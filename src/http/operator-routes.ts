@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type express from 'express';
 import type { AppContext } from '../context.js';
+import { writable } from '../db/connect.js';
 import { docsPage } from './docs/docs-page.js';
 import { documentForClients } from './docs/served-document.js';
 
@@ -19,12 +20,14 @@ export function addOperatorRoutes(app: express.Express, ctx: AppContext): void {
   app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
   app.get('/readyz', async (_req, res) => {
     const checks = await Promise.allSettled([
-      withinReadinessBudget(ctx.pool.query('SELECT 1')),
+      withinReadinessBudget(writable(ctx.pool)),
       ctx.redis ? withinReadinessBudget(ctx.redis.ping()) : Promise.resolve('not configured'),
     ]);
     const [database, redis] = checks.map((check) => (check.status === 'fulfilled' ? 'ok' : 'unreachable'));
-    const ready = database === 'ok' && redis === 'ok';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', database, redis: ctx.redis ? redis : 'not configured' });
+    // Reachable but read-only (a replica, mid-failover) is not ready: every write would be a 503.
+    const databaseState = checks[0].status === 'fulfilled' && checks[0].value === false ? 'read_only' : database;
+    const ready = databaseState === 'ok' && redis === 'ok';
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', database: databaseState, redis: ctx.redis ? redis : 'not configured' });
   });
   const servedDocument = documentForClients(ctx.config.PUBLIC_URL);
   app.get('/openapi.yaml', (_req, res) => { res.type('application/yaml').send(servedDocument); });

@@ -158,6 +158,7 @@ describe('what counts as the database being unreachable', () => {
     ['starting up 57P03', Object.assign(new Error('the database system is starting up'), { code: '57P03' })],
     ['too many connections 53300', Object.assign(new Error('sorry, too many clients already'), { code: '53300' })],
     ['connection exception class 08', Object.assign(new Error('connection failure'), { code: '08006' })],
+    ['a read-only server 25006 (now a replica)', Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' })],
     ['connection terminated', new Error('Connection terminated unexpectedly')],
     ['pool wait timeout', new Error('timeout exceeded when trying to connect')],
     ['refused on every address', new AggregateError([Object.assign(new Error('refused'), { code: 'ECONNREFUSED' })])],
