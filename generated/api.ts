@@ -1845,6 +1845,23 @@ export interface components {
             location?: components["schemas"]["LocationInput"];
         };
         /**
+         * @description At least one contact detail: `email`, `phone`, `linkedin_url`, or a
+         *     non-empty `emails` or `phones` array. Failing it gives `422` under
+         *     `errors.email` with a message naming `email`, `phone` and `linkedin_url`
+         *     only, although the array forms also satisfy the rule.
+         */
+        ContactRequirement: {
+            email: components["schemas"]["EmailAddress"];
+        } | {
+            phone: components["schemas"]["PhoneNumber"];
+        } | {
+            linkedin_url: components["schemas"]["Url"];
+        } | {
+            emails: components["schemas"]["EmailAddress"][];
+        } | {
+            phones: components["schemas"]["PhoneNumber"][];
+        };
+        /**
          * Lead fields
          * @description The fields of one lead, defined once and used by `POST /leads` (beside
          *     the switches) and by every row of `POST /leads/batch`. `name` is
@@ -1915,17 +1932,11 @@ export interface components {
         /**
          * Lead
          * @description One row of `POST /leads/batch`: the lead fields and nothing else.
-         *     At least one contact detail: `email`, `phone`, `linkedin_url`, or a
-         *     non-empty `emails` or `phones` array. Failing it gives `422` under
-         *     `errors.email` with a message naming `email`, `phone` and `linkedin_url`
-         *     only, although the array forms also satisfy the rule.
          */
-        LeadInput: components["schemas"]["LeadInputWithEmail"] | components["schemas"]["LeadInputWithPhone"] | components["schemas"]["LeadInputWithLinkedinUrl"] | components["schemas"]["LeadInputWithEmails"] | components["schemas"]["LeadInputWithPhones"];
-        /** Lead with email */
-        LeadInputWithEmail: {
+        LeadInput: {
             name: components["schemas"]["LeadName"];
             /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email: components["schemas"]["EmailAddress"];
+            email?: components["schemas"]["EmailAddress"];
             /** @description Merged with `phones`. */
             phone?: components["schemas"]["PhoneNumber"];
             /** @description Profile URL (`/in/<handle>`); used for deduplication. */
@@ -1949,140 +1960,17 @@ export interface components {
             /** @description Ids of this workspace's tags; an unknown id is never created. */
             tag_ids?: components["schemas"]["Id"][];
             company?: components["schemas"]["CompanyInput"];
-        };
-        /** Lead with phone */
-        LeadInputWithPhone: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-        };
-        /** Lead with linkedin_url */
-        LeadInputWithLinkedinUrl: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-        };
-        /** Lead with emails (non-empty) */
-        LeadInputWithEmails: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-        };
-        /** Lead with phones (non-empty) */
-        LeadInputWithPhones: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-        };
+        } & components["schemas"]["ContactRequirement"];
         /**
          * Lead and switches
          * @description The body of `POST /leads`: the lead fields and the switches in one flat
          *     object. Any other field is rejected with `422` ("The `<field>` field is
          *     not allowed.").
-         *
-         *     At least one contact detail: `email`, `phone`, `linkedin_url`, or a
-         *     non-empty `emails` or `phones` array. Failing it gives `422` under
-         *     `errors.email` with a message naming `email`, `phone` and `linkedin_url`
-         *     only, although the array forms also satisfy the rule.
          */
-        LeadCreateRequest: components["schemas"]["LeadCreateRequestWithEmail"] | components["schemas"]["LeadCreateRequestWithPhone"] | components["schemas"]["LeadCreateRequestWithLinkedinUrl"] | components["schemas"]["LeadCreateRequestWithEmails"] | components["schemas"]["LeadCreateRequestWithPhones"];
-        /** Lead and switches with email */
-        LeadCreateRequestWithEmail: {
+        LeadCreateRequest: {
             name: components["schemas"]["LeadName"];
             /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email: components["schemas"]["EmailAddress"];
+            email?: components["schemas"]["EmailAddress"];
             /** @description Merged with `phones`. */
             phone?: components["schemas"]["PhoneNumber"];
             /** @description Profile URL (`/in/<handle>`); used for deduplication. */
@@ -2127,207 +2015,7 @@ export interface components {
              * @default false
              */
             dry_run?: boolean;
-        };
-        /** Lead and switches with phone */
-        LeadCreateRequestWithPhone: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-            /** @default update */
-            on_duplicate?: components["schemas"]["OnDuplicate"];
-            /**
-             * @description When false, an unknown tag name is rejected instead of created
-             *     (`422` on `POST /leads`, a failed row in a batch).
-             * @default true
-             */
-            create_missing_tags?: boolean;
-            /**
-             * @description When false, no website analysis is queued for new companies.
-             * @default true
-             */
-            enrich?: boolean;
-            /**
-             * @description Validates and previews inside a transaction that is always rolled
-             *     back: reports honestly whether a match exists, saves nothing,
-             *     triggers no automation. In a batch each row is rolled back before
-             *     the next one runs, and every `lead_id` is null.
-             * @default false
-             */
-            dry_run?: boolean;
-        };
-        /** Lead and switches with linkedin_url */
-        LeadCreateRequestWithLinkedinUrl: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-            /** @default update */
-            on_duplicate?: components["schemas"]["OnDuplicate"];
-            /**
-             * @description When false, an unknown tag name is rejected instead of created
-             *     (`422` on `POST /leads`, a failed row in a batch).
-             * @default true
-             */
-            create_missing_tags?: boolean;
-            /**
-             * @description When false, no website analysis is queued for new companies.
-             * @default true
-             */
-            enrich?: boolean;
-            /**
-             * @description Validates and previews inside a transaction that is always rolled
-             *     back: reports honestly whether a match exists, saves nothing,
-             *     triggers no automation. In a batch each row is rolled back before
-             *     the next one runs, and every `lead_id` is null.
-             * @default false
-             */
-            dry_run?: boolean;
-        };
-        /** Lead and switches with emails (non-empty) */
-        LeadCreateRequestWithEmails: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones?: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-            /** @default update */
-            on_duplicate?: components["schemas"]["OnDuplicate"];
-            /**
-             * @description When false, an unknown tag name is rejected instead of created
-             *     (`422` on `POST /leads`, a failed row in a batch).
-             * @default true
-             */
-            create_missing_tags?: boolean;
-            /**
-             * @description When false, no website analysis is queued for new companies.
-             * @default true
-             */
-            enrich?: boolean;
-            /**
-             * @description Validates and previews inside a transaction that is always rolled
-             *     back: reports honestly whether a match exists, saves nothing,
-             *     triggers no automation. In a batch each row is rolled back before
-             *     the next one runs, and every `lead_id` is null.
-             * @default false
-             */
-            dry_run?: boolean;
-        };
-        /** Lead and switches with phones (non-empty) */
-        LeadCreateRequestWithPhones: {
-            name: components["schemas"]["LeadName"];
-            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
-            email?: components["schemas"]["EmailAddress"];
-            /** @description Merged with `phones`. */
-            phone?: components["schemas"]["PhoneNumber"];
-            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
-            linkedin_url?: components["schemas"]["Url"];
-            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
-            emails?: components["schemas"]["EmailAddress"][];
-            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
-            phones: components["schemas"]["PhoneNumber"][];
-            links?: components["schemas"]["LinkInput"][];
-            job_title?: components["schemas"]["ShortText"];
-            /** @description Free text about the person. */
-            description?: components["schemas"]["LongText"];
-            gender?: components["schemas"]["ShortText"];
-            /** @description Preferred outreach language. */
-            language?: components["schemas"]["ShortText"];
-            decision_maker?: boolean;
-            custom_fields?: components["schemas"]["CustomFieldsInput"];
-            location?: components["schemas"]["LocationInput"];
-            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
-            tags?: components["schemas"]["TagName"][];
-            /** @description Ids of this workspace's tags; an unknown id is never created. */
-            tag_ids?: components["schemas"]["Id"][];
-            company?: components["schemas"]["CompanyInput"];
-            /** @default update */
-            on_duplicate?: components["schemas"]["OnDuplicate"];
-            /**
-             * @description When false, an unknown tag name is rejected instead of created
-             *     (`422` on `POST /leads`, a failed row in a batch).
-             * @default true
-             */
-            create_missing_tags?: boolean;
-            /**
-             * @description When false, no website analysis is queued for new companies.
-             * @default true
-             */
-            enrich?: boolean;
-            /**
-             * @description Validates and previews inside a transaction that is always rolled
-             *     back: reports honestly whether a match exists, saves nothing,
-             *     triggers no automation. In a batch each row is rolled back before
-             *     the next one runs, and every `lead_id` is null.
-             * @default false
-             */
-            dry_run?: boolean;
-        };
+        } & components["schemas"]["ContactRequirement"];
         /**
          * Batch of leads and switches
          * @description The body of `POST /leads/batch`: `leads` (1 to 100 rows, each the lead
@@ -3129,20 +2817,11 @@ export type LinkInput = components['schemas']['LinkInput'];
 export type LocationInput = components['schemas']['LocationInput'];
 export type CustomFieldsInput = components['schemas']['CustomFieldsInput'];
 export type CompanyInput = components['schemas']['CompanyInput'];
+export type ContactRequirement = components['schemas']['ContactRequirement'];
 export type LeadFields = components['schemas']['LeadFields'];
 export type IntakeSwitches = components['schemas']['IntakeSwitches'];
 export type LeadInput = components['schemas']['LeadInput'];
-export type LeadInputWithEmail = components['schemas']['LeadInputWithEmail'];
-export type LeadInputWithPhone = components['schemas']['LeadInputWithPhone'];
-export type LeadInputWithLinkedinUrl = components['schemas']['LeadInputWithLinkedinUrl'];
-export type LeadInputWithEmails = components['schemas']['LeadInputWithEmails'];
-export type LeadInputWithPhones = components['schemas']['LeadInputWithPhones'];
 export type LeadCreateRequest = components['schemas']['LeadCreateRequest'];
-export type LeadCreateRequestWithEmail = components['schemas']['LeadCreateRequestWithEmail'];
-export type LeadCreateRequestWithPhone = components['schemas']['LeadCreateRequestWithPhone'];
-export type LeadCreateRequestWithLinkedinUrl = components['schemas']['LeadCreateRequestWithLinkedinUrl'];
-export type LeadCreateRequestWithEmails = components['schemas']['LeadCreateRequestWithEmails'];
-export type LeadCreateRequestWithPhones = components['schemas']['LeadCreateRequestWithPhones'];
 export type BatchRequest = components['schemas']['BatchRequest'];
 export type Link = components['schemas']['Link'];
 export type Location = components['schemas']['Location'];

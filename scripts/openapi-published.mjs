@@ -8,10 +8,11 @@
 // tools cannot use it: Schemathesis cannot generate data for `unevaluatedProperties`, and
 // type generators render ContactRequirement's bare `required` branches as `unknown`, so
 // `{ name }` alone type-checks. Here each such schema becomes plain JSON Schema that every
-// tool reads: one object with every property and `additionalProperties: false`, or, when a
-// rule of `anyOf` branches applies (the contact rule), an `anyOf` of such objects, one per
-// branch, each listing every property and requiring its own contact field. Same payloads
-// accepted and refused (test/openapi-published.test.ts); response schemas are untouched.
+// tool reads: one object with every property and `additionalProperties: false`, and the
+// rules across fields (the contact rule) under `allOf`, each branch naming the schema of the
+// field it requires, so generators type it as a union (`{ email: string } | { phone: string }
+// | ...`) intersected with the fields. Same payloads accepted and refused
+// (test/openapi-published.test.ts); response schemas are untouched.
 import { parseDocument } from 'yaml';
 
 const SCHEMAS = ['components', 'schemas'];
@@ -19,65 +20,74 @@ const HEADER = ' Built from openapi/openapi.yaml by scripts/generate-types.mjs (
   + ' file, not this one. Request bodies are expanded into plain objects here (see\n'
   + ' scripts/openapi-published.mjs); `npm test` fails while this copy is stale.';
 
-const clone = (value) => structuredClone(value);
-
-/** `{ title, required: [field], not?: { properties: { field: { maxItems: 0 } } } }` as the property schemas that branch narrows. */
-function branchNarrowing(branch, where) {
+/** A source rule branch, `{ title, required: [field], not?: { properties: { field: { maxItems: 0 } } } }`, checked. */
+function ruleBranch(branch, where) {
   const { title, required, not, ...rest } = branch;
   if (!Array.isArray(required) || Object.keys(rest).length > 0) {
     throw new Error(`${where}: a rule branch may hold only title, required and a "non-empty array" not; found ${JSON.stringify(branch)}`);
   }
-  const narrowed = {};
   for (const [field, schema] of Object.entries(not?.properties ?? {})) {
     if (Object.keys(schema).join() !== 'maxItems' || schema.maxItems !== 0) throw new Error(`${where}: unsupported not on ${field}`);
-    // not { maxItems: 0 } on an array is minItems: 1, which generators and fuzzers understand.
-    narrowed[field] = { minItems: 1 };
   }
-  return { title, required, narrowed };
+  return { title, required, nonEmpty: Object.keys(not?.properties ?? {}) };
 }
 
 /**
- * The schema that replaces one `allOf` + `unevaluatedProperties: false` schema: its object
- * branches merged into one object, multiplied out over its rule (`anyOf`) branches.
+ * The published form of a rule (an `anyOf` of bare `required` branches): each branch also
+ * names the schema of the property it requires, taken from the object it is applied to,
+ * without its description. Generators type a branch from its `properties` (a bare `required`
+ * becomes `unknown`); `not { maxItems: 0 }` becomes `minItems: 1`, which generators and
+ * fuzzers understand where they cannot spell out a `not`.
+ */
+function publishedRule(name, rule, properties) {
+  return {
+    ...rule,
+    anyOf: rule.anyOf.map((branch, n) => {
+      const { title, required, nonEmpty } = ruleBranch(branch, `${name}.anyOf[${n}]`);
+      const named = Object.fromEntries(required.map((field) => {
+        if (!properties[field]) throw new Error(`${name}.anyOf[${n}] requires ${field}, which the object it applies to does not define`);
+        const { description: _description, ...schema } = properties[field];
+        return [field, nonEmpty.includes(field) ? { ...schema, minItems: 1 } : schema];
+      }));
+      return { ...(title ? { title } : {}), required, properties: named };
+    }),
+  };
+}
+
+/**
+ * The published forms of one `allOf` + `unevaluatedProperties: false` schema: one object with
+ * the properties and `required` of its object branches and `additionalProperties: false`,
+ * and its rule branches (`$ref`s to an `anyOf` without properties) kept under `allOf`, each
+ * with the published form of the rule it names.
  */
 function expand(name, schema, schemas) {
-  const resolve = (branch) => (branch.$ref ? schemas[branch.$ref.split('/').pop()] : branch);
   const properties = {};
   const required = [];
-  let rule = null;
+  const rules = {};
   for (const branch of schema.allOf) {
-    const target = resolve(branch);
+    const targetName = branch.$ref?.split('/').pop();
+    const target = targetName ? schemas[targetName] : branch;
     if (target.properties) {
-      Object.assign(properties, clone(target.properties));
+      Object.assign(properties, structuredClone(target.properties));
       required.push(...(target.required ?? []));
-    } else if (Array.isArray(target.anyOf) && rule === null) {
-      rule = { description: target.description, branches: target.anyOf.map((b, n) => branchNarrowing(b, `${name}.allOf (anyOf ${n})`)) };
+    } else if (targetName && Array.isArray(target.anyOf)) {
+      rules[targetName] = target;
     } else {
-      throw new Error(`${name}: cannot publish this allOf branch: ${JSON.stringify(branch)}`);
+      throw new Error(`${name}: cannot publish this allOf branch (an object, or a $ref to an anyOf rule): ${JSON.stringify(branch)}`);
     }
   }
-  const head = Object.fromEntries(['title', 'description'].filter((key) => schema[key] !== undefined).map((key) => [key, schema[key]]));
-  const object = (extraRequired = [], narrowed = {}) => ({
-    type: 'object',
-    additionalProperties: false,
-    required: [...new Set([...required, ...extraRequired])],
-    properties: Object.fromEntries(Object.entries(properties).map(([field, property]) => [field, narrowed[field] ? { ...property, ...narrowed[field] } : property])),
-  });
-  if (rule === null) return { schema: { ...head, ...object() }, branches: {} };
-  // Each branch is a named schema (LeadInputWithEmail, ...): generators name their types after
-  // it (orval would say LeadInputAnyOfTwo), and a reader sees which field each one requires.
-  const pascal = (field) => field.split('_').map((word) => word[0].toUpperCase() + word.slice(1)).join('');
-  const branches = Object.fromEntries(rule.branches.map(({ title, required: branchRequired, narrowed }) => [
-    `${name}With${branchRequired.map(pascal).join('And')}`,
-    { title: `${head.title ?? name} ${title}`, ...object(branchRequired, narrowed) },
-  ]));
+  const { allOf: _allOf, unevaluatedProperties: _unevaluated, ...rest } = schema;
+  const ruleNames = Object.keys(rules);
   return {
     schema: {
-      ...head,
-      ...(rule.description ? { description: [head.description, rule.description].filter(Boolean).join('\n') } : {}),
-      anyOf: Object.keys(branches).map((branch) => ({ $ref: `#/components/schemas/${branch}` })),
+      ...rest,
+      type: 'object',
+      additionalProperties: false,
+      ...(required.length > 0 ? { required } : {}),
+      properties,
+      ...(ruleNames.length > 0 ? { allOf: ruleNames.map((rule) => ({ $ref: `#/components/schemas/${rule}` })) } : {}),
     },
-    branches,
+    rules: Object.fromEntries(ruleNames.map((rule) => [rule, publishedRule(rule, rules[rule], properties)])),
   };
 }
 
@@ -87,24 +97,25 @@ export function publishedDocument(sourceText) {
   const schemas = document.getIn(SCHEMAS).toJSON();
   const expanded = Object.entries(schemas).filter(([, schema]) => schema.unevaluatedProperties === false && Array.isArray(schema.allOf));
   const node = (value) => document.createNode(value, { aliasDuplicateObjects: false });
-  for (const [name, schema] of expanded) {
-    const { schema: replacement, branches } = expand(name, schema, schemas);
-    const pairs = document.getIn(SCHEMAS).items;
-    const at = pairs.findIndex((pair) => pair.key.value === name);
+  const replace = (name, value) => {
+    const replacement = node(value);
     // Keep the comment written above the schema in the source.
-    const value = node(replacement);
-    value.commentBefore = pairs[at].value.commentBefore;
-    pairs.splice(at, 1, document.createPair(name, value), ...Object.entries(branches).map(([branch, body]) => document.createPair(branch, node(body))));
-  }
-  // A rule only the expanded schemas used (ContactRequirement) is now spelt out in them: drop
-  // it. The object schemas stay (LeadFields, IntakeSwitches): the code's types name them.
-  const used = JSON.stringify(document.toJSON());
-  for (const [, schema] of expanded) {
-    for (const { $ref } of schema.allOf) {
-      const ruleName = $ref?.split('/').pop();
-      if (ruleName && !schemas[ruleName].properties && !used.includes(`"${$ref}"`)) document.deleteIn([...SCHEMAS, ruleName]);
+    replacement.commentBefore = document.getIn([...SCHEMAS, name]).commentBefore;
+    document.setIn([...SCHEMAS, name], replacement);
+  };
+  const publishedRules = {};
+  for (const [name, schema] of expanded) {
+    const { schema: replacement, rules } = expand(name, schema, schemas);
+    replace(name, replacement);
+    for (const [rule, published] of Object.entries(rules)) {
+      // One rule, one published form: every schema that applies it must define its fields alike.
+      if (publishedRules[rule] && JSON.stringify(publishedRules[rule]) !== JSON.stringify(published)) {
+        throw new Error(`${rule} is applied to objects whose contact fields differ (${name} and an earlier one)`);
+      }
+      publishedRules[rule] = published;
     }
   }
+  for (const [rule, published] of Object.entries(publishedRules)) replace(rule, published);
   document.commentBefore = HEADER + (document.commentBefore ? `\n${document.commentBefore}` : '');
   return document.toString({ lineWidth: 0, singleQuote: true, flowCollectionPadding: false });
 }
