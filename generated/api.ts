@@ -1850,7 +1850,17 @@ export interface components {
          *     `errors.email` with a message naming `email`, `phone` and `linkedin_url`
          *     only, although the array forms also satisfy the rule.
          */
-        ContactRequirement: unknown | unknown | unknown | unknown | unknown;
+        ContactRequirement: {
+            email: components["schemas"]["EmailAddress"];
+        } | {
+            phone: components["schemas"]["PhoneNumber"];
+        } | {
+            linkedin_url: components["schemas"]["Url"];
+        } | {
+            emails: components["schemas"]["EmailAddress"][];
+        } | {
+            phones: components["schemas"]["PhoneNumber"][];
+        };
         /**
          * Lead fields
          * @description The fields of one lead, defined once and used by `POST /leads` (beside
@@ -1859,8 +1869,8 @@ export interface components {
          *     `linkedin_url`, or a non-empty `emails` or `phones` array. A payload
          *     with none fails with `422` filed under `errors.email` (in a batch
          *     `errors["leads.<index>.email"]`) and a message naming `email`, `phone`
-         *     and `linkedin_url`. Unknown fields are rejected by the schemas that use
-         *     this one (`unevaluatedProperties: false`).
+         *     and `linkedin_url`. Unknown fields are rejected (`422`) by the request
+         *     bodies that use this one.
          */
         LeadFields: {
             name: components["schemas"]["LeadName"];
@@ -1923,14 +1933,89 @@ export interface components {
          * Lead
          * @description One row of `POST /leads/batch`: the lead fields and nothing else.
          */
-        LeadInput: components["schemas"]["LeadFields"] & components["schemas"]["ContactRequirement"];
+        LeadInput: {
+            name: components["schemas"]["LeadName"];
+            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
+            email?: components["schemas"]["EmailAddress"];
+            /** @description Merged with `phones`. */
+            phone?: components["schemas"]["PhoneNumber"];
+            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
+            linkedin_url?: components["schemas"]["Url"];
+            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
+            emails?: components["schemas"]["EmailAddress"][];
+            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
+            phones?: components["schemas"]["PhoneNumber"][];
+            links?: components["schemas"]["LinkInput"][];
+            job_title?: components["schemas"]["ShortText"];
+            /** @description Free text about the person. */
+            description?: components["schemas"]["LongText"];
+            gender?: components["schemas"]["ShortText"];
+            /** @description Preferred outreach language. */
+            language?: components["schemas"]["ShortText"];
+            decision_maker?: boolean;
+            custom_fields?: components["schemas"]["CustomFieldsInput"];
+            location?: components["schemas"]["LocationInput"];
+            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
+            tags?: components["schemas"]["TagName"][];
+            /** @description Ids of this workspace's tags; an unknown id is never created. */
+            tag_ids?: components["schemas"]["Id"][];
+            company?: components["schemas"]["CompanyInput"];
+        } & components["schemas"]["ContactRequirement"];
         /**
          * Lead and switches
          * @description The body of `POST /leads`: the lead fields and the switches in one flat
          *     object. Any other field is rejected with `422` ("The `<field>` field is
          *     not allowed.").
          */
-        LeadCreateRequest: components["schemas"]["LeadFields"] & components["schemas"]["ContactRequirement"] & components["schemas"]["IntakeSwitches"];
+        LeadCreateRequest: {
+            name: components["schemas"]["LeadName"];
+            /** @description Work email; a business domain also identifies the company. Merged with `emails`. */
+            email?: components["schemas"]["EmailAddress"];
+            /** @description Merged with `phones`. */
+            phone?: components["schemas"]["PhoneNumber"];
+            /** @description Profile URL (`/in/<handle>`); used for deduplication. */
+            linkedin_url?: components["schemas"]["Url"];
+            /** @description Extra addresses; alone it satisfies the contact requirement. 10 at most, also after merging `email`. */
+            emails?: components["schemas"]["EmailAddress"][];
+            /** @description Extra numbers; alone it satisfies the contact requirement. 10 at most, also after merging `phone`. */
+            phones?: components["schemas"]["PhoneNumber"][];
+            links?: components["schemas"]["LinkInput"][];
+            job_title?: components["schemas"]["ShortText"];
+            /** @description Free text about the person. */
+            description?: components["schemas"]["LongText"];
+            gender?: components["schemas"]["ShortText"];
+            /** @description Preferred outreach language. */
+            language?: components["schemas"]["ShortText"];
+            decision_maker?: boolean;
+            custom_fields?: components["schemas"]["CustomFieldsInput"];
+            location?: components["schemas"]["LocationInput"];
+            /** @description Tag names; unknown names are created unless `create_missing_tags` is false. */
+            tags?: components["schemas"]["TagName"][];
+            /** @description Ids of this workspace's tags; an unknown id is never created. */
+            tag_ids?: components["schemas"]["Id"][];
+            company?: components["schemas"]["CompanyInput"];
+            /** @default update */
+            on_duplicate?: components["schemas"]["OnDuplicate"];
+            /**
+             * @description When false, an unknown tag name is rejected instead of created
+             *     (`422` on `POST /leads`, a failed row in a batch).
+             * @default true
+             */
+            create_missing_tags?: boolean;
+            /**
+             * @description When false, no website analysis is queued for new companies.
+             * @default true
+             */
+            enrich?: boolean;
+            /**
+             * @description Validates and previews inside a transaction that is always rolled
+             *     back: reports honestly whether a match exists, saves nothing,
+             *     triggers no automation. In a batch each row is rolled back before
+             *     the next one runs, and every `lead_id` is null.
+             * @default false
+             */
+            dry_run?: boolean;
+        } & components["schemas"]["ContactRequirement"];
         /**
          * Batch of leads and switches
          * @description The body of `POST /leads/batch`: `leads` (1 to 100 rows, each the lead
@@ -1939,7 +2024,28 @@ export interface components {
          */
         BatchRequest: {
             leads: components["schemas"]["LeadInput"][];
-        } & components["schemas"]["IntakeSwitches"];
+            /** @default update */
+            on_duplicate?: components["schemas"]["OnDuplicate"];
+            /**
+             * @description When false, an unknown tag name is rejected instead of created
+             *     (`422` on `POST /leads`, a failed row in a batch).
+             * @default true
+             */
+            create_missing_tags?: boolean;
+            /**
+             * @description When false, no website analysis is queued for new companies.
+             * @default true
+             */
+            enrich?: boolean;
+            /**
+             * @description Validates and previews inside a transaction that is always rolled
+             *     back: reports honestly whether a match exists, saves nothing,
+             *     triggers no automation. In a batch each row is rolled back before
+             *     the next one runs, and every `lead_id` is null.
+             * @default false
+             */
+            dry_run?: boolean;
+        };
         Link: {
             type: components["schemas"]["LinkType"];
             url: string;

@@ -10,6 +10,8 @@ const stamp = path.join(root, 'dist', '.build-stamp');
 function newestMtime(dir) {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    // The client package's own build output and installs (src/client/) are not the service's sources.
+    if (entry.isDirectory() && (entry.name === 'dist' || entry.name === 'node_modules')) continue;
     const full = path.join(dir, entry.name);
     newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : statSync(full).mtimeMs);
   }

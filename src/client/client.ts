@@ -44,7 +44,7 @@ export interface LeadIntakeClient {
   /** Any number of rows as consecutive batches; one result per row, in the caller's order. */
   createLeads(rows: readonly LeadRow[], options?: CreateLeadsOptions): Promise<CreateLeadsResult>;
   /** Same as the standalone `verifyWebhook`. */
-  verifyWebhook(secret: string, headers: WebhookHeaders, rawBody: string | Uint8Array): WebhookEvent;
+  verifyWebhook(secret: string, headers: WebhookHeaders, rawBody: string | Uint8Array): Promise<WebhookEvent>;
 }
 
 const DEFAULT_POLICY: RetryPolicy = { maxAttempts: 5, backoffBaseMs: 250, backoffCapMs: 20_000, timeoutMs: 30_000 };

@@ -1,4 +1,4 @@
-// `lead-intake-api/client`: a typed client for the Lead Intake API and a verifier for the
+// `lead-intake-client`: a typed client for the Lead Intake API and a verifier for the
 // webhooks it sends. Types come from the OpenAPI document (generated/api.ts).
 export { createLeadIntakeClient, type LeadIntakeClient, type LeadIntakeClientOptions } from './client.js';
 export { BATCH_MAX, type CreateLeadsOptions, type CreateLeadsResult, type CreateLeadsRow, type UnprocessedRow } from './create-leads.js';

@@ -1,8 +1,10 @@
-import { Webhook } from 'standardwebhooks';
 import { WEBHOOK_EVENT_NAMES, type WebhookEvent } from './webhook-event.js';
 
-// Receivers verify deliveries with the Standard Webhooks scheme the service signs with
-// (docs/outbound.md "Signatures"): HMAC-SHA256 over `webhook-id.webhook-timestamp.content`.
+// Receivers verify deliveries with the Standard Webhooks scheme the service signs with:
+// HMAC-SHA256 over `webhook-id.webhook-timestamp.content`, keyed with the base64 part of the
+// `whsec_...` secret, sent as `v1,<base64>` (several, space-separated, while secrets overlap).
+// Web Crypto (`crypto.subtle`, global in Node 20+, browsers, Deno, edge runtimes) keeps the
+// package free of Node-only imports and of dependencies; it is asynchronous, so are these.
 
 /** Seconds a delivery's `webhook-timestamp` may differ from now (the `standardwebhooks` tolerance). */
 export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
@@ -45,26 +47,42 @@ function checkTimestamp(value: string): void {
   }
 }
 
-function signer(secret: string): Webhook {
+function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
+}
+
+async function signingKey(secret: string) {
+  let bytes: Uint8Array<ArrayBuffer>;
   try {
-    return new Webhook(secret);
+    bytes = base64Bytes(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret);
   } catch (error) {
     throw new TypeError(`the webhook secret must be the "whsec_..." signing secret shown when the connector or workflow was created (${(error as Error).message})`);
   }
+  if (bytes.length === 0) throw new TypeError('the webhook secret must be the "whsec_..." signing secret shown when the connector or workflow was created (it is empty)');
+  return crypto.subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
 }
 
 /** Checks headers, timestamp and signature of raw content; returns the content as text. */
-function verifiedContent(secret: string, headers: WebhookHeaders, rawContent: string | Uint8Array): string {
+async function verifiedContent(secret: string, headers: WebhookHeaders, rawContent: string | Uint8Array): Promise<string> {
   const signatureHeaders = readSignatureHeaders(headers);
   checkTimestamp(signatureHeaders['webhook-timestamp']);
   const content = typeof rawContent === 'string' ? rawContent : new TextDecoder().decode(rawContent);
-  try {
-    signer(secret).verify(content, signatureHeaders, { jsonParse: false });
-  } catch (error) {
-    if (error instanceof TypeError) throw error;
-    throw new WebhookVerificationError('invalid_signature', 'webhook-signature does not match this secret and content: not sent by this service with this secret, or altered on the way');
+  const key = await signingKey(secret);
+  const signed = new TextEncoder().encode(`${signatureHeaders['webhook-id']}.${signatureHeaders['webhook-timestamp']}.${content}`);
+  for (const entry of signatureHeaders['webhook-signature'].split(' ')) {
+    const [version, signature] = entry.split(',', 2);
+    if (version !== 'v1' || !signature) continue;
+    let candidate: Uint8Array<ArrayBuffer>;
+    try {
+      candidate = base64Bytes(signature);
+    } catch {
+      continue;
+    }
+    // subtle.verify compares in constant time.
+    if (await crypto.subtle.verify('HMAC', key, candidate, signed)) return content;
   }
-  return content;
+  throw new WebhookVerificationError('invalid_signature', 'webhook-signature does not match this secret and content: not sent by this service with this secret, or altered on the way');
 }
 
 /**
@@ -73,8 +91,8 @@ function verifiedContent(secret: string, headers: WebhookHeaders, rawContent: st
  * `WebhookVerificationError` for missing headers, a timestamp outside 5 minutes, a
  * signature that does not match, or a body that is not one of the service's events.
  */
-export function verifyWebhook(secret: string, headers: WebhookHeaders, rawBody: string | Uint8Array): WebhookEvent {
-  const content = verifiedContent(secret, headers, rawBody);
+export async function verifyWebhook(secret: string, headers: WebhookHeaders, rawBody: string | Uint8Array): Promise<WebhookEvent> {
+  const content = await verifiedContent(secret, headers, rawBody);
   let payload: unknown;
   try {
     payload = JSON.parse(content);
@@ -94,6 +112,6 @@ export function verifyWebhook(secret: string, headers: WebhookHeaders, rawBody: 
  * content is the query string as sent, without `?`. Values are text: lists comma-joined,
  * `null` empty, objects as JSON.
  */
-export function verifyWebhookForm(secret: string, headers: WebhookHeaders, rawContent: string | Uint8Array): URLSearchParams {
-  return new URLSearchParams(verifiedContent(secret, headers, rawContent));
+export async function verifyWebhookForm(secret: string, headers: WebhookHeaders, rawContent: string | Uint8Array): Promise<URLSearchParams> {
+  return new URLSearchParams(await verifiedContent(secret, headers, rawContent));
 }

@@ -1,9 +1,10 @@
-// Compiled by test/client/compile.test.ts with its own tsconfig: fails `tsc` when the
-// client's public types regress (a wrong field accepted, a result no longer narrowing).
+// Compiled by test/client/package.test.ts, strict, in a project that installed the packed
+// client: fails `tsc` when the client's public types regress (a wrong field accepted, a
+// lead without a contact detail accepted, a result no longer narrowing).
 import {
   createLeadIntakeClient, verifyWebhook, WebhookVerificationError,
   type CreateLeadsRow, type Lead, type LeadRow, type WebhookEvent,
-} from 'lead-intake-api/client';
+} from 'lead-intake-client';
 
 const client = createLeadIntakeClient({ baseUrl: 'http://localhost:3000', apiKey: 'lk0000000000_secret', maxAttempts: 3 });
 
@@ -59,6 +60,13 @@ export async function createOne(): Promise<number | null> {
 export async function wrongRequests(): Promise<void> {
   // @ts-expect-error `name` is required
   await client.createLead({ email: 'jane@acme.test' });
+  // @ts-expect-error a lead needs a contact detail: email, phone, linkedin_url, emails or phones
+  await client.createLead({ name: 'Jane' });
+  // @ts-expect-error so does every row of a batch
+  await client.createLeads([{ name: 'Jane', phones: ['+1 415 555 0100'] }, { name: 'Joe' }]);
+  for (const contact of [{ email: 'jane@acme.test' }, { phone: '+1 415 555 0100' }, { linkedin_url: 'https://www.linkedin.com/in/jane' }, { emails: ['jane@acme.test'] }, { phones: ['+1 415 555 0100'] }]) {
+    await client.createLead({ name: 'Jane', ...contact });
+  }
   // @ts-expect-error `on_duplicate` is one of update | skip | error
   await client.createLead({ name: 'Jane', email: 'jane@acme.test', on_duplicate: 'merge' });
   // @ts-expect-error unknown lead field
@@ -98,10 +106,10 @@ export async function importRows(rows: LeadRow[]): Promise<void> {
   await client.createLeads(rows, { on_duplicate: 'ignore' });
 }
 
-export function receive(secret: string, headers: Record<string, string>, rawBody: string): number | null {
+export async function receive(secret: string, headers: Record<string, string>, rawBody: string): Promise<number | null> {
   let event: WebhookEvent;
   try {
-    event = verifyWebhook(secret, headers, rawBody);
+    event = await verifyWebhook(secret, headers, rawBody);
   } catch (error) {
     if (error instanceof WebhookVerificationError) return error.reason === 'stale_timestamp' ? -1 : null;
     throw error;

@@ -54,7 +54,7 @@ describe('createLeads', () => {
   it('leaves the rows of a batch refused with 422 not_processed, each with its own messages, and goes on', async () => {
     const tenant = await createTenant(t.ctx.db);
     const { sent, fetch } = recordingFetch();
-    const rows: LeadRow[] = Array.from({ length: 250 }, (_, n) => (n === 130 ? { name: 'No contact' } : { name: `Row ${n}`, email: `v${n}@acme.test` }));
+    const rows: LeadRow[] = Array.from({ length: 250 }, (_, n) => (n === 130 ? { name: 'No contact' } as LeadRow : { name: `Row ${n}`, email: `v${n}@acme.test` }));
 
     const result = await clientFor(baseUrl, tenant, { fetch }).createLeads(rows, { enrich: false });
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import type { CompanyInput, LeadFields } from '../../generated/api.js';
+import type { CompanyInput, LeadFields, LeadInput } from '../../generated/api.js';
 import { COMPANY_FIELD_TARGETS, LEAD_FIELD_TARGETS, prepareLead } from '../../src/leads/prepare.js';
 import { insertTag } from '../../src/tags/repository.js';
 import type { TestApp } from '../support/app.js';
@@ -45,15 +45,15 @@ const changed = (before: object | null, after: object | null, keys: readonly str
   keys.filter((key) => JSON.stringify((before as Record<string, unknown> | null)?.[key]) !== JSON.stringify((after as Record<string, unknown> | null)?.[key]));
 
 describe('every input field reaches the prepared lead where the field table says', () => {
-  const base: LeadFields = { name: 'Base Person', linkedin_url: 'https://www.linkedin.com/in/base-person' };
+  const base: LeadInput = { name: 'Base Person', linkedin_url: 'https://www.linkedin.com/in/base-person' };
 
   it.each(Object.entries(LEAD_FIELD_TARGETS))('lead field %s', (field, targets) => {
-    const payload = { ...base, [field]: LEAD_SAMPLE[field as keyof LeadFields] } as LeadFields;
+    const payload = { ...base, [field]: LEAD_SAMPLE[field as keyof LeadFields] } as LeadInput;
     expect(changed(prepareLead(base), prepareLead(payload), targets)).toEqual(targets);
   });
 
   it.each(Object.entries(COMPANY_FIELD_TARGETS))('company field %s', (field, targets) => {
-    const withCompany = (company: CompanyInput): LeadFields => ({ ...base, company: { name: 'Base Corp', ...company } });
+    const withCompany = (company: CompanyInput): LeadInput => ({ ...base, company: { name: 'Base Corp', ...company } });
     const before = prepareLead(withCompany({})).company;
     const after = prepareLead(withCompany({ [field]: COMPANY_SAMPLE[field as keyof CompanyInput] })).company;
     expect(changed(before, after, targets)).toEqual(targets);

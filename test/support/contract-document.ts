@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
-import { OPENAPI_PATH } from '../../src/paths.js';
+import { PUBLISHED_OPENAPI_PATH } from '../../src/paths.js';
 
-// The OpenAPI document as data for tests: its examples, and a validator for any schema in it
+// The published OpenAPI document (what integrators get) as data for tests: its examples, and a validator for any schema in it
 // (the response schema of a documented (path, method, status), a webhook's body or header).
 
 interface Example { value?: unknown; $ref?: string }
@@ -17,7 +17,7 @@ export interface OpenApiDocument {
   components: Record<string, Record<string, unknown>>;
 }
 
-export const contractDocument = parse(readFileSync(OPENAPI_PATH, 'utf8')) as OpenApiDocument;
+export const contractDocument = parse(readFileSync(PUBLISHED_OPENAPI_PATH, 'utf8')) as OpenApiDocument;
 
 /** A JSON pointer (with `#`) into the document. */
 export const pointer = (...parts: string[]) => `#/${parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { OPENAPI_PATH, PROJECT_ROOT } from '../../src/paths.js';
+import { PUBLISHED_OPENAPI_PATH, PROJECT_ROOT } from '../../src/paths.js';
 import { freePort } from './ports.js';
 
 export interface PrismProcess {
@@ -24,7 +24,7 @@ export async function startPrism(command: ['mock'] | ['proxy', string]): Promise
     const port = await freePort();
     const [mode, ...upstream] = command;
     const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'),
-      [mode, OPENAPI_PATH, ...upstream, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+      [mode, PUBLISHED_OPENAPI_PATH, ...upstream, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     child.stdout.on('data', (chunk: Buffer) => { log += chunk.toString(); });
     child.stderr.on('data', (chunk: Buffer) => { log += chunk.toString(); });

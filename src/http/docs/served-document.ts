@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
-import { OPENAPI_PATH } from '../../paths.js';
+import { PUBLISHED_OPENAPI_PATH } from '../../paths.js';
 
 /**
  * The OpenAPI document as served at /openapi.yaml (and rendered at /docs): the committed
- * file with its `servers` entry pointing at this deployment's PUBLIC_URL. Comments and
- * layout are kept; built once at start.
+ * published file (openapi/openapi.published.yaml) with its `servers` entry pointing at this
+ * deployment's PUBLIC_URL. Comments and layout are kept; built once at start.
  */
 export function documentForClients(publicUrl: string): string {
-  const document = parseDocument(readFileSync(OPENAPI_PATH, 'utf8'));
+  const document = parseDocument(readFileSync(PUBLISHED_OPENAPI_PATH, 'utf8'));
   document.set('servers', [{ url: publicUrl, description: 'This deployment (PUBLIC_URL)' }]);
   return document.toString({ lineWidth: 0, flowCollectionPadding: false });
 }
