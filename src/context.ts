@@ -66,7 +66,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     // No offline queue: while Redis is down, commands fail at once and the rate limiter
     // falls back to per-process counting instead of making requests wait. ioredis keeps
     // reconnecting by itself; its errors are reported once per outage.
-    redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+    redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
     const outage = new OutageLog(logger, {
       down: 'Redis is unreachable: rate limiting per process until it answers again (logged once per outage)',
       up: 'Redis reachable again: rate limiting shared across processes',
