@@ -65,23 +65,15 @@ export class WriteGroups {
 
   /** Runs the request in the next group of concurrent requests (at once when a group may start). */
   submit<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({
-        request: request as WriteRequest<unknown>,
-        settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
-      });
+    return answered(request, (member) => {
+      this.queue.push(member);
       if (this.running < RUNNING_GROUPS) void this.drain();
     });
   }
 
   /** Runs the request in a transaction of its own: a dry run never shares one with real writes. */
   alone<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
-    return new Promise((resolve, reject) => {
-      void this.run([{
-        request: request as WriteRequest<unknown>,
-        settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
-      }]);
-    });
+    return answered(request, (member) => void this.run([member]));
   }
 
   private async drain(): Promise<void> {
@@ -113,6 +105,14 @@ export class WriteGroups {
       for (const member of group) member.settle({ error });
     }
   }
+}
+
+/** The request's answer, once `start` has put it, as a member, where it runs. */
+function answered<Body>(request: WriteRequest<Body>, start: (member: Member) => void): Promise<WriteResult<Body>> {
+  return new Promise((resolve, reject) => start({
+    request: request as WriteRequest<unknown>,
+    settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
+  }));
 }
 
 /** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
