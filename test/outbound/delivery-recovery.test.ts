@@ -87,6 +87,23 @@ describe('deliveries recover', () => {
     expect(receiver.requests).toHaveLength(9);
   });
 
+  it('two recoveries at once send each delivery again once between them', async () => {
+    const tenant = await createTenant(t.ctx.db);
+    const workflow = await workflowTo(tenant, `${receiver.url}/concurrent`);
+    receiver.fallback = { status: 500 };
+    await postNewPerson(t, tenant);
+    await postNewPerson(t, tenant);
+    await drainAll(tenant);
+    const failed = await listed(tenant);
+    receiver.reset();
+
+    const args = ['deliveries', 'recover', '--workflow', String(workflow.id), '--since', '2000-01-01T00:00:00Z'];
+    const runs = await Promise.all([cli(t, args), cli(t, args)]);
+    expect(runs.map((run) => run.recovered).sort()).toEqual([0, 2]);
+    await drainAll(tenant);
+    expect(idsOf(receiver.requests, '/concurrent').sort()).toEqual(failed.map((delivery) => delivery.message_id).sort());
+  });
+
   it('refuses both or neither endpoint, an unknown or deleted one, a bad time, --until before --since; nothing is sent', async () => {
     const tenant = await createTenant(t.ctx.db);
     const workflow = await workflowTo(tenant, `${receiver.url}/refused`);
