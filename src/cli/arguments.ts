@@ -30,6 +30,20 @@ export function parseTimestamp(value: string, flag: string): string {
   return new Date(time).toISOString();
 }
 
+/** `--since` and an optional `--until` (undefined: now), as UTC ISO strings; refused when --until is before --since. */
+export function parseTimeWindow(since: string, until: string | undefined): { since: string; until?: string } {
+  const window = { since: parseTimestamp(since, '--since'), until: until === undefined ? undefined : parseTimestamp(until, '--until') };
+  if (window.until !== undefined && window.until < window.since) throw invalid(`--until (${window.until}) must not be before --since (${window.since}).`);
+  return window;
+}
+
+/** The one flag given among alternatives (`--a A | --b B`): refused when none or several are. */
+export function exactlyOne<K extends string>(options: Partial<Record<NoInfer<K>, string>>, flags: Record<K, string>): [K, string] {
+  const given = (Object.keys(flags) as K[]).filter((key) => options[key] !== undefined);
+  if (given.length !== 1) throw invalid(`Give exactly one of ${Object.values<string>(flags).join(', ')}${given.length ? `, not ${given.map((key) => flags[key]).join(' and ')}` : ''}.`);
+  return [given[0]!, options[given[0]!]!];
+}
+
 const BRANCHES: DeliveryBranch[] = ['pending', 'Delivered', 'Failed'];
 
 export function parseBranch(value: string): DeliveryBranch {

@@ -7,6 +7,7 @@ import * as notifyKeyCreation from './migrations/0004_notify_key_creation.js';
 import * as secretsAtRest from './migrations/0005_secrets_at_rest.js';
 import * as deliveryTools from './migrations/0006_delivery_tools.js';
 import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
+import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0005_secrets_at_rest': secretsAtRest,
   '0006_delivery_tools': deliveryTools,
   '0007_seal_credential_headers': sealCredentialHeaders,
+  '0008_delivery_recovery': deliveryRecovery,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -209,6 +209,8 @@ export interface DeliveriesTable {
   locked_by: string | null;
   created_at: Timestamp;
   finished_at: NullableTimestamp;
+  /** When `deliveries recover` sent this Failed delivery again; a later recovery skips it. */
+  recovered_at: NullableTimestamp;
 }
 
 export interface DeliveryAttemptsTable {

@@ -5,7 +5,8 @@ import { Refused } from '../refused.js';
 import { requestUrl } from './attempt.js';
 import { maskHeaderRows, maskUrl } from './masking.js';
 import { methodCarriesBody } from './payload.js';
-import { findDelivery, listDeliveryAttempts, startNewSeries } from './repository.js';
+import { findWorkflows } from '../workflows/repository.js';
+import { findDelivery, listDeliveryAttempts, recoverFailedDeliveries, startNewSeries, type RecoveryEndpoint, type RecoveryWindow } from './repository.js';
 
 // Deliveries as an operator inspects and replays them (the admin CLI).
 
@@ -91,4 +92,19 @@ export async function replayDelivery(db: Executor, id: number) {
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
   if (row.branch === 'pending') throw new Refused('delivery_pending', `Delivery ${id} is still pending: the worker attempts it (next at ${row.next_attempt_at}).`);
   throw new Refused('not_replayable', `Delivery ${id} was never sent: ${row.error ?? 'a configuration error'}. Fix the workflow or connector; a replay would send nothing.`);
+}
+
+/**
+ * Recovery after an outage: sends again, as replayDelivery does, every delivery of a connector
+ * or of a workflow that ended `Failed` in the window and was not recovered before; a second
+ * run sends nothing more. Refused for an unknown (or deleted) connector or an unknown workflow.
+ */
+export async function recoverDeliveries(db: Executor, endpoint: RecoveryEndpoint, window: RecoveryWindow) {
+  if ('connectorId' in endpoint) {
+    const connector = (await findConnectors(db, [endpoint.connectorId])).get(endpoint.connectorId);
+    if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${endpoint.connectorId} does not exist.`);
+  } else if (!(await findWorkflows(db, [endpoint.workflowId])).has(endpoint.workflowId)) {
+    throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
+  }
+  return recoverFailedDeliveries(db, endpoint, window);
 }

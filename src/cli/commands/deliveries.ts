@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { listDeliveries } from '../../deliveries/repository.js';
-import { replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { boundedInteger, parseBranch, parseTimestamp, positiveId } from '../arguments.js';
+import { boundedInteger, exactlyOne, parseBranch, parseTimeWindow, parseTimestamp, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 interface ListOptions {
@@ -11,6 +11,13 @@ interface ListOptions {
   branch?: string;
   since?: string;
   limit?: string;
+}
+
+interface RecoverOptions {
+  connector?: string;
+  workflow?: string;
+  since: string;
+  until?: string;
 }
 
 const LIMIT = { min: 1, max: 1000 };
@@ -36,4 +43,13 @@ export function registerDeliveryCommands(program: Command): void {
 
   deliveries.command('replay').description('sends a finished delivery again under the same webhook-id').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, positiveId(options.id, '--id'))));
+
+  deliveries.command('recover').description('sends again every delivery of a connector or workflow that ended Failed in the window, once')
+    .option('--connector <id>').option('--workflow <id>').requiredOption('--since <iso>', 'ended Failed at or after')
+    .option('--until <iso>', 'ended Failed at or before (default: now)')
+    .action((options: RecoverOptions) => runCommand(async ({ db }) => {
+      const [flag, value] = exactlyOne(options, { connector: '--connector', workflow: '--workflow' });
+      const endpoint = flag === 'connector' ? { connectorId: positiveId(value, '--connector') } : { workflowId: positiveId(value, '--workflow') };
+      return recoverDeliveries(db, endpoint, parseTimeWindow(options.since, options.until));
+    }));
 }
