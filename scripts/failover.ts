@@ -240,7 +240,7 @@ async function main(): Promise<number> {
   const results: Record<string, Verdict> = {};
   try {
     const clusterBegin = Date.now();
-    cluster = await startCluster(log);
+    cluster = await startCluster();
     log(`cluster up in ${seconds(Date.now() - clusterBegin)} s (etcd, 2 Patroni nodes, HAProxy at ${cluster.url})`);
     receiver = await startReceiver({ databaseUrl: cluster.url });
     const migrate = await runToEnd(process.execPath, [path.join(ROOT, 'dist', 'src', 'migrate-main.js')], { env: { ...baseEnvironment(), DATABASE_URL: cluster.url } });

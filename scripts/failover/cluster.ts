@@ -166,7 +166,7 @@ function postgresAccount(): { uid: number; gid: number } {
   return { uid: id('-u'), gid: id('-g') };
 }
 
-export async function startCluster(log: (message: string) => void): Promise<HaCluster> {
+export async function startCluster(): Promise<HaCluster> {
   // Under /tmp, not TMPDIR: the postgres account must reach the data directories, and a
   // private TMPDIR (mode 700 under /root) would keep it out.
   const base = await mkdtemp(path.join(existsSync('/tmp') ? '/tmp' : os.tmpdir(), 'lead-intake-failover-'));

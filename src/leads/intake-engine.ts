@@ -94,6 +94,13 @@ export async function runIntake(
 }
 
 /**
+ * The database went away (the call fails, 503), or chose this transaction as a deadlock
+ * victim (the whole transaction runs again, its locks released meanwhile): no single row or
+ * run is at fault.
+ */
+const failsTheTransaction = (error: unknown) => isUnavailable(error) || isRetryableConflict(error);
+
+/**
  * One row in its own savepoint: a failing row undoes only itself; a dry-run row is always
  * undone (its record is read before that). `prefetched`: the row's part of the run's lookup,
  * when it is all the row needs.
@@ -111,9 +118,7 @@ async function intakeRowAlone(
     return { outcome };
   } catch (error) {
     if (error instanceof RowRejected || error instanceof DuplicateRejected) return { rejected: error };
-    // The database went away (the call fails, 503), or chose this transaction as a deadlock
-    // victim: the whole transaction runs again, its locks released meanwhile.
-    if (isUnavailable(error) || isRetryableConflict(error)) throw error;
+    if (failsTheTransaction(error)) throw error;
     log.error({ err: error }, 'lead row failed unexpectedly');
     return { unexpected: error };
   }
@@ -188,7 +193,7 @@ async function writeRun(
   try {
     ({ written, analyzeEvents } = await writeRunStatements(db, workspaceId, run, options));
   } catch (error) {
-    if (isUnavailable(error) || isRetryableConflict(error)) throw error;
+    if (failsTheTransaction(error)) throw error;
     throw new SetBasedWriteFailed(error);
   }
 

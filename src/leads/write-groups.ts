@@ -145,7 +145,7 @@ async function runGroup(
     if ('refused' in claim) settled[index] = { error: claim.refused };
   });
 
-  const running = requests.flatMap((request, index) => (settled[index] || followers.has(index) ? [] : [index]));
+  const running = requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index]));
   for (let start = 0; start < running.length;) {
     let end = start + 1;
     while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
