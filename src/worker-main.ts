@@ -1,8 +1,6 @@
 import type { Server } from 'node:http';
 import { loadConfig } from './config.js';
-import { createDb, createPool, type Db } from './db/connect.js';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded/start.js';
-import { migrateToLatest } from './db/migrate.js';
+import { ProcessDatabase } from './db/open.js';
 import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
@@ -15,12 +13,11 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
-  const running: { embedded?: EmbeddedDatabase | null; db?: Db; worker?: RunningWorker; metricsServer?: Server } = {};
+  const running: { database?: ProcessDatabase; worker?: RunningWorker; metricsServer?: Server } = {};
   const stop = async () => {
     await running.worker?.stop();
     await closeMetricsServer(running.metricsServer);
-    await running.db?.destroy();
-    await running.embedded?.close();
+    await running.database?.close();
   };
   let stopping = false;
   const shutdown = async (reason: string, exitCode: number) => {
@@ -33,13 +30,11 @@ async function main(): Promise<void> {
   installLastResort(logger, shutdown);
   useSecretsKey(config, logger);
   try {
-    running.embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
+    const database = running.database = await ProcessDatabase.open(config, logger);
+    await database.migrate();
     // The worker needs only the database: no Redis, no API key cache.
-    const pool = createPool(config.DATABASE_URL ?? running.embedded!.url, config.DATABASE_POOL_SIZE, { logger, name: 'worker', asynchronousCommit: true });
-    metrics.watchPool('worker', pool);
-    running.db = createDb(pool);
-    await migrateToLatest(running.db);
-    running.worker = startWorker({ config, db: running.db, logger, metrics });
+    const db = database.pool('worker', config.DATABASE_POOL_SIZE, { metrics, asynchronousCommit: true });
+    running.worker = startWorker({ config, db, logger, metrics });
     if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
   } catch (error) {
     await stop().catch(() => {});
