@@ -10,7 +10,7 @@ import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
 import { closeMetricsServer, serveMetrics } from './metrics/server.js';
-import type { RunningWorker } from './worker/loops.js';
+import type { WorkerContext } from './worker/context.js';
 
 /** What this process runs, filled in start order so a failed start closes what it opened. */
 interface Running {
@@ -18,7 +18,7 @@ interface Running {
   ctx?: AppContext;
   server?: Server;
   metricsServer?: Server;
-  worker?: RunningWorker | null;
+  worker?: WorkerContext | null;
 }
 
 async function start(config: Config, logger: Logger, running: Running): Promise<void> {
@@ -31,10 +31,11 @@ async function start(config: Config, logger: Logger, running: Running): Promise<
   await once(running.server, 'listening');
   const { metrics } = running.ctx;
   if (config.WORKER) {
-    // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
-    const db = database.pool('worker', 4, { metrics, asynchronousCommit: true });
     // Loaded only when it runs: the HTTP client and HTML parser stay out of an API-only process.
-    running.worker = (await import('./worker/loops.js')).startWorker({ config, db, logger, metrics });
+    const { WorkerContext } = await import('./worker/context.js');
+    // A small pool beside the API's, and the API's metrics: one endpoint reports both.
+    running.worker = WorkerContext.fromConfig(config, { database, logger, metrics, poolSize: 4 });
+    running.worker.start();
   }
   // One endpoint with everything this process does: the API's requests and, with the worker, its deliveries.
   if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
@@ -51,7 +52,7 @@ async function stop(running: Running): Promise<void> {
   const { server } = running;
   const closed = server?.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : undefined;
   server?.closeIdleConnections();
-  await Promise.all([closed, running.worker?.stop()]);
+  await Promise.all([closed, running.worker?.destroy()]);
   await closeMetricsServer(running.metricsServer);
   await running.ctx?.close();
   await running.database?.close();

@@ -4,18 +4,16 @@ import { ProcessDatabase } from './db/open.js';
 import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
-import { createMetrics } from './metrics/metrics.js';
 import { closeMetricsServer, serveMetrics } from './metrics/server.js';
-import { startWorker, type RunningWorker } from './worker/loops.js';
+import { WorkerContext } from './worker/context.js';
 
 // `npm run worker`: the outbox dispatcher and website analysis without the HTTP API.
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
-  const running: { database?: ProcessDatabase; worker?: RunningWorker; metricsServer?: Server } = {};
+  const running: { database?: ProcessDatabase; worker?: WorkerContext; metricsServer?: Server } = {};
   const stop = async () => {
-    await running.worker?.stop();
+    await running.worker?.destroy();
     await closeMetricsServer(running.metricsServer);
     await running.database?.close();
   };
@@ -33,9 +31,9 @@ async function main(): Promise<void> {
     const database = running.database = await ProcessDatabase.open(config, logger);
     await database.migrate();
     // The worker needs only the database: no Redis, no API key cache.
-    const db = database.pool('worker', config.DATABASE_POOL_SIZE, { metrics, asynchronousCommit: true });
-    running.worker = startWorker({ config, db, logger, metrics });
-    if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
+    running.worker = WorkerContext.fromConfig(config, { database, logger });
+    running.worker.start();
+    if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(running.worker.metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
   } catch (error) {
     await stop().catch(() => {});
     throw error;

@@ -1,12 +1,10 @@
 import { analyzeCompanyWebsite, recordWebsiteAnalysis, type WebsiteAnalysis } from '../companies/website.js';
-import type { Config } from '../config.js';
-import type { Db } from '../db/connect.js';
 import { insertDeliveries } from '../deliveries/repository.js';
 import { markCompanyLeadsAnalyzed } from '../leads/write-repository.js';
-import type { WorkerMetrics } from '../metrics/metrics.js';
 import { claimAnalyses, finishClaimed, retryClaimedLater, type StoredEvent } from '../outbox/repository.js';
 import { composeAutoPushes } from './auto-push.js';
 import { countFailedAtOnce } from './delivery-counts.js';
+import type { JobDeps } from './worker-deps.js';
 
 const MAX_ANALYSIS_TRIES = 5;
 
@@ -16,39 +14,36 @@ type AnalysisEvent = StoredEvent<'company.analyze'>;
  * Finishes one analysis: the company records what its site said, and its leads become
  * analyzed, which auto-pushes them. Only while this worker holds the claim.
  */
-async function finishAnalysis(db: Db, workerId: string, event: AnalysisEvent, analysis: WebsiteAnalysis, options: { maxAttempts: number; metrics: WorkerMetrics }): Promise<void> {
-  const finished = await db.transaction().execute(async (trx) => {
-    if (!(await finishClaimed(trx, event.id, workerId, analysis.ok ? null : analysis.reason))) return null;
+async function finishAnalysis(deps: JobDeps, event: AnalysisEvent, analysis: WebsiteAnalysis): Promise<void> {
+  const finished = await deps.db.transaction().execute(async (trx) => {
+    if (!(await finishClaimed(trx, event.id, deps.workerId, analysis.ok ? null : analysis.reason))) return null;
     const companyId = event.payload.company_id;
     if (!(await recordWebsiteAnalysis(trx, event.workspace_id, companyId, analysis))) return null;
     const analyzed = await markCompanyLeadsAnalyzed(trx, companyId);
-    const autoPushes = await composeAutoPushes(trx, analyzed, () => event.id, options.maxAttempts);
+    const autoPushes = await composeAutoPushes(trx, analyzed, () => event.id, deps.config.WEBHOOK_MAX_ATTEMPTS);
     await insertDeliveries(trx, autoPushes);
     return autoPushes;
   });
   if (!finished) return;
-  options.metrics.analysisFinished(analysis.ok ? 'analyzed' : 'failed');
-  countFailedAtOnce(options.metrics, finished);
+  deps.metrics.worker.analysisFinished(analysis.ok ? 'analyzed' : 'failed');
+  countFailedAtOnce(deps.metrics.worker, finished);
 }
 
-/** Claims queued website analyses, runs them concurrently, records each. Returns how many ran. */
-export async function runWebsiteAnalyses(
-  db: Db, config: Config, workerId: string, options: { limit: number; leaseMs: number; metrics: WorkerMetrics },
-): Promise<number> {
-  const finishing = { maxAttempts: config.WEBHOOK_MAX_ATTEMPTS, metrics: options.metrics };
-  const events = await claimAnalyses(db, workerId, options.limit, options.leaseMs);
+/** Claims up to `limit` queued website analyses, runs them concurrently, records each. Returns how many ran. */
+export async function runWebsiteAnalyses(deps: JobDeps, limit: number): Promise<number> {
+  const events = await claimAnalyses(deps.db, deps.workerId, limit, deps.leaseMs);
   await Promise.all(events.map(async (event) => {
     try {
-      const analysis = await analyzeCompanyWebsite(db, config, event.workspace_id, event.payload.company_id);
-      await finishAnalysis(db, workerId, event, analysis, finishing);
+      const analysis = await analyzeCompanyWebsite(deps.db, deps.config, event.workspace_id, event.payload.company_id);
+      await finishAnalysis(deps, event, analysis);
     } catch (error) {
       // Unexpected (database) trouble: try again later, and give the company up as failed
       // rather than leave it pending forever.
       const reason = error instanceof Error ? error.message : String(error);
       if (event.attempts >= MAX_ANALYSIS_TRIES) {
-        await finishAnalysis(db, workerId, event, { ok: false, reason }, finishing).catch(() => {});
+        await finishAnalysis(deps, event, { ok: false, reason }).catch(() => {});
       } else {
-        await retryClaimedLater(db, event.id, workerId, reason, 2 ** event.attempts * 5).catch(() => {});
+        await retryClaimedLater(deps.db, event.id, deps.workerId, reason, 2 ** event.attempts * 5).catch(() => {});
       }
     }
   }));
