@@ -44,7 +44,8 @@ export class WorkerContext {
       down: 'worker paused: the database is unreachable; retrying every poll interval (logged once per outage)',
       up: 'worker resumed: the database is reachable again',
     });
-    this.jobs = { ...deps, workerId, leaseMs: leaseMs(deps.config), outage };
+    const { config, db, logger, metrics } = deps;
+    this.jobs = { config, db, logger, metrics, workerId, leaseMs: leaseMs(config), outage };
     this.dueWork = [fanOutTask(this.jobs), websiteAnalysisTask(this.jobs), deliveriesTask(this.jobs)];
     this.housekeeping = housekeepingTask(this.jobs);
   }
