@@ -4,45 +4,38 @@ import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from './config.js';
 import { createContext, type AppContext } from './context.js';
-import { createDb, createPool, type Db } from './db/connect.js';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from './db/embedded/start.js';
-import { migrateToLatest } from './db/migrate.js';
+import { ProcessDatabase } from './db/open.js';
 import { createApp } from './http/app.js';
 import { describeStartupFailure, installLastResort } from './lifecycle.js';
 import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
 import { closeMetricsServer, serveMetrics } from './metrics/server.js';
-import type { RunningWorker } from './worker/loops.js';
+import type { WorkerContext } from './worker/context.js';
 
 /** What this process runs, filled in start order so a failed start closes what it opened. */
 interface Running {
-  embedded?: EmbeddedDatabase | null;
+  database?: ProcessDatabase;
   ctx?: AppContext;
   server?: Server;
   metricsServer?: Server;
-  workerDb?: Db;
-  worker?: RunningWorker | null;
+  worker?: WorkerContext | null;
 }
 
 async function start(config: Config, logger: Logger, running: Running): Promise<void> {
-  running.embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
-  const databaseUrl = config.DATABASE_URL ?? running.embedded!.url;
-  running.ctx = await createContext(config, { databaseUrl, logger });
-  // Its own connection: a migration may run longer than the API pool's statement timeout.
-  const migrationDb = createDb(createPool(databaseUrl, 1, { logger, name: 'migrate' }));
-  const applied = await migrateToLatest(migrationDb).finally(() => migrationDb.destroy());
+  const database = running.database = await ProcessDatabase.open(config, logger);
+  running.ctx = await createContext(config, { databaseUrl: database.url, logger });
+  const applied = await database.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
 
   running.server = createApp(running.ctx).listen(config.PORT, config.HOST);
   await once(running.server, 'listening');
   const { metrics } = running.ctx;
   if (config.WORKER) {
-    // The in-process worker gets its own small pool (asynchronous commit, see connect.ts).
-    const workerPool = createPool(databaseUrl, 4, { logger, name: 'worker', asynchronousCommit: true });
-    metrics.watchPool('worker', workerPool);
-    running.workerDb = createDb(workerPool);
     // Loaded only when it runs: the HTTP client and HTML parser stay out of an API-only process.
-    running.worker = (await import('./worker/loops.js')).startWorker({ config, db: running.workerDb, logger, metrics });
+    const { WorkerContext } = await import('./worker/context.js');
+    // A small pool beside the API's, and the API's metrics: one endpoint reports both.
+    running.worker = WorkerContext.fromConfig(config, { database, logger, metrics, poolSize: 4 });
+    running.worker.start();
   }
   // One endpoint with everything this process does: the API's requests and, with the worker, its deliveries.
   if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
@@ -59,11 +52,10 @@ async function stop(running: Running): Promise<void> {
   const { server } = running;
   const closed = server?.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : undefined;
   server?.closeIdleConnections();
-  await Promise.all([closed, running.worker?.stop()]);
+  await Promise.all([closed, running.worker?.destroy()]);
   await closeMetricsServer(running.metricsServer);
-  await running.workerDb?.destroy();
   await running.ctx?.close();
-  await running.embedded?.close();
+  await running.database?.close();
 }
 
 async function main(): Promise<void> {

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../config.js';
-import { createDb, createPool, type Db } from '../db/connect.js';
-import { startEmbeddedDatabase } from '../db/embedded/start.js';
-import { migrateToLatest } from '../db/migrate.js';
+import type { Db } from '../db/connect.js';
+import { ProcessDatabase } from '../db/open.js';
 import { useSecretsKey } from '../secrets/keyring.js';
 import { createLogger } from '../logger.js';
 
@@ -19,14 +18,12 @@ async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): Promise
   // Logs go to stderr: stdout carries exactly one JSON value.
   const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL, 2);
   useSecretsKey(config, logger, 'info');
-  const embedded = config.DATABASE_URL ? null : await startEmbeddedDatabase({ dir: config.EMBEDDED_PG_DIR, port: config.EMBEDDED_PG_PORT, logger });
-  const db = createDb(createPool(config.DATABASE_URL ?? embedded!.url, 2, { logger, name: 'cli' }));
+  const database = await ProcessDatabase.open(config, logger);
   try {
-    await migrateToLatest(db);
-    return await work({ config, db, logger });
+    await database.migrate();
+    return await work({ config, db: database.pool('cli', 2), logger });
   } finally {
-    await db.destroy();
-    await embedded?.close();
+    await database.close();
   }
 }
 

@@ -2,7 +2,9 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import type { TestApp } from '../support/app.js';
 import { createTenant } from '../support/fixtures.js';
+import { eventually } from '../support/eventually.js';
 import { testBed } from '../support/test-bed.js';
+import { WorkerContext } from '../../src/worker/context.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 
 // DELIVERY_RETENTION_DAYS: the worker's housekeeping deletes finished deliveries, and their
@@ -12,14 +14,17 @@ const bed = testBed({ tenants: [] });
 let t: TestApp;
 beforeAll(() => { ({ t } = bed); });
 
+/** `count` deliveries of the workspace on `branch`, created `ageDays` ago. */
+const insertDeliveries = (workspaceId: number, count: number, ageDays: number, branch: string) => sql<{ id: number }>`
+  INSERT INTO deliveries (workspace_id, event, sender, trigger, message_id, url, method, max_attempts, branch, attempts, created_at)
+  SELECT ${workspaceId}, 'lead', 'connector_push', 'push', 'msg_' || md5(random()::text || n), 'https://crm.example', 'POST', 3, ${branch}, 1,
+    now() - make_interval(days => ${ageDays})
+  FROM generate_series(1, ${count}) AS n RETURNING id`.execute(t.ctx.db);
+
 describe('delivery retention', () => {
   it('purges finished deliveries past the retention, with their attempts, across several batches', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const insert = (count: number, ageDays: number, branch: string) => sql<{ id: number }>`
-      INSERT INTO deliveries (workspace_id, event, sender, trigger, message_id, url, method, max_attempts, branch, attempts, created_at)
-      SELECT ${tenant.workspaceId}, 'lead', 'connector_push', 'push', 'msg_' || md5(random()::text || n), 'https://crm.example', 'POST', 3, ${branch}, 1,
-        now() - make_interval(days => ${ageDays})
-      FROM generate_series(1, ${count}) AS n RETURNING id`.execute(t.ctx.db);
+    const insert = (count: number, ageDays: number, branch: string) => insertDeliveries(tenant.workspaceId, count, ageDays, branch);
     const old = await insert(1100, 31, 'Delivered');
     const oldFailed = await insert(3, 45, 'Failed');
     const oldPending = await insert(2, 40, 'pending');
@@ -32,5 +37,29 @@ describe('delivery retention', () => {
     expect(rows.map((row) => row.id)).toEqual([...oldPending.rows, ...young.rows].map((row) => row.id));
     const { rows: attempts } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM delivery_attempts WHERE delivery_id = ANY(${[...old.rows, ...oldFailed.rows].map((row) => row.id)})`.execute(t.ctx.db);
     expect(attempts[0]!.n).toBe(0);
+  });
+});
+
+describe('the housekeeping schedule', () => {
+  it('is its own: a starting worker purges even while fanning out fails on every poll', async () => {
+    const tenant = await createTenant(t.ctx.db);
+    const old = await insertDeliveries(tenant.workspaceId, 2, 31, 'Delivered');
+    // A lead event whose lead id is no number: every fan-out step fails on it.
+    const poisoned = await t.ctx.db.insertInto('outbox').values({ workspace_id: tenant.workspaceId, topic: 'lead.created', payload: '{"lead_id": "none"}' })
+      .returning('id').executeTakeFirstOrThrow();
+    await expect(new WorkerContext(t.ctx).processAll()).rejects.toThrow(/invalid input syntax/);
+    const worker = new WorkerContext({ ...t.ctx, config: { ...t.ctx.config, OUTBOX_POLL_MS: 50 } });
+    worker.start();
+    try {
+      await eventually(async () => {
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE id = ANY(${old.rows.map((row) => row.id)})`.execute(t.ctx.db);
+        return rows[0]!.n === 0;
+      }, 20_000, 50);
+      const event = await t.ctx.db.selectFrom('outbox').select('processed_at').where('id', '=', poisoned.id).executeTakeFirstOrThrow();
+      expect(event.processed_at).toBeNull();
+    } finally {
+      await worker.destroy();
+      await t.ctx.db.deleteFrom('outbox').where('id', '=', poisoned.id).execute();
+    }
   });
 });

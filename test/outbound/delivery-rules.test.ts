@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { processAll } from '../../src/worker/loops.js';
+import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, cliRefused, deliveries, drain, drainUntilBranch, outboundTestBed } from '../support/outbound.js';
@@ -192,7 +192,7 @@ describe('network rules', () => {
     for (const url of [`${receiver.url}/ip`, `http://localhost:${receiver.port}/name`, `http://[::ffff:127.0.0.1]:${receiver.port}/mapped`]) {
       const strictTenant = await workspaceWithWorkflow(url);
       await newLead(strictTenant);
-      await processAll(strict());
+      await new WorkerContext(strict()).processAll();
       const [delivery] = await deliveries(t, strictTenant.workspaceId);
       expect(delivery).toMatchObject({ branch: 'Failed', status_code: null, error: expect.stringMatching(/^refused: .*(private|loopback)/) });
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkUrlShape, refusalFor, RefusedDestination } from '../../src/deliveries/network-guard.js';
 import { retryDelayMs } from '../../src/deliveries/attempt.js';
-import { extractMetadata } from '../../src/worker/website-analysis.js';
+import { extractMetadata } from '../../src/companies/website.js';
 
 describe('address checks', () => {
   it.each([

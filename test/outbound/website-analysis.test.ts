@@ -75,8 +75,8 @@ describe('website analysis', () => {
     receiver.reset();
     const strict = await createTenant(t.ctx.db);
     const refused = await post(strict, { company: { website: `${receiver.url}/site` } });
-    const { processAll } = await import('../../src/worker/loops.js');
-    await processAll({ ...t.ctx, config: { ...t.ctx.config, WEBHOOKS_ALLOW_PRIVATE_NETWORKS: false } });
+    const { WorkerContext } = await import('../../src/worker/context.js');
+    await new WorkerContext({ ...t.ctx, config: { ...t.ctx.config, WEBHOOKS_ALLOW_PRIVATE_NETWORKS: false } }).processAll();
     expect((await readLead(strict, refused.id)).company).toMatchObject({ status: 'failed' });
     expect(receiver.requests).toHaveLength(0);
   });

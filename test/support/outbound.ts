@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import type { DeliveryListItem } from '../../src/deliveries/repository.js';
-import { processAll } from '../../src/worker/loops.js';
+import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from './app.js';
 import { runCli } from './cli.js';
 import { eventually } from './eventually.js';
@@ -39,7 +39,7 @@ export async function cliRefused(t: TestApp, args: string[]): Promise<{ error: s
 }
 
 /** Drains the outbox and every due delivery, as the worker would. */
-export const drain = (t: TestApp) => processAll(t.ctx);
+export const drain = (t: TestApp) => new WorkerContext(t.ctx).processAll();
 
 export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) =>
   cli<DeliveryListItem[]>(t, ['deliveries', 'list', '--workspace', String(workspaceId), ...(leadId ? ['--lead', String(leadId)] : [])]);
