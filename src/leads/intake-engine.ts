@@ -9,7 +9,8 @@ import { findTagsByNames } from '../tags/repository.js';
 import { companyHasDetails } from './company-resolution.js';
 import { lookupForBatch, rowLookup, type IntakeLookup, type MatchKey } from './lookup.js';
 import type { PreparedLead } from './prepare.js';
-import { findLeadRecords, type LeadRecord } from './read-repository.js';
+import type { LeadRecord } from './columns.js';
+import { findLeadRecords } from './read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { checkReferences, intakeLead, leadValues, type IntakeOptions, type References, type RowOutcome } from './row-intake.js';
 import { deleteLeads, insertCompaniesAndTags, insertNewLeads, type WrittenLead } from './write-repository.js';
@@ -228,8 +229,7 @@ async function writeRunStatements(db: Executor, workspaceId: number, run: BulkRo
   const analyzeEvents = new Map<number, CompanyAnalyzeEvent[]>();
 
   if (domains.length > 0 || missingTags.size > 0) {
-    const status = options.enrich ? 'pending' : 'not_analyzed';
-    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, [...missingTags.values()], status);
+    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, [...missingTags.values()], options.enrich);
     for (const company of created) companyIds.set(company.domain, company.id);
     for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
 
@@ -239,15 +239,13 @@ async function writeRunStatements(db: Executor, workspaceId: number, run: BulkRo
     const unresolvedTags = [...missingTags.keys()].filter((name) => !tagIds.has(name));
     for (const tag of await findTagsByNames(db, workspaceId, unresolvedTags)) tagIds.set(tag.name.toLowerCase(), tag.id);
 
-    if (status === 'pending') {
-      const creator = new Map(created.map((company) => [company.domain, company.id]));
-      for (const row of run) {
-        const domain = newDomainOf(row);
-        const id = domain ? creator.get(domain) : undefined;
-        if (id === undefined) continue;
-        creator.delete(domain!);
-        analyzeEvents.set(row.index, [{ topic: 'company.analyze', payload: { company_id: id } }]);
-      }
+    const creator = new Map(created.filter((company) => company.status === 'pending').map((company) => [company.domain, company.id]));
+    for (const row of run) {
+      const domain = newDomainOf(row);
+      const id = domain ? creator.get(domain) : undefined;
+      if (id === undefined) continue;
+      creator.delete(domain!);
+      analyzeEvents.set(row.index, [{ topic: 'company.analyze', payload: { company_id: id } }]);
     }
   }
 

@@ -1,28 +1,16 @@
 import { sql } from 'kysely';
+import { companyJson } from '../companies/columns.js';
+import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
-import type { CompanyStatus } from '../../generated/api.js';
-import type { LinkRow, LocationRow } from '../db/schema.js';
+import { PreparedStatement } from '../db/prepared.js';
+import type { CompanyRow, LeadRow, TagRow } from '../db/schema.js';
 import { appendDistinct, jsonParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { PreparedStatement } from '../db/prepared.js';
 import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
+import { tagJson, tagOrder } from '../tags/columns.js';
+import { missingTagsInsert } from '../tags/repository.js';
+import { leadColumns, NEW_LEAD_COLUMNS, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup.js';
-import { companyJson, leadColumns, TAG_JSON, TAG_ORDER, type LeadRecord } from './read-repository.js';
-
-export interface LeadValues {
-  name: string;
-  job_title?: string;
-  description?: string;
-  gender?: string;
-  language?: string;
-  decision_maker?: boolean;
-  company_id: number | null;
-  emails: string[];
-  phones: string[];
-  links: LinkRow[];
-  locations: LocationRow[];
-  custom_fields: Record<string, string>;
-}
 
 /** Everything the new-lead statement writes for one lead: the row, its match keys, its tags and its events. */
 export interface NewLeadWrite {
@@ -35,27 +23,6 @@ export interface NewLeadWrite {
 /** A lead the statement wrote: complete when it claimed every match key it was given. */
 export interface WrittenLead { ord: number; id: number; complete: boolean }
 
-/**
- * The columns of a new lead's row after id and workspace_id: the type each has in the
- * statement's row source `r` (null: a constant), and the value it gets.
- */
-const NEW_LEAD_COLUMNS: ReadonlyArray<[column: string, type: string | null, value: string]> = [
-  ['company_id', 'bigint', 'r.company_id'],
-  ['name', 'text', 'r.name'],
-  ['job_title', 'text', 'r.job_title'],
-  ['description', 'text', 'r.description'],
-  ['gender', 'text', 'r.gender'],
-  ['language', 'text', 'r.language'],
-  ['decision_maker', 'boolean', 'coalesce(r.decision_maker, false)'],
-  ['source', null, `'api'`],
-  ['stage', null, `'new'`],
-  ['chargeable', null, 'false'],
-  ['emails', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.emails))'],
-  ['phones', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.phones))'],
-  ['links', 'jsonb', 'r.links'],
-  ['locations', 'jsonb', 'r.locations'],
-  ['custom_fields', 'jsonb', 'r.custom_fields'],
-];
 const ROW_SOURCE_COLUMNS = sql.raw(['ord int', 'key_count int', ...NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []))].join(', '));
 const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
 const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
@@ -71,14 +38,14 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-function newLeadsStatement(options: { records: boolean; named: boolean }) {
+function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean; named: boolean }) {
   const answer = options.records
     ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
-        coalesce((SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER}) FROM tags AS t WHERE t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
+        coalesce((SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')}) FROM tags AS t WHERE t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
         (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
-  return new PreparedStatement<NewLeadsInput, WrittenLead & Partial<LeadRecord>>((input) => sql`
+  return new PreparedStatement<NewLeadsInput, Row>((input) => sql`
     WITH r AS (
       SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
     ), ids AS (
@@ -144,9 +111,9 @@ export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[
 }
 
 /** A batch's run of new leads: planned per call, for its number of rows. */
-const NEW_LEADS = newLeadsStatement({ records: false, named: false });
+const NEW_LEADS = newLeadsStatement<WrittenLead>({ records: false, named: false });
 /** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
-export const NEW_LEAD_RECORDS = newLeadsStatement({ records: true, named: true });
+export const NEW_LEAD_RECORDS = newLeadsStatement<WrittenLead & LeadRecord>({ records: true, named: true });
 
 /**
  * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
@@ -159,7 +126,7 @@ export async function insertNewLeads(
   if (!options.records) return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
   const rows = await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads));
   return rows.map((row) => {
-    const { ord, complete, ...record } = row as LeadRecord & WrittenLead;
+    const { ord, complete, ...record } = row;
     return { ord, id: record.id, complete, record };
   });
 }
@@ -170,34 +137,26 @@ export async function insertNewLead(db: Executor, workspaceId: number, lead: New
   return { complete: written!.complete, record: written!.record! };
 }
 
+type CreatedCompany = Pick<CompanyRow, 'id' | 'status'> & { domain: string };
+type CreatedTag = Pick<TagRow, 'id' | 'name'>;
+
 /**
- * The companies (by domain, with that domain's site as website) and tags (by name) a batch's
- * new leads need, in one statement, in the order given; those another request created first
- * are left out of the answer.
+ * The companies (by domain, see companiesOfDomainsInsert) and tags (by name) a batch's new
+ * leads need, in one statement, in the order given; those another request created first are
+ * left out of the answer.
  */
 export async function insertCompaniesAndTags(
-  db: Executor, workspaceId: number, domains: readonly string[], tagNames: readonly string[], status: CompanyStatus,
-): Promise<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }> {
-  const { rows } = await sql<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }>`
-    WITH created AS (
-      INSERT INTO companies (workspace_id, name, domain, status, links, emails, phones, locations)
-      SELECT ${workspaceId}, d.domain, d.domain, ${status},
-        jsonb_build_array(jsonb_build_object('type', 'website', 'url', 'https://' || d.domain)), '{}', '{}', '[]'::jsonb
-      FROM unnest(${sql.val([...domains])}::text[]) WITH ORDINALITY AS d(domain, n)
-      ORDER BY d.n
-      ON CONFLICT (workspace_id, domain) WHERE domain IS NOT NULL DO NOTHING
-      RETURNING id, domain
-    ), new_tags AS (
-      INSERT INTO tags (workspace_id, name, color, active)
-      SELECT ${workspaceId}, t.name, NULL, true
-      FROM unnest(${sql.val([...tagNames])}::text[]) WITH ORDINALITY AS t(name, n)
-      ORDER BY t.n
-      ON CONFLICT (workspace_id, lower(name)) DO NOTHING
-      RETURNING id, name
-    )
+  db: Executor, workspaceId: number, domains: readonly string[], tagNames: readonly string[], enrich: boolean,
+): Promise<{ created: CreatedCompany[]; tags: CreatedTag[] }> {
+  // An INSERT is read back only as a WITH query, and a list with nothing to insert has none: it reads as [].
+  const created = domains.length > 0 ? companiesOfDomainsInsert(db, workspaceId, domains, enrich) : null;
+  const newTags = tagNames.length > 0 ? missingTagsInsert(db, workspaceId, tagNames) : null;
+  const none = sql`'[]'::json`;
+  const { rows } = await sql<{ created: CreatedCompany[]; tags: CreatedTag[] }>`
+    WITH ${sql.join([...(created ? [sql`created AS (${created})`] : []), ...(newTags ? [sql`new_tags AS (${newTags})`] : [])])}
     SELECT
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json) FROM created) AS created,
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name)), '[]'::json) FROM new_tags) AS tags
+      ${created ? sql`(SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain, 'status', status)), '[]'::json) FROM created)` : none} AS created,
+      ${newTags ? sql`(SELECT coalesce(json_agg(json_build_object('id', id, 'name', name)), '[]'::json) FROM new_tags)` : none} AS tags
   `.execute(db);
   return rows[0]!;
 }
@@ -227,28 +186,24 @@ export function lockLead(db: Executor, leadId: number) {
 }
 
 /** Merges an update: provided scalars overwrite, lists gain what they lack, location fills gaps. */
-export function mergeIntoLead(db: Executor, leadId: number, values: Omit<LeadValues, 'company_id'> & { company_id?: number | null; fillCompanyOnly: boolean }) {
-  const location = values.locations[0];
+export function mergeIntoLead(db: Executor, leadId: number, lead: LeadValues & { fillCompanyOnly: boolean }) {
+  const { name, company_id: companyId, emails, phones, links, locations: [location], custom_fields: customFields, fillCompanyOnly, ...scalars } = lead;
   return db.updateTable('leads')
     .set({
-      name: values.name,
-      ...(values.job_title !== undefined ? { job_title: values.job_title } : {}),
-      ...(values.description !== undefined ? { description: values.description } : {}),
-      ...(values.gender !== undefined ? { gender: values.gender } : {}),
-      ...(values.language !== undefined ? { language: values.language } : {}),
-      ...(values.decision_maker !== undefined ? { decision_maker: values.decision_maker } : {}),
-      ...(values.company_id != null
-        ? { company_id: values.fillCompanyOnly ? sql`coalesce(company_id, ${values.company_id})` : values.company_id }
+      name,
+      ...scalars,
+      ...(companyId != null
+        ? { company_id: fillCompanyOnly ? sql`coalesce(company_id, ${companyId})` : companyId }
         : {}),
-      emails: appendDistinct('emails', values.emails, MAX_EMAILS),
-      phones: appendDistinct('phones', values.phones, MAX_PHONES),
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(values.links)}::jsonb) AS n
+      emails: appendDistinct('emails', emails, MAX_EMAILS),
+      phones: appendDistinct('phones', phones, MAX_PHONES),
+      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
       locations: location
         ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN jsonb_build_array(${JSON.stringify(location)}::jsonb)
             ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${JSON.stringify(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
         : sql`locations`,
-      custom_fields: sql`custom_fields || ${JSON.stringify(values.custom_fields)}::jsonb`,
+      custom_fields: sql`custom_fields || ${JSON.stringify(customFields)}::jsonb`,
       updated_at: sql`now()`,
     })
     .where('id', '=', leadId)
@@ -266,7 +221,7 @@ export async function attachTags(db: Executor, leadId: number, tagIds: readonly 
   return inserted.map((row) => row.tag_id);
 }
 
-export interface LeadRef { id: number; workspace_id: number }
+export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;
 
 /**
  * Marks leads analyzed unless their company's website analysis is still pending; returns

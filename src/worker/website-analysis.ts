@@ -1,5 +1,6 @@
 import { Parser } from 'htmlparser2';
 import { findCompanyForAnalysis, finishCompanyAnalysis } from '../companies/repository.js';
+import { websiteOfDomain } from '../companies/rules.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
 import { sendRequest } from '../deliveries/http-sender.js';
@@ -114,7 +115,7 @@ export async function runWebsiteAnalyses(
   await Promise.all(events.map(async (event) => {
     try {
       const company = await findCompanyForAnalysis(db, event.workspace_id, event.payload.company_id);
-      const website = company?.links.find((link) => link.type === 'website')?.url ?? (company?.domain ? `https://${company.domain}` : null);
+      const website = company?.links.find((link) => link.type === 'website')?.url ?? (company?.domain ? websiteOfDomain(company.domain) : null);
       const outcome: FetchOutcome = !company || company.status !== 'pending' || !website
         ? { ok: false, reason: 'nothing to analyze' }
         : await analyzeWebsite(website, config);
