@@ -6,14 +6,15 @@ import type { Executor } from '../db/connect.js';
 import { inSavepoint } from '../db/savepoint.js';
 import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { findTagsByNames } from '../tags/repository.js';
+import type { LeadRecord } from './columns.js';
 import { companyHasDetails } from './company-resolution.js';
 import { lookupForBatch, rowLookup, type IntakeLookup, type MatchKey } from './lookup.js';
+import { insertCompaniesAndTags, insertNewLeads, type WrittenLead } from './new-leads-repository.js';
 import type { PreparedLead } from './prepare.js';
-import type { LeadRecord } from './columns.js';
 import { findLeadRecords } from './read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { checkReferences, intakeLead, leadValues, type IntakeOptions, type References, type RowOutcome } from './row-intake.js';
-import { deleteLeads, insertCompaniesAndTags, insertNewLeads, type WrittenLead } from './write-repository.js';
+import { deleteLeads } from './write-repository.js';
 
 // The one intake engine. A batch, a group of concurrent POST /leads calls and a lone call are
 // all a list of rows run here in order, inside the caller's transaction; they differ only in

@@ -6,8 +6,9 @@ import { resolveCompany, type ResolvedCompany } from './company-resolution.js';
 import { findIdentityMatches, lookupForIntake, type IdentityMatch, type IntakeLookup } from './lookup.js';
 import type { IdentityKey, PreparedLead } from './prepare.js';
 import type { LeadRecord, LeadValues } from './columns.js';
+import { insertNewLead } from './new-leads-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { attachTags, claimIdentities, deleteLeads, insertNewLead, lockLead, mergeIntoLead } from './write-repository.js';
+import { attachTags, claimIdentities, deleteLeads, lockLead, mergeIntoLead } from './write-repository.js';
 
 // One lead row inside a transaction: matched, then created, updated or skipped.
 
