@@ -2,8 +2,8 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
 import type { CompanyRow, IdentityKind } from '../db/schema.js';
-import type { PreparedCompany, PreparedLead } from './prepare.js';
 import { tagJson, type StoredTag } from '../tags/columns.js';
+import type { PreparedCompany, PreparedLead } from './prepare.js';
 
 // What lead intake reads before it writes: the tags a payload names, the existing leads
 // holding its match keys and its company candidates, in one statement per request.

@@ -15,13 +15,13 @@ const column = (tags: string, name: string) => sql.ref(`${tags}.${name}`);
 export const tagJson = (tags: string): RawBuilder<StoredTag> =>
   sql`json_build_object(${sql.join(TAG_COLUMNS.map((name) => sql`${sql.lit(name)}, ${column(tags, name)}`))})`;
 
-/** The order tags are listed in: by name ignoring case, then as written, then oldest first. */
+/** The order tags are listed in: by name ignoring case, ties by the exact name, then by id. */
 export const tagOrder = (tags: string): RawBuilder<unknown> =>
   sql`lower(${column(tags, 'name')}), ${column(tags, 'name')}, ${column(tags, 'id')}`;
 
 /** The tags of one lead or company (its `ownerId`), through its join table, as a JSON array in tag order. */
 export const tagsJsonOf = (
-  joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: RawBuilder<unknown> | ReturnType<typeof sql.ref>,
+  joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: RawBuilder<unknown>,
 ): RawBuilder<StoredTag[]> => sql`
   coalesce((
     SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')})
