@@ -32,7 +32,7 @@ const phoneOffset = 5_000_000_000 + Math.floor(Math.random() * 100) * 1_000_000;
 async function main(): Promise<void> {
   // Typed as the sources, so a changed signature fails the type check instead of the run.
   const { createDb, createPool } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/db/connect.js')).href)) as typeof import('../../src/db/connect.js');
-  const { insertNewLead } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/leads/write-repository.js')).href)) as typeof import('../../src/leads/write-repository.js');
+  const { insertNewLead } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/leads/new-leads-repository.js')).href)) as typeof import('../../src/leads/new-leads-repository.js');
   const pool: pg.Pool = createPool(spec.databaseUrl, spec.poolSize, { logger: pino({ level: 'error' }, pino.destination(2)), name: 'bench' });
   const db = createDb(pool);
 

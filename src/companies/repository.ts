@@ -1,17 +1,32 @@
-import { sql } from 'kysely';
+import { sql, type OnConflictBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
-import type { CompanyStatus } from '../../generated/api.js';
-import type { LinkRow, LocationRow } from '../db/schema.js';
+import type { Database } from '../db/schema.js';
 import { appendDistinct } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
+import type { CompanyDetails } from './columns.js';
+import { newCompanyStatus, websiteLinkOfDomain } from './rules.js';
 
-export function insertCompany(db: Executor, company: {
-  workspace_id: number; name: string | null; domain: string | null; status: CompanyStatus; links: LinkRow[];
-}) {
-  return db.insertInto('companies')
-    .values({ ...company, links: JSON.stringify(company.links) })
-    .returning(['id', 'name', 'links', 'status'])
-    .executeTakeFirstOrThrow();
+/** A new company: who it is and its status; a detail left out starts empty. */
+export type NewCompany = Pick<CompanyDetails, 'name' | 'domain' | 'status'> & Partial<CompanyDetails>;
+
+/** The one INSERT of companies, in the order given. Built, not run: callers add their conflict rule and what they read back. */
+function companiesInsert(db: Executor, workspaceId: number, companies: readonly NewCompany[]) {
+  return db.insertInto('companies').values(companies.map((company) => ({
+    workspace_id: workspaceId,
+    ...company,
+    links: company.links && JSON.stringify(company.links),
+    locations: company.locations && JSON.stringify(company.locations),
+  })));
+}
+
+/** A company whose domain another company holds by now is not inserted (nothing is returned for it). */
+const unlessDomainHeld = (oc: OnConflictBuilder<Database, 'companies'>) =>
+  oc.expression(sql`workspace_id, domain`).where('domain', 'is not', null).doNothing();
+
+/** One company as an operator creates it; fails with a unique violation (23505) when another company holds its domain. */
+export function insertCompany(db: Executor, company: NewCompany & { workspace_id: number }) {
+  const { workspace_id: workspaceId, ...values } = company;
+  return companiesInsert(db, workspaceId, [values]).returning(['id', 'name', 'links', 'status']).executeTakeFirstOrThrow();
 }
 
 export function findCompanyByDomain(db: Executor, workspaceId: number, domain: string) {
@@ -60,31 +75,21 @@ export async function giveDomainToNamedCompany(db: Executor, workspaceId: number
   return rows[0];
 }
 
-export interface CompanyDetails {
-  name: string | null;
-  domain: string | null;
-  industry: string | null;
-  size: string | null;
-  description: string | null;
-  status: CompanyStatus;
-  links: LinkRow[];
-  emails: string[];
-  phones: string[];
-  locations: LocationRow[];
-}
-
 /** Inserts unless a company with this domain exists (then returns nothing: look it up). */
 export function insertCompanyIfNew(db: Executor, workspaceId: number, details: CompanyDetails) {
-  return db.insertInto('companies')
-    .values({
-      workspace_id: workspaceId,
-      ...details,
-      links: JSON.stringify(details.links),
-      locations: JSON.stringify(details.locations),
-    })
-    .onConflict((oc) => oc.expression(sql`workspace_id, domain`).where('domain', 'is not', null).doNothing())
-    .returning('id')
-    .executeTakeFirst();
+  return companiesInsert(db, workspaceId, [details]).onConflict(unlessDomainHeld).returning('id').executeTakeFirst();
+}
+
+/**
+ * The statement that creates, in the order given, a company for each of these domains of
+ * people's emails (named after it, its site as website, its status as intake gives a new
+ * company), returning the ones no other company held. Built, not run: a caller may run it
+ * inside a larger statement. `domains` must not be empty.
+ */
+export function companiesOfDomainsInsert(db: Executor, workspaceId: number, domains: readonly string[], enrich: boolean) {
+  return companiesInsert(db, workspaceId, domains.map((domain) => ({
+    name: domain, domain, status: newCompanyStatus(domain, enrich), links: [websiteLinkOfDomain(domain)],
+  }))).onConflict(unlessDomainHeld).returning(['id', 'domain', 'status']);
 }
 
 /** Fills what the company does not have yet; never overwrites. */

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Executor } from '../db/connect.js';
 import { sendRequest } from '../deliveries/http-sender.js';
 import { findCompanyForAnalysis, finishCompanyAnalysis } from './repository.js';
+import { websiteOfDomain } from './rules.js';
 
 // Website analysis of a company: which page to read, what it says, and storing that. The
 // worker only claims the queued analyses and calls these (src/worker/website-analysis.ts).
@@ -83,7 +84,7 @@ async function readWebsite(website: string, config: Config): Promise<WebsiteAnal
 /** Reads the site of a company still waiting for its analysis: its website link, else its domain. */
 export async function analyzeCompanyWebsite(db: Executor, config: Config, workspaceId: number, companyId: number): Promise<WebsiteAnalysis> {
   const company = await findCompanyForAnalysis(db, workspaceId, companyId);
-  const website = company?.links.find((link) => link.type === 'website')?.url ?? (company?.domain ? `https://${company.domain}` : null);
+  const website = company?.links.find((link) => link.type === 'website')?.url ?? (company?.domain ? websiteOfDomain(company.domain) : null);
   if (!company || company.status !== 'pending' || !website) return { ok: false, reason: 'nothing to analyze' };
   return readWebsite(website, config);
 }

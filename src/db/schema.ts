@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
-import type { CompanyStatus } from '../../generated/api.js';
+import type { CompanyStatus, LeadStage, Link, Location } from '../../generated/api.js';
 
 // Row types of the database (not of the API: API types come from generated/).
 // Timestamps are read as API-formatted strings (see connect.ts) and written as Date or SQL.
@@ -9,14 +9,11 @@ type Json<T> = ColumnType<T, string, string>;
 /** A jsonb column with a database default: optional on insert, written as JSON text. */
 type JsonWithDefault<T> = ColumnType<T, string | undefined, string>;
 
-export interface LinkRow { type: string; url: string }
-export interface LocationRow {
-  country: string | null;
-  state: string | null;
-  city: string | null;
-  address: string | null;
-  zip_code: string | null;
-}
+/**
+ * A stored location: the API's, but an update merges one into another with its null parts
+ * stripped (leads/write-repository.ts), so any part may be absent.
+ */
+export type StoredLocation = Partial<Location>;
 
 export interface WorkspacesTable { id: Generated<number>; name: string; created_at: Timestamp }
 
@@ -60,10 +57,10 @@ export interface CompaniesTable {
   size: string | null;
   description: string | null;
   status: Generated<CompanyStatus>;
-  links: JsonWithDefault<LinkRow[]>;
+  links: JsonWithDefault<Link[]>;
   emails: Generated<string[]>;
   phones: Generated<string[]>;
-  locations: JsonWithDefault<LocationRow[]>;
+  locations: JsonWithDefault<StoredLocation[]>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -80,13 +77,13 @@ export interface LeadsTable {
   gender: string | null;
   language: string | null;
   decision_maker: Generated<boolean>;
-  stage: Generated<string>;
+  stage: Generated<LeadStage>;
   source: string;
   chargeable: Generated<boolean>;
   emails: Generated<string[]>;
   phones: Generated<string[]>;
-  links: JsonWithDefault<LinkRow[]>;
-  locations: JsonWithDefault<LocationRow[]>;
+  links: JsonWithDefault<Link[]>;
+  locations: JsonWithDefault<StoredLocation[]>;
   custom_fields: JsonWithDefault<Record<string, string>>;
   crm_record_id: string | null;
   analyzed_at: NullableTimestamp;
@@ -242,6 +239,9 @@ export interface Database {
   delivery_attempts: DeliveryAttemptsTable;
 }
 
+export type TagRow = Selectable<TagsTable>;
+export type CompanyRow = Selectable<CompaniesTable>;
+export type LeadRow = Selectable<LeadsTable>;
 export type ConnectorRow = Selectable<ConnectorsTable>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type DeliveryRow = Selectable<DeliveriesTable>;

@@ -1,6 +1,7 @@
 import {
   fillCompany, findCompanyByDomain, findCompanyByName, giveDomainToNamedCompany, insertCompanyIfNew, lockCompanyName,
 } from '../companies/repository.js';
+import { newCompanyStatus, websiteLinkOfDomain } from '../companies/rules.js';
 import type { Executor } from '../db/connect.js';
 import { inSavepoint } from '../db/savepoint.js';
 import { isUniqueViolation } from '../db/sql.js';
@@ -57,8 +58,9 @@ export async function resolveCompany(
     if (raced) return fill(raced.id);
   }
   // A company built from an email domain gets that domain's site as its website.
-  const links = company.domainFromEmail ? [{ type: 'website', url: `https://${domain}` }, ...details.links] : details.links;
-  const analyze = domain !== null && enrich;
+  const links = company.domainFromEmail ? [websiteLinkOfDomain(domain!), ...details.links] : details.links;
+  const status = newCompanyStatus(domain, enrich);
+  const analyze = status === 'pending';
   if (domain && name) {
     const adopted = await giveDomainByName(db, workspaceId, name, domain, analyze);
     if (adopted) {
@@ -67,7 +69,7 @@ export async function resolveCompany(
       return { id: adopted.id, created: false };
     }
   }
-  const inserted = await insertCompanyIfNew(db, workspaceId, { ...details, links, name: name ?? domain, domain, status: analyze ? 'pending' : 'not_analyzed' });
+  const inserted = await insertCompanyIfNew(db, workspaceId, { ...details, links, name: name ?? domain, domain, status });
   if (!inserted) {
     // Another request created the company with this domain a moment ago.
     return fill((await findCompanyByDomain(db, workspaceId, domain!))!.id);

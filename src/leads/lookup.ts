@@ -1,9 +1,9 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
-import type { IdentityKind } from '../db/schema.js';
+import type { CompanyRow, IdentityKind } from '../db/schema.js';
+import { tagJson, type StoredTag } from '../tags/columns.js';
 import type { PreparedCompany, PreparedLead } from './prepare.js';
-import type { TagJson } from './read-repository.js';
 
 // What lead intake reads before it writes: the tags a payload names, the existing leads
 // holding its match keys and its company candidates, in one statement per request.
@@ -14,7 +14,7 @@ export interface IdentityMatch extends MatchKey { lead_id: number }
 /** Everything an intake row reads before it writes, fetched in one round trip. */
 export interface IntakeLookup {
   /** Tags of the workspace with any of the payload's tag ids or (case-insensitive) names. */
-  tags: TagJson[];
+  tags: StoredTag[];
   /** Existing leads of the workspace holding any of the payload's match keys. */
   matches: IdentityMatch[];
   /** The payload's company.id when it belongs to the workspace. */
@@ -27,10 +27,10 @@ export interface IntakeLookup {
 
 /** What a whole batch refers to: the parts of an IntakeLookup for every row at once. */
 export interface BatchLookup {
-  tags: TagJson[];
+  tags: StoredTag[];
   matches: IdentityMatch[];
   /** The companies of the workspace with any row's company.id or domain. */
-  companies: Array<{ id: number; domain: string | null }>;
+  companies: Array<Pick<CompanyRow, 'id' | 'domain'>>;
 }
 
 /** Placeholders of a prepared statement (see db/prepared.ts). */
@@ -61,7 +61,7 @@ const matchesJson = (workspaceId: Input<number>, kinds: Input<string[]>, values:
 
 /** The workspace's tags with any of these ids or lower-case names, as a JSON array. */
 const referencedTags = (workspaceId: Input<number>, ids: Input<number[]>, lowerNames: Input<string[]>) => sql`
-  (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name, 'color', color, 'active', active)), '[]'::json)
+  (SELECT coalesce(json_agg(${tagJson('tags')}), '[]'::json)
     FROM tags
     WHERE workspace_id = ${workspaceId} AND (id = ANY(${ids}::bigint[]) OR lower(name) = ANY(${lowerNames}::text[])))`;
 
@@ -163,7 +163,7 @@ export async function lookupForBatch(db: Executor, workspaceId: number, leads: r
 /** One row's view of its batch's lookup, as lookupForIntake would have read it (by-name candidates aside). */
 export function rowLookup(batch: BatchLookup, lead: PreparedLead): IntakeLookup {
   const company = lead.company;
-  const found = (match: (candidate: { id: number; domain: string | null }) => boolean) => batch.companies.find(match)?.id ?? null;
+  const found = (match: (candidate: BatchLookup['companies'][number]) => boolean) => batch.companies.find(match)?.id ?? null;
   return {
     tags: batch.tags,
     matches: batch.matches.filter((match) => lead.identities.some((key) => key.kind === match.kind && key.value === match.value)),

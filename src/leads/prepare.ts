@@ -1,7 +1,8 @@
-import type { CompanyInput, LeadFields, LeadInput, LocationInput } from '../../generated/api.js';
-import type { IdentityKind, LinkRow, LocationRow } from '../db/schema.js';
+import type { CompanyInput, LeadFields, LeadInput, Link, Location, LocationInput } from '../../generated/api.js';
+import type { IdentityKind } from '../db/schema.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from '../normalize.js';
+import { LEAD_TEXT_COLUMNS, type LeadScalars } from './columns.js';
 
 export interface IdentityKey {
   kind: IdentityKind;
@@ -20,13 +21,13 @@ export interface PreparedCompany {
   domain: string | null;
   /** The domain came from an email, not from company.website. */
   domainFromEmail: boolean;
-  links: LinkRow[];
+  links: Link[];
   industry: string | null;
   size: string | null;
   description: string | null;
   emails: string[];
   phones: string[];
-  location: LocationRow | null;
+  location: Location | null;
   /** The payload carried a `company` object (an explicit statement about the employer). */
   explicit: boolean;
 }
@@ -34,11 +35,11 @@ export interface PreparedCompany {
 export interface PreparedLead {
   name: string;
   /** Scalars the payload provided; on update they overwrite, absent ones are left alone. */
-  scalars: Partial<Record<'job_title' | 'description' | 'gender' | 'language', string>> & { decision_maker?: boolean };
+  scalars: LeadScalars;
   emails: string[];
   phones: string[];
-  links: LinkRow[];
-  location: LocationRow | null;
+  links: Link[];
+  location: Location | null;
   customFields: Record<string, string>;
   tagNames: string[];
   tagIds: number[];
@@ -93,9 +94,9 @@ function uniqueIgnoringCase(values: string[]): string[] {
   return values.filter((value) => !seen.has(value.toLowerCase()) && seen.add(value.toLowerCase()));
 }
 
-function prepareLocation(input: LocationInput | undefined): LocationRow | null {
+function prepareLocation(input: LocationInput | undefined): Location | null {
   if (!input) return null;
-  const location: LocationRow = {
+  const location: Location = {
     country: input.country?.trim() || null,
     state: input.state?.trim() || null,
     city: input.city?.trim() || null,
@@ -134,7 +135,7 @@ function prepareCompany(input: CompanyInput | undefined, personEmails: string[])
   const domain = websiteDomain ?? personEmails.map(businessDomainOfEmail).find((found) => found !== null) ?? null;
   const name = input?.name?.trim() || null;
   if (!input?.id && !domain && !name) return null;
-  const links: LinkRow[] = [];
+  const links: Link[] = [];
   if (input?.website) links.push({ type: 'website', url: input.website });
   if (input?.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });
   return {
@@ -160,7 +161,7 @@ export function prepareLead(input: LeadInput): PreparedLead {
   // Numbers under 7 digits are discarded without a warning, as the spec requires.
   const phones = capped(unique([input.phone, ...(input.phones ?? [])].filter((phone): phone is string => !!phone).map(normalizePhone).filter((phone): phone is string => phone !== null)), MAX_PHONES, 'phones', warnings);
 
-  const links: LinkRow[] = [];
+  const links: Link[] = [];
   if (input.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });
   for (const link of input.links ?? []) {
     if (!links.some((existing) => existing.url === link.url)) links.push({ type: link.type, url: link.url });
@@ -175,8 +176,8 @@ export function prepareLead(input: LeadInput): PreparedLead {
     ...unique(phones.map(phoneMatchKey)).map((key) => ({ kind: 'phone' as const, value: key, label: phones.find((phone) => phoneMatchKey(phone) === key)! })),
   ];
 
-  const scalars: PreparedLead['scalars'] = {};
-  for (const field of ['job_title', 'description', 'gender', 'language'] as const) {
+  const scalars: LeadScalars = {};
+  for (const field of LEAD_TEXT_COLUMNS) {
     const value = input[field]?.trim();
     if (value) scalars[field] = value;
   }

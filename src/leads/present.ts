@@ -1,10 +1,11 @@
-import type { Company, Lead, LinkType, Location } from '../../generated/api.js';
-import type { LinkRow, LocationRow } from '../db/schema.js';
-import type { CompanyJson, LeadRecord } from './read-repository.js';
+import type { Company, Lead, Link, LinkType, Location } from '../../generated/api.js';
+import type { CompanyRecord } from '../companies/columns.js';
+import type { StoredLocation } from '../db/schema.js';
+import { leadScalarsOf, type LeadRecord } from './columns.js';
 
-const firstLink = (links: LinkRow[], type: string) => links.find((link) => link.type === type)?.url ?? null;
+const firstLink = (links: Link[], type: LinkType) => links.find((link) => link.type === type)?.url ?? null;
 
-function presentLocation(locations: LocationRow[]): Location | null {
+function presentLocation(locations: StoredLocation[]): Location | null {
   const first = locations[0];
   if (!first) return null;
   return {
@@ -16,7 +17,7 @@ function presentLocation(locations: LocationRow[]): Location | null {
   };
 }
 
-function presentCompany(company: CompanyJson): Company {
+function presentCompany(company: CompanyRecord): Company {
   return {
     id: company.id,
     name: company.name,
@@ -25,7 +26,7 @@ function presentCompany(company: CompanyJson): Company {
     industry: company.industry,
     size: company.size,
     description: company.description,
-    status: company.status as Company['status'],
+    status: company.status,
     tags: company.tags,
     created_at: company.created_at,
   };
@@ -35,16 +36,13 @@ export function presentLead(record: LeadRecord): Lead {
   return {
     id: record.id,
     name: record.name,
-    job_title: record.job_title,
-    description: record.description,
-    gender: record.gender,
-    language: record.language,
-    decision_maker: record.decision_maker,
-    stage: record.stage as Lead['stage'],
+    ...leadScalarsOf(record),
+    stage: record.stage,
     source: record.source,
     emails: record.emails,
     phones: record.phones,
-    links: record.links.map((link) => ({ type: link.type as LinkType, url: link.url })),
+    // jsonb keeps an object's keys shortest first (`url` before `type`): list them as the document does.
+    links: record.links.map(({ type, url }) => ({ type, url })),
     location: presentLocation(record.locations),
     tags: record.tags,
     company: record.company ? presentCompany(record.company) : null,

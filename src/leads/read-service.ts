@@ -1,8 +1,9 @@
 import DataLoader from 'dataloader';
 import type { Lead } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
+import type { LeadRecord } from './columns.js';
 import { presentLead } from './present.js';
-import { findLeadRecords, type LeadRecord } from './read-repository.js';
+import { findLeadRecords } from './read-repository.js';
 
 interface LeadRef { workspaceId: number; leadId: number }
 

@@ -2,12 +2,13 @@ import type { OnDuplicate } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import type { LeadRecord, LeadValues } from './columns.js';
 import { resolveCompany, type ResolvedCompany } from './company-resolution.js';
 import { findIdentityMatches, lookupForIntake, type IdentityMatch, type IntakeLookup } from './lookup.js';
+import { insertNewLead } from './new-leads-repository.js';
 import type { IdentityKey, PreparedLead } from './prepare.js';
-import type { LeadRecord } from './read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { attachTags, claimIdentities, deleteLeads, insertNewLead, lockLead, mergeIntoLead, type LeadValues } from './write-repository.js';
+import { attachTags, claimIdentities, deleteLeads, lockLead, mergeIntoLead } from './write-repository.js';
 
 // One lead row inside a transaction: matched, then created, updated or skipped.
 

@@ -1,206 +1,12 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
-import type { CompanyStatus } from '../../generated/api.js';
-import type { LinkRow, LocationRow } from '../db/schema.js';
-import { appendDistinct, jsonParameter } from '../db/sql.js';
+import type { LeadRow } from '../db/schema.js';
+import { appendDistinct } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { PreparedStatement } from '../db/prepared.js';
-import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
+import type { LeadValues } from './columns.js';
 import type { MatchKey } from './lookup.js';
-import { companyJson, leadColumns, TAG_JSON, TAG_ORDER, type LeadRecord } from './read-repository.js';
 
-export interface LeadValues {
-  name: string;
-  job_title?: string;
-  description?: string;
-  gender?: string;
-  language?: string;
-  decision_maker?: boolean;
-  company_id: number | null;
-  emails: string[];
-  phones: string[];
-  links: LinkRow[];
-  locations: LocationRow[];
-  custom_fields: Record<string, string>;
-}
-
-/** Everything the new-lead statement writes for one lead: the row, its match keys, its tags and its events. */
-export interface NewLeadWrite {
-  values: LeadValues;
-  keys: readonly MatchKey[];
-  tagIds: readonly number[];
-  events: readonly NewLeadEvent[];
-}
-
-/** A lead the statement wrote: complete when it claimed every match key it was given. */
-export interface WrittenLead { ord: number; id: number; complete: boolean }
-
-/**
- * The columns of a new lead's row after id and workspace_id: the type each has in the
- * statement's row source `r` (null: a constant), and the value it gets.
- */
-const NEW_LEAD_COLUMNS: ReadonlyArray<[column: string, type: string | null, value: string]> = [
-  ['company_id', 'bigint', 'r.company_id'],
-  ['name', 'text', 'r.name'],
-  ['job_title', 'text', 'r.job_title'],
-  ['description', 'text', 'r.description'],
-  ['gender', 'text', 'r.gender'],
-  ['language', 'text', 'r.language'],
-  ['decision_maker', 'boolean', 'coalesce(r.decision_maker, false)'],
-  ['source', null, `'api'`],
-  ['stage', null, `'new'`],
-  ['chargeable', null, 'false'],
-  ['emails', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.emails))'],
-  ['phones', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.phones))'],
-  ['links', 'jsonb', 'r.links'],
-  ['locations', 'jsonb', 'r.locations'],
-  ['custom_fields', 'jsonb', 'r.custom_fields'],
-];
-const ROW_SOURCE_COLUMNS = sql.raw(['ord int', 'key_count int', ...NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []))].join(', '));
-const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
-const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
-
-/**
- * The one statement that writes new leads: each lead's row, its match keys, its tags and its
- * events, ids taken from the sequence in the leads' order. A lead is complete when it claimed
- * every key it was given (a concurrent request may have taken one since the lookup); only
- * complete leads get their tags and events.
- *
- * It runs inside a transaction and inserts every lead row: the caller deletes the
- * incomplete ones and matches them again.
- * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
- * after (its tags exactly the ones given, its company as the transaction sees it).
- */
-function newLeadsStatement(options: { records: boolean; named: boolean }) {
-  const answer = options.records
-    ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
-        coalesce((SELECT json_agg(${TAG_JSON} ORDER BY ${TAG_ORDER}) FROM tags AS t WHERE t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
-        (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
-      FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
-    : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
-  return new PreparedStatement<NewLeadsInput, WrittenLead & Partial<LeadRecord>>((input) => sql`
-    WITH r AS (
-      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
-    ), ids AS (
-      SELECT r.ord, nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
-    ), claimed AS (
-      INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-      SELECT ${input.workspaceId}, k.kind, k.value, ids.id
-      FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
-      JOIN ids USING (ord)
-      ORDER BY k.kind, k.value
-      ON CONFLICT (workspace_id, kind, value) DO NOTHING
-      RETURNING lead_id
-    ), claimed_count AS (
-      SELECT lead_id, count(*) AS n FROM claimed GROUP BY lead_id
-    ), complete AS (
-      SELECT ids.ord, ids.id FROM ids JOIN r USING (ord) LEFT JOIN claimed_count AS c ON c.lead_id = ids.id
-      WHERE r.key_count = coalesce(c.n, 0)
-    ), lead AS (
-      INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
-      OVERRIDING SYSTEM VALUE
-      SELECT ids.id, ${input.workspaceId}, ${INSERTED_VALUES}
-      FROM r JOIN ids USING (ord)
-      ORDER BY r.ord
-      RETURNING *
-    ), tag_rows AS (
-      SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) AS t(ord, tag_id)
-    ), tagged AS (
-      INSERT INTO lead_tags (lead_id, tag_id)
-      SELECT complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
-      ON CONFLICT DO NOTHING
-    ), queued AS (
-      ${newLeadEvents(input.workspaceId, 'complete', input)}
-    )
-    SELECT ${answer}
-    ORDER BY ids.ord`, { named: options.named });
-}
-
-/** The parameters of the new-lead statements (see newLeadsInput). */
-export type NewLeadsInput = {
-  workspaceId: number;
-  /** The leads' rows as JSON text (`ord`, `key_count` and the lead values). */
-  rows: string;
-  keyOrds: number[];
-  keyKinds: string[];
-  keyValues: string[];
-  tagOrds: number[];
-  tagIds: number[];
-} & NewLeadEventInputs;
-
-export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[]): NewLeadsInput {
-  const keys = leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ord, ...key })));
-  const tags = leads.flatMap((lead, ord) => lead.tagIds.map((tagId) => ({ ord, tagId })));
-  return {
-    workspaceId,
-    rows: jsonParameter(leads.map((lead, ord) => ({ ord, key_count: lead.keys.length, ...lead.values }))),
-    keyOrds: keys.map((key) => key.ord),
-    keyKinds: keys.map((key) => key.kind),
-    keyValues: keys.map((key) => key.value),
-    tagOrds: tags.map((tag) => tag.ord),
-    tagIds: tags.map((tag) => tag.tagId),
-    ...newLeadEventInputs(leads.flatMap((lead, ord) => lead.events.map((event) => ({ ord, event })))),
-  };
-}
-
-/** A batch's run of new leads: planned per call, for its number of rows. */
-const NEW_LEADS = newLeadsStatement({ records: false, named: false });
-/** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
-export const NEW_LEAD_RECORDS = newLeadsStatement({ records: true, named: true });
-
-/**
- * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
- * comes back as stored too, which saves POST /leads the read-back round trip. Incomplete
- * leads: delete them and match again.
- */
-export async function insertNewLeads(
-  db: Executor, workspaceId: number, leads: readonly NewLeadWrite[], options: { records: boolean } = { records: false },
-): Promise<Array<WrittenLead & { record?: LeadRecord }>> {
-  if (!options.records) return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
-  const rows = await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads));
-  return rows.map((row) => {
-    const { ord, complete, ...record } = row as LeadRecord & WrittenLead;
-    return { ord, id: record.id, complete, record };
-  });
-}
-
-/** One new lead inside a transaction, returned as stored. Incomplete: delete it and match again. */
-export async function insertNewLead(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<{ complete: boolean; record: LeadRecord }> {
-  const [written] = await insertNewLeads(db, workspaceId, [lead], { records: true });
-  return { complete: written!.complete, record: written!.record! };
-}
-
-/**
- * The companies (by domain, with that domain's site as website) and tags (by name) a batch's
- * new leads need, in one statement, in the order given; those another request created first
- * are left out of the answer.
- */
-export async function insertCompaniesAndTags(
-  db: Executor, workspaceId: number, domains: readonly string[], tagNames: readonly string[], status: CompanyStatus,
-): Promise<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }> {
-  const { rows } = await sql<{ created: Array<{ id: number; domain: string }>; tags: Array<{ id: number; name: string }> }>`
-    WITH created AS (
-      INSERT INTO companies (workspace_id, name, domain, status, links, emails, phones, locations)
-      SELECT ${workspaceId}, d.domain, d.domain, ${status},
-        jsonb_build_array(jsonb_build_object('type', 'website', 'url', 'https://' || d.domain)), '{}', '{}', '[]'::jsonb
-      FROM unnest(${sql.val([...domains])}::text[]) WITH ORDINALITY AS d(domain, n)
-      ORDER BY d.n
-      ON CONFLICT (workspace_id, domain) WHERE domain IS NOT NULL DO NOTHING
-      RETURNING id, domain
-    ), new_tags AS (
-      INSERT INTO tags (workspace_id, name, color, active)
-      SELECT ${workspaceId}, t.name, NULL, true
-      FROM unnest(${sql.val([...tagNames])}::text[]) WITH ORDINALITY AS t(name, n)
-      ORDER BY t.n
-      ON CONFLICT (workspace_id, lower(name)) DO NOTHING
-      RETURNING id, name
-    )
-    SELECT
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'domain', domain)), '[]'::json) FROM created) AS created,
-      (SELECT coalesce(json_agg(json_build_object('id', id, 'name', name)), '[]'::json) FROM new_tags) AS tags
-  `.execute(db);
-  return rows[0]!;
-}
+// The statements that change existing leads (new leads: new-leads-repository.ts).
 
 /** Undoes leads that lost the race for one of their match keys (their claimed keys go with them). */
 export async function deleteLeads(db: Executor, leadIds: readonly number[]): Promise<void> {
@@ -227,28 +33,24 @@ export function lockLead(db: Executor, leadId: number) {
 }
 
 /** Merges an update: provided scalars overwrite, lists gain what they lack, location fills gaps. */
-export function mergeIntoLead(db: Executor, leadId: number, values: Omit<LeadValues, 'company_id'> & { company_id?: number | null; fillCompanyOnly: boolean }) {
-  const location = values.locations[0];
+export function mergeIntoLead(db: Executor, leadId: number, lead: LeadValues & { fillCompanyOnly: boolean }) {
+  const { name, company_id: companyId, emails, phones, links, locations: [location], custom_fields: customFields, fillCompanyOnly, ...scalars } = lead;
   return db.updateTable('leads')
     .set({
-      name: values.name,
-      ...(values.job_title !== undefined ? { job_title: values.job_title } : {}),
-      ...(values.description !== undefined ? { description: values.description } : {}),
-      ...(values.gender !== undefined ? { gender: values.gender } : {}),
-      ...(values.language !== undefined ? { language: values.language } : {}),
-      ...(values.decision_maker !== undefined ? { decision_maker: values.decision_maker } : {}),
-      ...(values.company_id != null
-        ? { company_id: values.fillCompanyOnly ? sql`coalesce(company_id, ${values.company_id})` : values.company_id }
+      name,
+      ...scalars,
+      ...(companyId != null
+        ? { company_id: fillCompanyOnly ? sql`coalesce(company_id, ${companyId})` : companyId }
         : {}),
-      emails: appendDistinct('emails', values.emails, MAX_EMAILS),
-      phones: appendDistinct('phones', values.phones, MAX_PHONES),
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(values.links)}::jsonb) AS n
+      emails: appendDistinct('emails', emails, MAX_EMAILS),
+      phones: appendDistinct('phones', phones, MAX_PHONES),
+      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
       locations: location
         ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN jsonb_build_array(${JSON.stringify(location)}::jsonb)
             ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${JSON.stringify(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
         : sql`locations`,
-      custom_fields: sql`custom_fields || ${JSON.stringify(values.custom_fields)}::jsonb`,
+      custom_fields: sql`custom_fields || ${JSON.stringify(customFields)}::jsonb`,
       updated_at: sql`now()`,
     })
     .where('id', '=', leadId)
@@ -266,7 +68,7 @@ export async function attachTags(db: Executor, leadId: number, tagIds: readonly 
   return inserted.map((row) => row.tag_id);
 }
 
-export interface LeadRef { id: number; workspace_id: number }
+export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;
 
 /**
  * Marks leads analyzed unless their company's website analysis is still pending; returns
