@@ -7,7 +7,7 @@ import { inSavepoint } from '../db/savepoint.js';
 import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { findTagsByNames } from '../tags/repository.js';
 import { companyHasDetails } from './company-resolution.js';
-import { lookupForBatch, rowLookup, type IntakeLookup, type MatchKey } from './lookup.js';
+import { lookupForBatch, nothingMatched, rowLookup, type IntakeLookup, type MatchKey } from './lookup.js';
 import type { PreparedLead } from './prepare.js';
 import { findLeadRecords, type LeadRecord } from './read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
@@ -201,7 +201,7 @@ async function writeRun(
   for (const { ord, id, complete, record } of written) {
     const row = run[ord]!;
     if (complete) {
-      results[row.index] = { outcome: { status: 'created', leadId: id, matchedOn: null, warnings: row.lead.warnings, createdCompanyId: null, createdTagIds: [], record } };
+      results[row.index] = { outcome: { status: 'created', leadId: id, match: nothingMatched(), warnings: row.lead.warnings, createdCompanyId: null, createdTagIds: [], record } };
     } else {
       lost.push(row);
     }
