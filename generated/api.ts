@@ -73,7 +73,14 @@ export interface paths {
          *       (`skipped`), or the call was a dry run (`meta.dry_run: true`; `data` is
          *       the lead as it would be saved, `id` null when it would be created).
          *     - `409 duplicate_lead`: `on_duplicate: error` and a match; nothing is
-         *       created or updated.
+         *       created or updated. The body names the matched `lead_id`, what
+         *       matched (`matched_on`, `match_kind`) and any other lead the payload
+         *       points at (`conflicts`).
+         *
+         *     `meta` says what matched: `matched_on`, `match_kind` (`email`,
+         *     `linkedin`, `phone`, or null when nothing matched) and `conflicts`, the
+         *     other existing leads the payload's identifiers point at (see
+         *     "Deduplication" above).
          *     - `422`: validation failure, including an unknown tag name (with
          *       `create_missing_tags: false`), an unknown tag id, a foreign
          *       `company.id`, over-long fields and over-capped arrays, each under its
@@ -112,7 +119,9 @@ export interface paths {
          *     `create_missing_tags: false`, a foreign `company.id`, a duplicate under
          *     `on_duplicate: error`, an unexpected failure) make that row `failed`
          *     and roll back that row only. A duplicate failure always has
-         *     `field: email` and the matched `lead_id`. Rows run in order and see
+         *     `field: email` and the matched `lead_id`. Every row says what matched
+         *     (`matched_on`, `match_kind`, `conflicts`; null, null and empty when
+         *     nothing matched or the row failed otherwise). Rows run in order and see
          *     earlier rows. In a dry run each row is rolled back before the next and
          *     every `lead_id` is null.
          *
@@ -2512,7 +2521,8 @@ export interface components {
         };
         /**
          * @description `duplicate_lead` (`on_duplicate: error` and an existing lead matched;
-         *     nothing was created or updated), `idempotency_key_reuse` (same key,
+         *     nothing was created or updated; the body says what matched and which
+         *     other leads the payload points at), `idempotency_key_reuse` (same key,
          *     different body) or `idempotency_key_in_progress` (same key still
          *     running). Branch on `error`.
          */
