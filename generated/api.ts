@@ -73,7 +73,14 @@ export interface paths {
          *       (`skipped`), or the call was a dry run (`meta.dry_run: true`; `data` is
          *       the lead as it would be saved, `id` null when it would be created).
          *     - `409 duplicate_lead`: `on_duplicate: error` and a match; nothing is
-         *       created or updated.
+         *       created or updated. The body names the matched `lead_id`, what
+         *       matched (`matched_on`, `match_kind`) and any other lead the payload
+         *       points at (`conflicts`).
+         *
+         *     `meta` says what matched: `matched_on`, `match_kind` (`email`,
+         *     `linkedin`, `phone`, or null when nothing matched) and `conflicts`, the
+         *     other existing leads the payload's identifiers point at (see
+         *     "Deduplication" above).
          *     - `422`: validation failure, including an unknown tag name (with
          *       `create_missing_tags: false`), an unknown tag id, a foreign
          *       `company.id`, over-long fields and over-capped arrays, each under its
@@ -112,7 +119,9 @@ export interface paths {
          *     `create_missing_tags: false`, a foreign `company.id`, a duplicate under
          *     `on_duplicate: error`, an unexpected failure) make that row `failed`
          *     and roll back that row only. A duplicate failure always has
-         *     `field: email` and the matched `lead_id`. Rows run in order and see
+         *     `field: email` and the matched `lead_id`. Every row says what matched
+         *     (`matched_on`, `match_kind`, `conflicts`; null, null and empty when
+         *     nothing matched or the row failed otherwise). Rows run in order and see
          *     earlier rows. In a dry run each row is rolled back before the next and
          *     every `lead_id` is null.
          *
@@ -2110,14 +2119,45 @@ export interface components {
         };
         /** @enum {string} */
         WriteStatus: "created" | "updated" | "skipped";
+        /**
+         * @description Which kind of identifier matched an existing lead: one of the person's
+         *     email addresses, the LinkedIn profile handle, or a phone number.
+         * @enum {string}
+         */
+        MatchKind: "email" | "linkedin" | "phone";
+        /**
+         * @description What matched an existing lead: the email address, the LinkedIn URL as
+         *     sent, or the phone digits. Null when nothing matched.
+         */
+        MatchedOn: string | null;
+        /** @description The kind of `matched_on`; null when nothing matched. */
+        NullableMatchKind: components["schemas"]["MatchKind"] | null;
+        /**
+         * @description Another existing lead that one of the payload's identifiers belongs to,
+         *     besides the lead the call matched.
+         */
+        MatchConflict: {
+            /** @description The other lead (an existing one, also in a dry run). */
+            lead_id: number;
+            /**
+             * @description The payload's identifier that belongs to it, in the form `matched_on`
+             *     uses; its strongest one when several do.
+             */
+            matched_on: string;
+            kind: components["schemas"]["MatchKind"];
+        };
+        /**
+         * @description Every other existing lead the payload's identifiers point at, once each,
+         *     in match order (email, LinkedIn, phone); empty when they point at one
+         *     lead or none. See "Deduplication".
+         */
+        MatchConflicts: components["schemas"]["MatchConflict"][];
         LeadWriteMeta: {
             status: components["schemas"]["WriteStatus"];
             dry_run: boolean;
-            /**
-             * @description What matched an existing lead: the email address, the LinkedIn URL as
-             *     sent, or the phone digits. Null when nothing matched.
-             */
-            matched_on: string | null;
+            matched_on: components["schemas"]["MatchedOn"];
+            match_kind: components["schemas"]["NullableMatchKind"];
+            conflicts: components["schemas"]["MatchConflicts"];
             /** @description Values that were dropped or not used (may be empty). */
             warnings: string[];
         };
@@ -2131,6 +2171,9 @@ export interface components {
             status: components["schemas"]["WriteStatus"];
             /** @description Null on a dry run. */
             lead_id: number | null;
+            matched_on: components["schemas"]["MatchedOn"];
+            match_kind: components["schemas"]["NullableMatchKind"];
+            conflicts: components["schemas"]["MatchConflicts"];
             warnings: string[];
         };
         BatchRowFailure: {
@@ -2140,6 +2183,12 @@ export interface components {
             status: "failed";
             /** @description The matched lead for a duplicate under `on_duplicate: error`; otherwise null. */
             lead_id: number | null;
+            /** @description What matched, for a duplicate under `on_duplicate: error`; otherwise null. */
+            matched_on: components["schemas"]["MatchedOn"];
+            /** @description The kind of `matched_on` for a duplicate under `on_duplicate: error`; otherwise null. */
+            match_kind: components["schemas"]["NullableMatchKind"];
+            /** @description The other leads the row points at, for a duplicate under `on_duplicate: error`; otherwise empty. */
+            conflicts: components["schemas"]["MatchConflicts"];
             /** @description Human-readable message (never a top-level error code). */
             error: string;
             /**
@@ -2191,6 +2240,8 @@ export interface components {
             message: string;
             /** @description What matched (the email address, the LinkedIn URL as sent, or the phone digits). */
             matched_on: string;
+            match_kind: components["schemas"]["MatchKind"];
+            conflicts: components["schemas"]["MatchConflicts"];
             /** @description The existing lead. */
             lead_id: number;
         };
@@ -2470,7 +2521,8 @@ export interface components {
         };
         /**
          * @description `duplicate_lead` (`on_duplicate: error` and an existing lead matched;
-         *     nothing was created or updated), `idempotency_key_reuse` (same key,
+         *     nothing was created or updated; the body says what matched and which
+         *     other leads the payload points at), `idempotency_key_reuse` (same key,
          *     different body) or `idempotency_key_in_progress` (same key still
          *     running). Branch on `error`.
          */
@@ -2829,6 +2881,11 @@ export type Company = components['schemas']['Company'];
 export type Lead = components['schemas']['Lead'];
 export type LeadResponse = components['schemas']['LeadResponse'];
 export type WriteStatus = components['schemas']['WriteStatus'];
+export type MatchKind = components['schemas']['MatchKind'];
+export type MatchedOn = components['schemas']['MatchedOn'];
+export type NullableMatchKind = components['schemas']['NullableMatchKind'];
+export type MatchConflict = components['schemas']['MatchConflict'];
+export type MatchConflicts = components['schemas']['MatchConflicts'];
 export type LeadWriteMeta = components['schemas']['LeadWriteMeta'];
 export type LeadWriteResponse = components['schemas']['LeadWriteResponse'];
 export type BatchRowSuccess = components['schemas']['BatchRowSuccess'];
@@ -3147,6 +3204,7 @@ export const leadStageValues: ReadonlyArray<FlattenedDeepRequired<components>["s
 export const companyStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["CompanyStatus"]> = ["pending", "analyzed", "failed", "not_analyzed"];
 export const linkTypeValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["LinkType"]> = ["website", "linkedin", "twitter", "facebook", "instagram", "github", "youtube", "other"];
 export const writeStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["WriteStatus"]> = ["created", "updated", "skipped"];
+export const matchKindValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["MatchKind"]> = ["email", "linkedin", "phone"];
 export const batchRowFailureStatusValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["BatchRowFailure"]["status"]> = ["failed"];
 export const idempotencyConflictErrorErrorValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["IdempotencyConflictError"]["error"]> = ["idempotency_key_reuse", "idempotency_key_in_progress"];
 export const requestErrorErrorValues: ReadonlyArray<FlattenedDeepRequired<components>["schemas"]["RequestError"]["error"]> = ["malformed_json", "payload_too_large", "unsupported_media_type"];

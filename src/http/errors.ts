@@ -68,7 +68,7 @@ export const routeNotFound: RequestHandler<ParamsDictionary, RoutingError> = (_r
 function fromDomain(error: unknown): ApiError | null {
   if (error instanceof RowRejected) return ValidationFailed.single(error.field, error.message);
   if (error instanceof DuplicateRejected) {
-    return new ApiError(409, { error: 'duplicate_lead', message: error.message, matched_on: error.matchedOn, lead_id: error.leadId });
+    return new ApiError(409, { error: 'duplicate_lead', message: error.message, ...error.match });
   }
   if (error instanceof IdempotencyConflict) return new ApiError(409, { error: error.code, message: error.message });
   return null;

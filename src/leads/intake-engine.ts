@@ -5,7 +5,7 @@ import type { Executor } from '../db/connect.js';
 import { inSavepoint } from '../db/savepoint.js';
 import { enqueue } from '../outbox/repository.js';
 import { planBulkRows, writeBulkRows, type BulkRow } from './bulk-path.js';
-import type { IntakeLookup } from './lookup.js';
+import { nothingMatched, type IntakeLookup } from './lookup.js';
 import type { PreparedLead } from './prepare.js';
 import { findLeadRecords } from './read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
@@ -130,7 +130,7 @@ async function writeRun(
   for (const { ord, id, complete, record } of written) {
     const row = run[ord]!;
     if (complete) {
-      results[row.index] = { outcome: { status: 'created', leadId: id, matchedOn: null, warnings: row.lead.warnings, createdCompanyId: null, createdTagIds: [], record } };
+      results[row.index] = { outcome: { status: 'created', leadId: id, match: nothingMatched(), warnings: row.lead.warnings, createdCompanyId: null, createdTagIds: [], record } };
     } else {
       lost.push(row);
     }

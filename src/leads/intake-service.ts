@@ -1,6 +1,7 @@
 import type { BatchRequest, BatchResponse, BatchRowResult, IntakeSwitches, Lead, LeadCreateRequest, LeadWriteResponse } from '../../generated/api.js';
 import { fingerprintRequest } from '../idempotency/fingerprint.js';
 import type { RowResult } from './intake-engine.js';
+import { nothingMatched } from './lookup.js';
 import { prepareLead } from './prepare.js';
 import { presentLead } from './present.js';
 import { DuplicateRejected } from './rejections.js';
@@ -69,7 +70,7 @@ export function createLead(groups: WriteGroups, caller: Caller, request: LeadCre
         status: outcome.status === 'created' && !dryRun ? 201 : 200,
         body: {
           data: dryRun ? maskPreviewIds(presented, outcome) : presented,
-          meta: { status: outcome.status, dry_run: dryRun, matched_on: outcome.matchedOn, warnings: outcome.warnings },
+          meta: { status: outcome.status, dry_run: dryRun, ...outcome.match, warnings: outcome.warnings },
         },
       };
     },
@@ -83,15 +84,16 @@ const UNEXPECTED_ROW_FAILURE = 'This row could not be processed because of an un
 function batchRow(index: number, result: RowResult, dryRun: boolean): BatchRowResult {
   if ('outcome' in result) {
     const { outcome } = result;
-    return { index, status: outcome.status, lead_id: dryRun ? null : outcome.leadId, warnings: outcome.warnings };
+    return { index, status: outcome.status, lead_id: dryRun ? null : outcome.leadId, ...outcome.match, warnings: outcome.warnings };
   }
-  if ('unexpected' in result) return { index, status: 'failed', lead_id: null, error: UNEXPECTED_ROW_FAILURE, field: null };
+  if ('unexpected' in result) return { index, status: 'failed', lead_id: null, ...nothingMatched(), error: UNEXPECTED_ROW_FAILURE, field: null };
   const { rejected } = result;
   if (rejected instanceof DuplicateRejected) {
     // The spec gives a duplicate's row the matched lead's id, except in a dry run where every lead_id is null.
-    return { index, status: 'failed', lead_id: dryRun ? null : rejected.leadId, error: rejected.message, field: 'email' };
+    const { lead_id: leadId, ...match } = rejected.match;
+    return { index, status: 'failed', lead_id: dryRun ? null : leadId, ...match, error: rejected.message, field: 'email' };
   }
-  return { index, status: 'failed', lead_id: null, error: rejected.message, field: rejected.field };
+  return { index, status: 'failed', lead_id: null, ...nothingMatched(), error: rejected.message, field: rejected.field };
 }
 
 /** POST /leads/batch: every row in order in one transaction of its own, each reported; always 200. */

@@ -4,7 +4,10 @@ import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import type { LeadRecord, LeadValues } from './columns.js';
 import { resolveCompany, type ResolvedCompany } from './company-resolution.js';
-import { findIdentityMatches, lookupForIntake, type IdentityMatch, type IntakeLookup } from './lookup.js';
+import {
+  findIdentityMatches, lookupForIntake, nothingMatched, reportMatch, strongestMatch,
+  type IdentityMatch, type IntakeLookup, type MatchReport, type StrongestMatch,
+} from './lookup.js';
 import { insertNewLead } from './new-leads-repository.js';
 import type { IdentityKey, PreparedLead } from './prepare.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
@@ -21,7 +24,8 @@ export interface IntakeOptions {
 export interface RowOutcome {
   status: 'created' | 'updated' | 'skipped';
   leadId: number;
-  matchedOn: string | null;
+  /** What matched the lead updated or skipped; nothing for a created one. */
+  match: MatchReport;
   warnings: string[];
   /** Rows this call created besides the lead (a dry run reports them with a null id). */
   createdCompanyId: number | null;
@@ -59,14 +63,10 @@ export function checkReferences(lookup: IntakeLookup, lead: PreparedLead, option
   return { tagIds: [...new Set([...lead.tagIds, ...named.map((tag) => tag.id)])], missingTagNames };
 }
 
-/** The strongest match: emails in the order sent, then the LinkedIn handle, then phones. */
+/** The strongest match (see strongestMatch), and every lead the keys are held by. */
 async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
   const matches = prefetched ?? await findIdentityMatches(db, workspaceId, identities);
-  for (const identity of identities) {
-    const match = matches.find((candidate) => candidate.kind === identity.kind && candidate.value === identity.value);
-    if (match) return { leadId: match.lead_id, identity, matches };
-  }
-  return { leadId: null, identity: null, matches };
+  return { match: strongestMatch(identities, matches), matches };
 }
 
 async function createTags(db: Executor, workspaceId: number, names: string[]): Promise<{ ids: number[]; createdIds: number[] }> {
@@ -120,14 +120,15 @@ async function createLead(db: Executor, workspaceId: number, lead: PreparedLead,
     return null;
   }
   return {
-    status: 'created', leadId: record.id, matchedOn: null, warnings: lead.warnings,
+    status: 'created', leadId: record.id, match: nothingMatched(), warnings: lead.warnings,
     createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds, record,
   };
 }
 
 async function updateLead(
-  db: Executor, workspaceId: number, leadId: number, matchedOn: string, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution,
+  db: Executor, workspaceId: number, match: StrongestMatch, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution,
 ): Promise<RowOutcome> {
+  const { leadId } = match;
   const warnings = [...lead.warnings];
   await lockLead(db, leadId);
   // Keys another lead already holds stay with that lead: they are not merged in here.
@@ -150,19 +151,19 @@ async function updateLead(
     ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })),
   ]);
   return {
-    status: 'updated', leadId, matchedOn, warnings,
+    status: 'updated', leadId, match: reportMatch(match), warnings,
     createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds,
   };
 }
 
 /** A match under on_duplicate error or skip: rejected, or skipped without a write. Null for update. */
-function settleWithoutUpdate(leadId: number, identity: IdentityKey, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
-  const matchedOn = identity.label;
+function settleWithoutUpdate(match: StrongestMatch, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
+  const { leadId, identity } = match;
   if (options.onDuplicate === 'error') {
-    throw new DuplicateRejected(leadId, matchedOn, `A lead with this ${KIND_LABEL[identity.kind]} (${matchedOn}) already exists: lead ${leadId}.`);
+    throw new DuplicateRejected({ lead_id: leadId, ...reportMatch(match) }, `A lead with this ${KIND_LABEL[identity.kind]} (${identity.label}) already exists: lead ${leadId}.`);
   }
   if (options.onDuplicate === 'skip') {
-    return { status: 'skipped', leadId, matchedOn, warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
+    return { status: 'skipped', leadId, match: reportMatch(match), warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
   }
   return null;
 }
@@ -184,11 +185,11 @@ export async function intakeLead(
 
   for (let attempt = 1; ; attempt += 1) {
     // The first attempt uses the lookup's matches; after a lost race, the keys are read again.
-    const match = await findMatch(db, workspaceId, lead.identities, attempt === 1 ? lookup.matches : undefined);
-    if (match.leadId !== null && match.identity) {
-      const settled = settleWithoutUpdate(match.leadId, match.identity, lead, options);
+    const { match, matches } = await findMatch(db, workspaceId, lead.identities, attempt === 1 ? lookup.matches : undefined);
+    if (match) {
+      const settled = settleWithoutUpdate(match, lead, options);
       if (settled) return settled;
-      return updateLead(db, workspaceId, match.leadId, match.identity.label, lead, match.matches, await resolved());
+      return updateLead(db, workspaceId, match, lead, matches, await resolved());
     }
     const created = await createLead(db, workspaceId, lead, await resolved());
     if (created) return created;

@@ -18,6 +18,11 @@ export async function createOne(): Promise<number | null> {
     const lead: Lead = created.data.data;
     const replayed: boolean = created.replayed;
     void status, void replayed;
+    // What matched: a kind to branch on (null for a new lead), and the other leads it points at.
+    const kind: 'email' | 'linkedin' | 'phone' | null = created.data.meta.match_kind;
+    for (const conflict of created.data.meta.conflicts) void (conflict.lead_id satisfies number), void (conflict.kind satisfies 'email' | 'linkedin' | 'phone');
+    // @ts-expect-error a match kind is one of email | linkedin | phone
+    if (kind === 'name') return null;
     // @ts-expect-error a lead has no `nickname`
     void lead.nickname;
     return lead.id;
@@ -31,7 +36,9 @@ export async function createOne(): Promise<number | null> {
     case 'duplicate_lead': {
       const existing: number = created.error.lead_id;
       const matchedOn: string = created.error.matched_on;
-      void existing, void matchedOn;
+      const kind: 'email' | 'linkedin' | 'phone' = created.error.match_kind;
+      const others: number[] = created.error.conflicts.map((conflict) => conflict.lead_id);
+      void existing, void matchedOn, void kind, void others;
       break;
     }
     case 'insufficient_scope': {
@@ -102,6 +109,7 @@ export async function importRows(rows: LeadRow[]): Promise<void> {
   if (first?.status === 'not_processed') void first.errors;
   if (first?.status === 'failed') void (first.error satisfies string);
   if (first?.status === 'created') void (first.warnings satisfies string[]);
+  if (first?.status === 'updated') void (first.match_kind satisfies 'email' | 'linkedin' | 'phone' | null), void first.conflicts[0]?.matched_on;
   // @ts-expect-error the switches are typed like the batch's
   await client.createLeads(rows, { on_duplicate: 'ignore' });
 }

@@ -14,6 +14,8 @@ let sequence = 0;
 const email = (prefix = 'row') => `${prefix}${++sequence}@gmail.com`;
 const batch = (body: object) => t.http.post('/api/v1/leads/batch').set(tenant.auth).send(body);
 const leadCount = async () => Number((await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+/** What a row that matched no lead (or failed before matching) reports about matching. */
+const NOTHING_MATCHED = { matched_on: null, match_kind: null, conflicts: [] };
 
 describe('POST /leads/batch shape validation', () => {
   it('fails the whole call with 422 keyed by row when any row is malformed, and runs nothing', async () => {
@@ -63,11 +65,11 @@ describe('POST /leads/batch processing', () => {
     expect(response.status).toBe(200);
     expect(response.body.meta).toEqual({ created: 2, updated: 0, skipped: 0, failed: 4, total: 6, dry_run: false });
     const [good, badTagId, badTagName, foreign, duplicate, goodTwo] = response.body.data;
-    expect(good).toEqual({ index: 0, status: 'created', lead_id: expect.any(Number), warnings: [] });
-    expect(badTagId).toEqual({ index: 1, status: 'failed', lead_id: null, error: expect.any(String), field: 'tag_ids' });
-    expect(badTagName).toEqual({ index: 2, status: 'failed', lead_id: null, error: expect.stringContaining('does-not-exist'), field: 'tags' });
-    expect(foreign).toEqual({ index: 3, status: 'failed', lead_id: null, error: expect.any(String), field: 'company.id' });
-    expect(duplicate).toEqual({ index: 4, status: 'failed', lead_id: seeded.body.data.id, error: expect.stringContaining(existing), field: 'email' });
+    expect(good).toEqual({ index: 0, status: 'created', lead_id: expect.any(Number), ...NOTHING_MATCHED, warnings: [] });
+    expect(badTagId).toEqual({ index: 1, status: 'failed', lead_id: null, ...NOTHING_MATCHED, error: expect.any(String), field: 'tag_ids' });
+    expect(badTagName).toEqual({ index: 2, status: 'failed', lead_id: null, ...NOTHING_MATCHED, error: expect.stringContaining('does-not-exist'), field: 'tags' });
+    expect(foreign).toEqual({ index: 3, status: 'failed', lead_id: null, ...NOTHING_MATCHED, error: expect.any(String), field: 'company.id' });
+    expect(duplicate).toEqual({ index: 4, status: 'failed', lead_id: seeded.body.data.id, matched_on: existing, match_kind: 'email', conflicts: [], error: expect.stringContaining(existing), field: 'email' });
     expect(goodTwo).toMatchObject({ index: 5, status: 'created' });
     expect(await leadCount()).toBe(before + 2);
   });
@@ -94,7 +96,7 @@ describe('POST /leads/batch processing', () => {
     const same = email('skip');
     await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Kept', email: same });
     const response = await batch({ on_duplicate: 'skip', leads: [{ name: 'Ignored', email: same }, { name: 'New', email: email(), custom_fields: { Bad: { nested: true } } }] });
-    expect(response.body.data[0]).toEqual({ index: 0, status: 'skipped', lead_id: expect.any(Number), warnings: [] });
+    expect(response.body.data[0]).toEqual({ index: 0, status: 'skipped', lead_id: expect.any(Number), matched_on: same, match_kind: 'email', conflicts: [], warnings: [] });
     expect(response.body.data[1].warnings).toEqual([expect.stringContaining('custom_fields.bad')]);
     expect(response.body.meta).toMatchObject({ skipped: 1, created: 1 });
   });
@@ -120,8 +122,8 @@ describe('POST /leads/batch dry run', () => {
     const response = await batch({ dry_run: true, leads: [{ name: 'One', email: same, tags: ['dry-tag'] }, { name: 'Two', email: same }] });
     expect(response.status).toBe(200);
     expect(response.body.data).toEqual([
-      { index: 0, status: 'created', lead_id: null, warnings: [] },
-      { index: 1, status: 'created', lead_id: null, warnings: [] },
+      { index: 0, status: 'created', lead_id: null, ...NOTHING_MATCHED, warnings: [] },
+      { index: 1, status: 'created', lead_id: null, ...NOTHING_MATCHED, warnings: [] },
     ]);
     expect(response.body.meta).toEqual({ created: 2, updated: 0, skipped: 0, failed: 0, total: 2, dry_run: true });
     expect(await leadCount()).toBe(before);
@@ -133,6 +135,6 @@ describe('POST /leads/batch dry run', () => {
     const same = email('dry-existing');
     await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: same });
     const response = await batch({ dry_run: true, leads: [{ name: 'x', email: same }] });
-    expect(response.body.data[0]).toEqual({ index: 0, status: 'updated', lead_id: null, warnings: [] });
+    expect(response.body.data[0]).toEqual({ index: 0, status: 'updated', lead_id: null, matched_on: same, match_kind: 'email', conflicts: [], warnings: [] });
   });
 });

@@ -104,7 +104,7 @@ describe('POST /leads creation', () => {
     const email = `${unique('jane')}@gmail.com`;
     const response = await post({ name: 'Jane Doe', email, job_title: 'CTO', decision_maker: true, language: 'en', gender: 'female', description: 'Met at SaaStr' });
     expect(response.status).toBe(201);
-    expect(response.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, warnings: [] });
+    expect(response.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
     expect(response.body.data).toMatchObject({
       id: expect.any(Number), name: 'Jane Doe', job_title: 'CTO', decision_maker: true, language: 'en', gender: 'female',
       description: 'Met at SaaStr', stage: 'new', source: 'api', emails: [email], phones: [], links: [], location: null, tags: [], company: null, custom_fields: {},
@@ -222,7 +222,7 @@ describe('deduplication and on_duplicate', () => {
     const first = await post({ name: 'Original', email, job_title: 'Engineer', phone: '+1 415 555 0101', custom_fields: { Plan: 'free' } });
     const second = await post({ name: 'Renamed', email: email.toUpperCase(), emails: [`${unique()}@gmail.com`], custom_fields: { Seats: 3 }, location: { city: 'Oslo' } });
     expect(second.status).toBe(200);
-    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, warnings: [] });
+    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, match_kind: 'email', conflicts: [], warnings: [] });
     expect(second.body.data).toMatchObject({ id: first.body.data.id, name: 'Renamed', job_title: 'Engineer', phones: ['14155550101'], custom_fields: { plan: 'free', seats: '3' } });
     expect(second.body.data.emails).toHaveLength(2);
     expect(second.body.data.location.city).toBe('Oslo');
@@ -285,7 +285,7 @@ describe('deduplication and on_duplicate', () => {
     const tagsBefore = await countRows('tags');
     const response = await post({ name: 'Dup', linkedin_url: `https://www.linkedin.com/in/${handle}/`, tags: [unique('never')], on_duplicate: 'error' });
     expect(response.status).toBe(409);
-    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), lead_id: first.body.data.id });
+    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), match_kind: 'linkedin', conflicts: [], lead_id: first.body.data.id });
     expect(await countRows('tags')).toBe(tagsBefore);
     expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Exists');
   });
@@ -331,7 +331,7 @@ describe('dry run', () => {
     const domain = `${unique('preview')}.com`;
     const response = await post({ name: 'Preview', email: `p@${domain}`, tags: [unique('ptag')], dry_run: true });
     expect(response.status).toBe(200);
-    expect(response.body.meta).toEqual({ status: 'created', dry_run: true, matched_on: null, warnings: [] });
+    expect(response.body.meta).toEqual({ status: 'created', dry_run: true, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
     expect(response.body.data).toMatchObject({ id: null, name: 'Preview', company: { id: null, name: domain, status: 'pending' } });
     expect(response.body.data.tags[0].id).toBeNull();
     expect(await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')])).toEqual(before);

@@ -114,7 +114,7 @@ describe('a group of concurrent POST /leads calls', () => {
     for (const [answer, sent] of [[a, created[0]], [b, created[1]], [c, created[2]]] as const) {
       expect(answer!.status).toBe(201);
       expect(answer!.body.data).toMatchObject({ name: sent!.name, emails: [sent!.email] });
-      expect(answer!.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, warnings: [] });
+      expect(answer!.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
     }
     expect(unknownTag!.status).toBe(422);
     expect(unknownTag!.body.errors).toHaveProperty('tag_ids');
