@@ -10,3 +10,4 @@ export type {
 } from './types.js';
 export { verifyWebhook, verifyWebhookForm, WebhookVerificationError, WEBHOOK_TOLERANCE_SECONDS, type WebhookHeaders, type WebhookRefusal } from './webhooks.js';
 export type { LeadPushEvent, TestEvent, WebhookEvent, WorkflowEvent } from './webhook-event.js';
+export type { CustomUrlWorkflowPayload, LeadPushPayload, SavedConnectorWorkflowPayload, SendTestPayload } from '../../generated/api.js';
