@@ -6,12 +6,12 @@ import { nameStatement } from './statement-names.js';
 // A hot statement whose SQL text does not change with its inputs (lists go in as array
 // parameters) is built and compiled by Kysely once, when the module loads; a call then only
 // computes the parameters. Building the same tree again on every request (`freeze`,
-// `visitNode`, `parseStringReference`) cost a few % of the CPU of GET /leads/{id}.
+// `visitNode`, `parseStringReference`) is work the hottest routes would repeat for nothing.
 //
 // PostgreSQL also plans such a statement once per connection: the pool sends these texts as
 // named statements (db/statement-names.ts, db/connect.ts), which PostgreSQL parses once and,
-// after five executions, runs with a generic plan when that is no costlier. Planning was
-// 0.37 ms of the new-lead write's 1 ms (EXPLAIN ANALYZE). The statements are written so that
+// after five executions, runs with a generic plan when that is no costlier: for statements
+// this short, planning is a large share of their time. The statements are written so that
 // a generic plan is a good one (key lookups probe the primary key whatever the statistics).
 // Named statements need a session per client: no PgBouncer in transaction mode, which the
 // service already excludes (docs/operations.md).
