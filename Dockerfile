@@ -16,7 +16,7 @@ RUN npm run build && node -e "require('fs').writeFileSync('dist/.build-stamp', n
 FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000
-# Same heap limits as `npm start`: they keep RSS near 130 MB under load (see bench/README.md).
+# Same heap limits as `npm start`: they keep the memory of a busy process bounded (bench/README.md measures it).
 ENV NODE_OPTIONS="--max-old-space-size=256 --max-semi-space-size=16"
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules

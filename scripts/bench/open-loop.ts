@@ -34,8 +34,9 @@ export interface OpenLoopResult {
   maxSendLagMs: number;
 }
 
-// Enough sockets that a request never waits for a free one below a 20 ms p99 at the rates
-// measured here; each idle socket is kept open for the next request.
+// Enough sockets that a request never waits for a free one at the rates these scenarios
+// send, so the latency measured is the service's; each idle socket is kept open for the
+// next request.
 const MAX_SOCKETS = 512;
 const REQUEST_TIMEOUT_MS = 30_000;
 

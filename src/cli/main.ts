@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config.js';
 import { isUnavailable } from '../db/availability.js';
 import { EmbeddedDatabaseError } from '../db/embedded/start.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../db/sql.js';
 import { describeStartupFailure } from '../lifecycle.js';
 import { Refused } from '../refused.js';
 import { SecretKeyError } from '../secrets/keyring.js';
@@ -41,9 +42,8 @@ async function main(): Promise<void> {
     }
     if (error instanceof ConfigError || error instanceof SecretKeyError) fail('invalid_configuration', error.message);
     if (error instanceof EmbeddedDatabaseError || isUnavailable(error)) fail('database_unavailable', describeStartupFailure(error));
-    const code = (error as { code?: string }).code;
-    if (code === '23505') fail('conflict', 'A record with these values already exists.');
-    if (code === '23503') fail('not_found', 'A referenced record does not exist.');
+    if (isUniqueViolation(error)) fail('conflict', 'A record with these values already exists.');
+    if (isForeignKeyViolation(error)) fail('not_found', 'A referenced record does not exist.');
     fail('internal_error', error instanceof Error ? error.message : String(error));
   }
 }

@@ -1,7 +1,5 @@
+import { BATCH_MAX } from '../../generated/limits.js';
 import type { ApiError, BatchMeta, BatchRowResult, CreateBatchBody, CreateBatchOperation, LeadRow, PostOptions, PostResult, Switches } from './types.js';
-
-/** Rows per `POST /leads/batch` the service accepts (`GET /me` reports it as `rate_limit.batch_max`). */
-export const BATCH_MAX = 100;
 
 export interface CreateLeadsOptions extends Switches {
   /** Rows per request, 1 to 100 (default 100). */

@@ -2,8 +2,8 @@ import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { OutageLog, READ_ONLY_SQLSTATE } from './availability.js';
-import { statementNameOf } from './prepared.js';
 import type { Database } from './schema.js';
+import { statementNameOf } from './statement-names.js';
 
 export type Db = Kysely<Database>;
 export type Executor = Kysely<Database> | Transaction<Database>;

@@ -1,25 +1,20 @@
 import { createHash } from 'node:crypto';
 import { PostgresQueryCompiler, sql, type CompiledQuery, type RawBuilder } from 'kysely';
 import type { Executor } from './connect.js';
+import { nameStatement } from './statement-names.js';
 
 // A hot statement whose SQL text does not change with its inputs (lists go in as array
 // parameters) is built and compiled by Kysely once, when the module loads; a call then only
 // computes the parameters. Building the same tree again on every request (`freeze`,
-// `visitNode`, `parseStringReference`) cost a few % of the CPU of GET /leads/{id}.
+// `visitNode`, `parseStringReference`) is work the hottest routes would repeat for nothing.
 //
 // PostgreSQL also plans such a statement once per connection: the pool sends these texts as
-// named statements (see statementNameOf and db/connect.ts), which PostgreSQL parses once and,
-// after five executions, runs with a generic plan when that is no costlier. Planning was
-// 0.37 ms of the new-lead write's 1 ms (EXPLAIN ANALYZE). The statements are written so that
+// named statements (db/statement-names.ts, db/connect.ts), which PostgreSQL parses once and,
+// after five executions, runs with a generic plan when that is no costlier: for statements
+// this short, planning is a large share of their time. The statements are written so that
 // a generic plan is a good one (key lookups probe the primary key whatever the statistics).
 // Named statements need a session per client: no PgBouncer in transaction mode, which the
 // service already excludes (docs/operations.md).
-
-/** Text -> statement name of every prepared statement. */
-const statementNames = new Map<string, string>();
-
-/** The name a prepared statement's text is sent under, or undefined for any other text. */
-export const statementNameOf = (text: string): string | undefined => statementNames.get(text);
 
 /** Where a named input goes in a prepared statement's text. */
 class InputSlot {
@@ -52,7 +47,7 @@ export class PreparedStatement<Input extends object, Row> {
     this.text = compiled.sql;
     this.node = compiled.query;
     this.name = `prepared_${createHash('sha256').update(this.text).digest('hex').slice(0, 16)}`;
-    if (options.named) statementNames.set(this.text, this.name);
+    if (options.named) nameStatement(this.text, this.name);
   }
 
   /** The parameters of one call, in the order of the text's `$n`. */

@@ -11,9 +11,13 @@ export function appendDistinct(column: string, values: readonly string[], max: n
   return sql<string[]>`(ARRAY(SELECT v FROM unnest(${sql.ref(column)} || ${sql.val([...values])}::text[]) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n)))[1:${sql.lit(max)}]`;
 }
 
+const sqlStateOf = (error: unknown): unknown => (typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined);
+
 /** PostgreSQL refused a row because another one holds its unique key (SQLSTATE 23505). */
-export const isUniqueViolation = (error: unknown): boolean =>
-  typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
+export const isUniqueViolation = (error: unknown): boolean => sqlStateOf(error) === '23505';
+
+/** PostgreSQL refused a row whose foreign key names no row (SQLSTATE 23503). */
+export const isForeignKeyViolation = (error: unknown): boolean => sqlStateOf(error) === '23503';
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 

@@ -1,32 +1,26 @@
-import type { components, webhooks } from '../../generated/api.js';
+import type {
+  CustomUrlWorkflowPayload, DefaultLeadFields, Lead, LeadPushEnvelope, LeadPushPayload, MappedLeadFields, SavedConnectorEnvelope,
+  SavedConnectorWorkflowPayload, SendTestEnvelope, SendTestPayload, WebhookFieldValue,
+} from '../../generated/api.js';
 import type { ConnectorRow, FieldMapping, KeyValue } from '../db/schema.js';
 
-type Schemas = components['schemas'];
-type Lead = Schemas['Lead'];
 /** A lead as loaded from the database: it has an id (only a dry-run preview has none). */
 export type StoredLead = Lead & { id: number };
 
-// The bodies the OpenAPI document's `webhooks` section gives each delivery: the functions
-// below return exactly these types, so a renamed or retyped envelope key fails the typecheck.
-type JsonBodyOf<Name extends keyof webhooks> = webhooks[Name]['post']['requestBody']['content']['application/json'];
-export type LeadPushBody = JsonBodyOf<'lead'>;
-export type SendTestBody = JsonBodyOf<'test'>;
-export type CustomUrlWorkflowBody = JsonBodyOf<'workflowCustomUrl'>;
-export type SavedConnectorWorkflowBody = JsonBodyOf<'workflowSavedConnector'>;
-export type WebhookBody = LeadPushBody | SendTestBody | CustomUrlWorkflowBody | SavedConnectorWorkflowBody;
-type CustomUrlEnvelope = Pick<CustomUrlWorkflowBody, 'event' | 'lead_id' | 'workflow_id' | 'sent_at'>;
+// The functions below return the bodies the OpenAPI document gives each webhook, so a
+// renamed or retyped envelope key fails the typecheck.
+export type WebhookBody = LeadPushPayload | SendTestPayload | CustomUrlWorkflowPayload | SavedConnectorWorkflowPayload;
+type CustomUrlEnvelope = Pick<CustomUrlWorkflowPayload, 'event' | 'lead_id' | 'workflow_id' | 'sent_at'>;
 
-/** One configured field's value (the document's WebhookFieldValue). */
-export type FieldValue = Schemas['WebhookFieldValue'];
 /** Fields under keys the workspace chose: receiver keys, constant fields, block fields. */
-export type Fields = Record<string, FieldValue>;
+export type Fields = Record<string, WebhookFieldValue>;
 
 /**
  * A field object without a prototype, filled from `parts` in order. Its keys come from
  * connector and workflow configuration, so `__proto__` or `constructor` must stay plain keys
  * on every assignment (they are sent as they are).
  */
-export const newFields = <Value extends FieldValue>(...parts: Record<string, Value>[]): Record<string, Value> =>
+export const newFields = <Value extends WebhookFieldValue>(...parts: Record<string, Value>[]): Record<string, Value> =>
   Object.assign(Object.create(null) as Record<string, Value>, ...parts);
 
 /** `above` merged over `below` into a new prototype-free object, keeping both types. */
@@ -39,10 +33,10 @@ export const MAX_HEADERS = 20;
 
 const firstLink = (lead: Lead, type: string) => lead.links.find((link) => link.type === type)?.url ?? null;
 
-// Lead attributes a connector mapping can name (`--map attribute=receiver_key`), plus
-// `custom_fields.<key>` for one custom field. A Map, so only these names resolve (an object
-// would also answer `constructor` or `__proto__` from its prototype).
-const ATTRIBUTES = new Map<string, (lead: Lead) => FieldValue>(Object.entries({
+// Every lead value a delivery can carry, by name: the attributes a connector mapping names
+// (`--map attribute=receiver_key`, plus `custom_fields.<key>` for one custom field), the
+// default field set and the merge tags are all read from here.
+const LEAD_VALUES = {
   id: (lead) => lead.id,
   name: (lead) => lead.name,
   email: (lead) => lead.emails[0] ?? null,
@@ -73,7 +67,11 @@ const ATTRIBUTES = new Map<string, (lead: Lead) => FieldValue>(Object.entries({
   custom_fields: (lead) => lead.custom_fields,
   created_at: (lead) => lead.created_at,
   updated_at: (lead) => lead.updated_at,
-} satisfies Record<string, (lead: Lead) => FieldValue>));
+} satisfies Record<string, (lead: Lead) => WebhookFieldValue>;
+
+// A Map, so only these names resolve (an object would also answer `constructor` or
+// `__proto__` from its prototype).
+const ATTRIBUTES = new Map<string, (lead: Lead) => WebhookFieldValue>(Object.entries(LEAD_VALUES));
 
 export const MAPPABLE_ATTRIBUTES = [...ATTRIBUTES.keys(), 'custom_fields.<key>'];
 
@@ -81,7 +79,7 @@ export function isMappableAttribute(attribute: string): boolean {
   return ATTRIBUTES.has(attribute) || /^custom_fields\.[^.\s]+$/.test(attribute);
 }
 
-function attributeValue(lead: Lead, attribute: string): FieldValue {
+function attributeValue(lead: Lead, attribute: string): WebhookFieldValue {
   if (attribute.startsWith('custom_fields.')) {
     const key = attribute.slice('custom_fields.'.length);
     return Object.hasOwn(lead.custom_fields, key) ? lead.custom_fields[key]! : null;
@@ -90,21 +88,13 @@ function attributeValue(lead: Lead, attribute: string): FieldValue {
 }
 
 /** The fields sent when a connector has no mapping (the document's DefaultLeadFields). */
-export function defaultFields(lead: Lead): Schemas['DefaultLeadFields'] {
-  return {
-    id: lead.id,
-    name: lead.name,
-    email: lead.emails[0] ?? null,
-    phone: lead.phones[0] ?? null,
-    job_title: lead.job_title,
-    company: lead.company?.name ?? null,
-    stage: lead.stage,
-    tags: lead.tags.map((tag) => tag.name),
-  };
+export function defaultFields(lead: Lead): DefaultLeadFields {
+  const { id, name, email, phone, job_title, company, stage, tags } = LEAD_VALUES;
+  return { id: id(lead), name: name(lead), email: email(lead), phone: phone(lead), job_title: job_title(lead), company: company(lead), stage: stage(lead), tags: tags(lead) };
 }
 
 /** Mapped lead attributes under the receiver's keys, or the default set without a mapping. */
-export function leadFields(lead: Lead, mapping: readonly FieldMapping[]): Schemas['DefaultLeadFields'] | Schemas['MappedLeadFields'] {
+export function leadFields(lead: Lead, mapping: readonly FieldMapping[]): DefaultLeadFields | MappedLeadFields {
   if (mapping.length === 0) return defaultFields(lead);
   return newFields(Object.fromEntries(mapping.slice(0, MAX_MAPPED_FIELDS).map(({ attribute, key }) => [key, attributeValue(lead, attribute)])));
 }
@@ -146,20 +136,20 @@ export const SAMPLE_LEAD: Lead = {
 // and may override the envelope; a Custom URL block's envelope wins over its fields.
 
 /** Connector push (auto-push, Push to CRM, Send to CRM): webhook `lead`. */
-export function leadPushBody(connector: ConnectorRow, lead: StoredLead): LeadPushBody {
-  const envelope: Schemas['LeadPushEnvelope'] = { event: 'lead', lead_id: lead.id, sent_at: sentAtNow() };
+export function leadPushBody(connector: ConnectorRow, lead: StoredLead): LeadPushPayload {
+  const envelope: LeadPushEnvelope = { event: 'lead', lead_id: lead.id, sent_at: sentAtNow() };
   return layer(connectorFields(connector, lead), envelope);
 }
 
 /** Send test: webhook `test`, the connector's fields on the sample lead. */
-export function sendTestBody(connector: ConnectorRow): SendTestBody {
-  const envelope: Schemas['SendTestEnvelope'] = { event: 'test', lead_id: null, sent_at: sentAtNow() };
+export function sendTestBody(connector: ConnectorRow): SendTestPayload {
+  const envelope: SendTestEnvelope = { event: 'test', lead_id: null, sent_at: sentAtNow() };
   return layer(connectorFields(connector, SAMPLE_LEAD), envelope);
 }
 
 /** A Send Webhook block with a saved connector: webhook `workflowSavedConnector`. */
-export function savedConnectorBody(connector: ConnectorRow, lead: StoredLead, blockFields: Record<string, string>): SavedConnectorWorkflowBody {
-  const envelope: Schemas['SavedConnectorEnvelope'] = { event: 'workflow', lead_id: lead.id, sent_at: sentAtNow() };
+export function savedConnectorBody(connector: ConnectorRow, lead: StoredLead, blockFields: Record<string, string>): SavedConnectorWorkflowPayload {
+  const envelope: SavedConnectorEnvelope = { event: 'workflow', lead_id: lead.id, sent_at: sentAtNow() };
   return layer(layer(connectorFields(connector, lead), envelope), blockFields);
 }
 
@@ -169,7 +159,7 @@ const CUSTOM_URL_ENVELOPE_KEYS = new Set(['event', 'lead_id', 'workflow_id', 'se
  * A Send Webhook block with a Custom URL: webhook `workflowCustomUrl`. A block field named
  * like an envelope key is dropped, except `lead_id` when the run has no lead.
  */
-export function customUrlBody(workflowId: number, lead: StoredLead | null, blockFields: Record<string, string>): CustomUrlWorkflowBody {
+export function customUrlBody(workflowId: number, lead: StoredLead | null, blockFields: Record<string, string>): CustomUrlWorkflowPayload {
   const envelope: CustomUrlEnvelope = { event: 'workflow', ...(lead ? { lead_id: lead.id } : {}), workflow_id: workflowId, sent_at: sentAtNow() };
   const kept = Object.fromEntries(Object.entries(blockFields).filter(([key]) => !(CUSTOM_URL_ENVELOPE_KEYS.has(key) && Object.hasOwn(envelope, key))));
   return layer(newFields(kept), envelope);
@@ -179,15 +169,16 @@ export function customUrlBody(workflowId: number, lead: StoredLead | null, block
 
 export interface MergeContext { lead: Lead | null }
 
-const MERGE_TAGS = new Map<string, (lead: Lead) => string | number | null>(Object.entries({
-  'lead.id': (lead) => lead.id,
-  'lead.name': (lead) => lead.name,
-  'lead.email': (lead) => lead.emails[0] ?? null,
-  'lead.phone': (lead) => lead.phones[0] ?? null,
-  'lead.job_title': (lead) => lead.job_title,
-  'company.name': (lead) => lead.company?.name ?? null,
-  'company.website': (lead) => lead.company?.website ?? null,
-} satisfies Record<string, (lead: Lead) => string | number | null>));
+/** Merge tag -> the lead value it names. */
+const MERGE_TAGS = new Map<string, (lead: Lead) => string | number | null>([
+  ['lead.id', LEAD_VALUES.id],
+  ['lead.name', LEAD_VALUES.name],
+  ['lead.email', LEAD_VALUES.email],
+  ['lead.phone', LEAD_VALUES.phone],
+  ['lead.job_title', LEAD_VALUES.job_title],
+  ['company.name', LEAD_VALUES.company],
+  ['company.website', LEAD_VALUES.company_website],
+]);
 
 /** Replaces known merge tags; unknown ones are left as typed, missing values become empty. */
 export function renderMergeTags(template: string, context: MergeContext, encode: (value: string) => string = (value) => value): string {

@@ -8,6 +8,7 @@ import type {
 import { isUnavailable } from '../db/availability.js';
 import { IdempotencyConflict } from '../idempotency/claims.js';
 import { DuplicateRejected, RowRejected } from '../leads/rejections.js';
+import { IDEMPOTENCY_KEY_MAX_LENGTH, REQUEST_BODY_MAX_BYTES } from '../limits.js';
 import { validationErrorsFromValidator } from './validation-errors.js';
 
 /** Every error body the OpenAPI document gives. */
@@ -42,8 +43,6 @@ export const NOT_FOUND_BODY: NotFoundError = { error: 'not_found', message: 'No 
 
 const ROUTE_NOT_FOUND_BODY: RoutingError = { message: 'The requested route does not exist.' };
 
-const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
-
 /** 400 for an empty or over-long key, reported only once the body validated (spec check order). */
 function invalidIdempotencyKey(): ApiError {
   return new ApiError(400, {
@@ -51,6 +50,8 @@ function invalidIdempotencyKey(): ApiError {
     message: `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters long.`,
   });
 }
+
+const inMebibytes = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
 
 /** Seconds a client is asked to wait after a 503: about as long as a database restart or failover takes. */
 export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
@@ -107,7 +108,7 @@ export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => 
         res.status(400).json({ error: 'malformed_json', message: 'The request body is not valid JSON.' });
         return;
       case 'entity.too.large':
-        res.status(413).json({ error: 'payload_too_large', message: 'The request body exceeds the 1 MiB limit.' });
+        res.status(413).json({ error: 'payload_too_large', message: `The request body exceeds the ${inMebibytes(REQUEST_BODY_MAX_BYTES)} limit.` });
         return;
       case 'charset.unsupported':
       case 'encoding.unsupported':

@@ -17,7 +17,7 @@ export type SuccessBody<K extends OperationId> = {
 }[keyof ResponsesOf<K>];
 
 /** The JSON request body once validated (defaults filled in by the validator, so still optional in the type). */
-export type RequestBody<K extends OperationId> = operations[K] extends { requestBody: { content: { 'application/json': infer Body } } } ? Body : undefined;
+export type RequestBody<K extends OperationId> = operations[K] extends { requestBody: infer Body } ? JsonBodyOf<Body> : undefined;
 
 /** Path and query parameters after the validator coerced them (`id` is a number, `include_archived` a boolean). */
 export type PathParameters<K extends OperationId> = Present<operations[K]['parameters']['path']>;

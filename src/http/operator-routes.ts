@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type express from 'express';
+import pTimeout from 'p-timeout';
 import type { AppContext } from '../context.js';
 import { writable } from '../db/connect.js';
 import { docsPage } from './docs/docs-page.js';
@@ -9,11 +10,8 @@ const require = createRequire(import.meta.url);
 
 /** A readiness probe answers within 2 s whatever hangs: a check still running after this counts as unreachable. */
 const READINESS_CHECK_MS = 1500;
-function withinReadinessBudget<T>(check: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('readiness check timed out')), READINESS_CHECK_MS); });
-  return Promise.race([check, late]).finally(() => clearTimeout(timer));
-}
+const withinReadinessBudget = <T>(check: Promise<T>): Promise<T> =>
+  pTimeout(check, { milliseconds: READINESS_CHECK_MS, message: 'readiness check timed out' });
 
 /** Routes outside the public API: health, readiness, the served document and its reference page. */
 export function addOperatorRoutes(app: express.Express, ctx: AppContext): void {

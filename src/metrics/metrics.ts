@@ -1,3 +1,4 @@
+import pTimeout from 'p-timeout';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type LabelValues } from 'prom-client';
 import type pg from 'pg';
 
@@ -53,12 +54,6 @@ const PREFIX = 'lead_intake_';
 const BACKLOG_READ_LIMIT_MS = 2000;
 /** Both backlog gauges come from one read per scrape. */
 const BACKLOG_READ_REUSE_MS = 1000;
-
-function withinLimit<T>(read: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(new Error('backlog read timed out')), ms); });
-  return Promise.race([read, late]).finally(() => clearTimeout(timer));
-}
 
 /**
  * `processMetrics`: also prom-client's default process metrics (CPU, memory, event loop lag,
@@ -148,7 +143,7 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
   const backlogOfThisScrape = (): Promise<Backlog | null> => {
     if (!readBacklog) return Promise.resolve(null);
     if (!lastRead || Date.now() - lastRead.at > BACKLOG_READ_REUSE_MS) {
-      lastRead = { at: Date.now(), backlog: withinLimit(readBacklog(), BACKLOG_READ_LIMIT_MS).catch(() => null) };
+      lastRead = { at: Date.now(), backlog: pTimeout(readBacklog(), { milliseconds: BACKLOG_READ_LIMIT_MS, message: 'backlog read timed out' }).catch(() => null) };
     }
     return lastRead.backlog;
   };

@@ -80,7 +80,7 @@ describe('the packed client in an empty project', () => {
     expect(installedBytes).toBeLessThan(MAX_INSTALLED_BYTES);
     const manifest = JSON.parse(await readFile(path.join(project, 'node_modules', 'lead-intake-client', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     expect(Object.keys(manifest.dependencies)).toEqual(['openapi-fetch']);
-    expect(packed.files.map((file) => file.path).filter((file) => !/^(dist\/(esm|cjs)\/(src\/client\/[\w-]+\.(js|d\.ts)|generated\/api\.d\.ts)|dist\/cjs\/package\.json|package\.json|README\.md)$/.test(file))).toEqual([]);
+    expect(packed.files.map((file) => file.path).filter((file) => !/^(dist\/(esm|cjs)\/(src\/client\/[\w-]+\.(js|d\.ts)|generated\/(api\.d\.ts|limits\.(js|d\.ts)))|dist\/cjs\/package\.json|package\.json|README\.md)$/.test(file))).toEqual([]);
   });
 
   it('type-checks, strict, the README example and an integrator using every call (a lead without a contact detail is an error there)', async () => {

@@ -3,6 +3,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { PROJECT_ROOT } from '../../paths.js';
+import { isUniqueViolation } from '../sql.js';
 import { EmbeddedDatabaseError } from './errors.js';
 import { resolveLocation, type Location } from './location.js';
 import { readPostmaster, sameDirectory, SUPERUSER, whoHolds, withAdminClient } from './probe.js';
@@ -156,7 +157,7 @@ async function ensureDatabase(port: number): Promise<void> {
     if (existing.rowCount !== 0) return;
     // Two processes may create it at once: the loser's duplicate_database is fine.
     await client.query(`CREATE DATABASE ${DATABASE_NAME}`).catch((error: { code?: string }) => {
-      if (error.code !== '42P04' && error.code !== '23505') throw error;
+      if (error.code !== '42P04' && !isUniqueViolation(error)) throw error;
     });
   });
 }

@@ -1,4 +1,5 @@
 import express, { type RequestHandler } from 'express';
+import { REQUEST_BODY_MAX_BYTES } from '../../limits.js';
 
 /** JSON only (415 otherwise); an empty body passes and fails the validator instead. */
 const jsonOnly: RequestHandler = (req, _res, next) => {
@@ -12,7 +13,7 @@ const jsonOnly: RequestHandler = (req, _res, next) => {
 // PostgreSQL refuses NUL characters in text and jsonb: strip them so hostile input
 // cannot turn into a 500.
 const json = express.json({
-  limit: '1mb',
+  limit: REQUEST_BODY_MAX_BYTES,
   strict: false,
   type: () => true,
   reviver: (_key, value: unknown) => (typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value),

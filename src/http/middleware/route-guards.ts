@@ -58,8 +58,8 @@ export function rejectUnknownQueryParameters(operation: ContractOperation): Requ
 
 /**
  * For an operation whose only input is integer path parameters (GET /leads/{id}), what the
- * request validator does there, without its cost (about a tenth of the route's CPU,
- * bench/README.md): the digits (matchesContract saw to that) become a number, and a value
+ * request validator does there, without its cost (a visible share of the route's CPU, as
+ * bench/README.md shows): the digits (matchesContract saw to that) become a number, and a value
  * outside the schema's bounds (0, beyond 2^53 - 1) names no row: 404 not_found, as the
  * validator's path error is answered (errors.ts).
  */
