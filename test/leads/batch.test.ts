@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'kysely';
 import { insertCompany } from '../../src/companies/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
@@ -134,5 +135,80 @@ describe('POST /leads/batch dry run', () => {
     await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: same });
     const response = await batch({ dry_run: true, leads: [{ name: 'x', email: same }] });
     expect(response.body.data[0]).toEqual({ index: 0, status: 'updated', lead_id: null, warnings: [] });
+  });
+});
+
+describe('POST /leads/batch and an unexpected failure', () => {
+  /** Runs `work` while PostgreSQL refuses to insert a lead named `Explode` (a failure no rule of the service expects). */
+  async function whileLeadsNamedExplodeFail(work: () => Promise<void>): Promise<void> {
+    await sql`
+      CREATE FUNCTION refuse_exploding_batch_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.name = 'Explode' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+        RETURN NEW;
+      END $$`.execute(t.ctx.db);
+    await sql`CREATE TRIGGER refuse_exploding_batch_rows BEFORE INSERT ON leads FOR EACH ROW EXECUTE FUNCTION refuse_exploding_batch_rows()`.execute(t.ctx.db);
+    try {
+      await work();
+    } finally {
+      await sql`DROP TRIGGER refuse_exploding_batch_rows ON leads`.execute(t.ctx.db);
+      await sql`DROP FUNCTION refuse_exploding_batch_rows()`.execute(t.ctx.db);
+    }
+  }
+
+  it('fails that row alone with field null and the generic message, leaves nothing of it, and runs the rows after it', async () => {
+    const existing = email('before-explode');
+    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: existing });
+    const explodingDomain = `explode${++sequence}.com`;
+    await whileLeadsNamedExplodeFail(async () => {
+      const before = await leadCount();
+      const response = await batch({
+        leads: [
+          { name: 'Before', email: email() },
+          { name: 'Explode', email: `x@${explodingDomain}`, tags: [`explode-tag-${sequence}`] },
+          { name: 'Updated after', email: existing },
+          { name: 'Created after', email: email() },
+        ],
+      });
+      expect(response.status).toBe(200);
+      expect(response.body.data).toEqual([
+        { index: 0, status: 'created', lead_id: expect.any(Number), warnings: [] },
+        { index: 1, status: 'failed', lead_id: null, field: null,
+          error: 'This row could not be processed because of an unexpected error. Retry the request; contact support if it keeps failing.' },
+        { index: 2, status: 'updated', lead_id: expect.any(Number), warnings: [] },
+        { index: 3, status: 'created', lead_id: expect.any(Number), warnings: [] },
+      ]);
+      expect(response.body.meta).toEqual({ created: 2, updated: 1, skipped: 0, failed: 1, total: 4, dry_run: false });
+      expect(await leadCount()).toBe(before + 2);
+    });
+    expect(await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where('name', '=', 'Explode').select('id').execute()).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('companies').where('domain', '=', explodingDomain).select('id').execute()).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('tags').where('name', '=', `explode-tag-${sequence}`).select('id').execute()).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('lead_identities').where('value', '=', `x@${explodingDomain}`).select('value').execute()).toHaveLength(0);
+  });
+
+  it('reruns a set-based write that failed as a whole one row at a time: every other row ends exactly once, with its company, tags and events', async () => {
+    const domains = [`fallback${++sequence}.com`, `fallback${++sequence}.com`];
+    const tag = `fallback-tag-${sequence}`;
+    const since = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);
+    const rows = [
+      { name: 'First new', email: `first@${domains[0]}`, tags: [tag] },
+      { name: 'Explode', email: email() },
+      { name: 'Second new', email: `second@${domains[1]}`, tags: [tag] },
+    ];
+    await whileLeadsNamedExplodeFail(async () => {
+      const response = await batch({ leads: rows });
+      expect(response.body.data.map((row: { status: string }) => row.status)).toEqual(['created', 'failed', 'created']);
+    });
+    const leads = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where('name', 'in', ['First new', 'Second new'])
+      .select(['name', 'company_id']).orderBy('name').execute();
+    expect(leads.map((lead) => lead.name)).toEqual(['First new', 'Second new']);
+    const companies = await t.ctx.db.selectFrom('companies').where('domain', 'in', domains).select(['id', 'domain']).execute();
+    expect(companies.map((company) => company.domain).sort()).toEqual([...domains].sort());
+    expect(leads.map((lead) => lead.company_id).sort()).toEqual(companies.map((company) => company.id).sort());
+    expect(await t.ctx.db.selectFrom('tags').where('workspace_id', '=', tenant.workspaceId).where('name', '=', tag).select('id').execute()).toHaveLength(1);
+    const topics = (await t.ctx.db.selectFrom('outbox').where('id', '>', since).where('workspace_id', '=', tenant.workspaceId).select('topic').execute())
+      .map((event) => event.topic).sort();
+    expect(topics).toEqual(['company.analyze', 'company.analyze', 'lead.created', 'lead.created']);
   });
 });
