@@ -348,6 +348,25 @@ describe('dry run', () => {
     const errorPreview = await post({ name: 'x', email, dry_run: true, on_duplicate: 'error' });
     expect(errorPreview.status).toBe(409);
   });
+
+  it('answers a match under on_duplicate error with the full 409 duplicate_lead body, and writes nothing', async () => {
+    const email = `${unique('dry-error')}@gmail.com`;
+    const first = await post({ name: 'Real', email, job_title: 'CTO' });
+    const leadId = first.body.data.id as number;
+    const before = await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')]);
+    const response = await post({
+      name: 'Would rename', email: email.toUpperCase(), job_title: 'CEO', tags: [unique('dry-error-tag')],
+      company: { website: `https://${unique('dryerror')}.com` }, dry_run: true, on_duplicate: 'error',
+    });
+    expect({ status: response.status, body: response.body }).toEqual({ status: 409, body: {
+      error: 'duplicate_lead',
+      message: `A lead with this email (${email}) already exists: lead ${leadId}.`,
+      matched_on: email,
+      lead_id: leadId,
+    } });
+    expect(await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')])).toEqual(before);
+    expect((await t.http.get(`/api/v1/leads/${leadId}`).set(tenant.auth)).body.data).toEqual(first.body.data);
+  });
 });
 
 describe('concurrency', () => {

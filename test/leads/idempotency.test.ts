@@ -109,11 +109,18 @@ describe('Idempotency-Key on POST /leads', () => {
     expect(await count('leads')).toBe(leadsBefore + 1);
   });
 
-  it('forgets answers after 24 hours', async () => {
+  it('replays an answer stored 23 h 59 min ago and runs afresh once it is 24 h 01 min old', async () => {
     const idempotencyKey = key();
     const body = person();
-    await post('/api/v1/leads', body, idempotencyKey);
-    await sql`UPDATE idempotency_records SET created_at = now() - interval '25 hours' WHERE key = ${idempotencyKey}`.execute(t.ctx.db);
+    const first = await post('/api/v1/leads', body, idempotencyKey);
+    expect(first.status).toBe(201);
+    const storedAgo = (age: string) => sql`UPDATE idempotency_records SET created_at = now() - ${age}::interval WHERE key = ${idempotencyKey}`.execute(t.ctx.db);
+
+    await storedAgo('23 hours 59 minutes');
+    const replay = await post('/api/v1/leads', body, idempotencyKey);
+    expect({ status: replay.status, replayed: replay.headers['idempotency-replayed'], body: replay.body }).toEqual({ status: 201, replayed: 'true', body: first.body });
+
+    await storedAgo('24 hours 1 minute');
     const afresh = await post('/api/v1/leads', body, idempotencyKey);
     expect(afresh.status).toBe(200);
     expect(afresh.body.meta.status).toBe('updated');
@@ -132,6 +139,25 @@ describe('Idempotency-Key on POST /leads/batch', () => {
     const replay = await post('/api/v1/leads/batch', body, idempotencyKey);
     expect(replay.headers['idempotency-replayed']).toBe('true');
     expect(replay.body).toEqual(first.body);
+  });
+
+  it('answers 409 idempotency_key_reuse for the same key with another body, and runs nothing', async () => {
+    const idempotencyKey = key();
+    const first = await post('/api/v1/leads/batch', { leads: [person()] }, idempotencyKey);
+    expect(first.status).toBe(200);
+    const counts = await Promise.all([count('leads'), count('tags'), count('outbox')]);
+    const reuse = await post('/api/v1/leads/batch', { leads: [person()] }, idempotencyKey);
+    expect({ status: reuse.status, body: reuse.body }).toEqual({ status: 409, body: {
+      error: 'idempotency_key_reuse',
+      message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.',
+    } });
+    expect(await Promise.all([count('leads'), count('tags'), count('outbox')])).toEqual(counts);
+  });
+
+  it('checks the body before the key length: a bad body with an over-long key is 422, not 400', async () => {
+    const response = await post('/api/v1/leads/batch', { leads: [{ email: `nameless${++sequence}@gmail.com` }] }, 'k'.repeat(256));
+    expect(response.status).toBe(422);
+    expect(Object.keys(response.body.errors)).toEqual(['leads.0.name']);
   });
 
   it('validates before the replay check: a 422 batch can be fixed and resent under the same key', async () => {
