@@ -4,6 +4,7 @@ import { insertCompany } from '../../src/companies/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
+import { postBatch, rowCount, uniqueEmail } from '../support/requests.js';
 
 const bed = testBed({ tenants: [{}, { name: 'Other' }] });
 let t: TestApp;
@@ -12,9 +13,9 @@ let other: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
-const email = (prefix = 'row') => `${prefix}${++sequence}@gmail.com`;
-const batch = (body: object) => t.http.post('/api/v1/leads/batch').set(tenant.auth).send(body);
-const leadCount = async () => Number((await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const email = (prefix = 'row') => uniqueEmail(prefix);
+const batch = (body: object) => postBatch(t, tenant, body);
+const leadCount = () => rowCount(t.ctx.db, 'leads', tenant.workspaceId);
 
 describe('POST /leads/batch shape validation', () => {
   it('fails the whole call with 422 keyed by row when any row is malformed, and runs nothing', async () => {
@@ -116,7 +117,7 @@ describe('POST /leads/batch processing', () => {
 describe('POST /leads/batch dry run', () => {
   it('rolls back each row before the next: the same person twice is created twice, and nothing is saved', async () => {
     const before = await leadCount();
-    const outboxBefore = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const outboxBefore = await rowCount(t.ctx.db, 'outbox');
     const same = email('dry');
     const response = await batch({ dry_run: true, leads: [{ name: 'One', email: same, tags: ['dry-tag'] }, { name: 'Two', email: same }] });
     expect(response.status).toBe(200);
@@ -126,7 +127,7 @@ describe('POST /leads/batch dry run', () => {
     ]);
     expect(response.body.meta).toEqual({ created: 2, updated: 0, skipped: 0, failed: 0, total: 2, dry_run: true });
     expect(await leadCount()).toBe(before);
-    expect(Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)).toBe(outboxBefore);
+    expect(await rowCount(t.ctx.db, 'outbox')).toBe(outboxBefore);
     expect(await t.ctx.db.selectFrom('tags').where('name', '=', 'dry-tag').selectAll().execute()).toHaveLength(0);
   });
 

@@ -3,6 +3,7 @@ import { insertCompany } from '../../src/companies/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
+import { postLead, uniqueEmail, uniqueName } from '../support/requests.js';
 
 // Company resolution without company.id (contract): the payload's registrable domain decides
 // (company.website's, else the person's business email's); the company holding it is joined,
@@ -13,10 +14,9 @@ const bed = testBed({ tenants: [] });
 let t: TestApp;
 beforeAll(() => { ({ t } = bed); });
 
-let sequence = 0;
-const unique = (prefix: string) => `${prefix}${++sequence}`;
-const post = (tenant: Tenant, body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send(body);
-const gmail = () => `${unique('someone')}@gmail.com`;
+const unique = uniqueName;
+const post = (tenant: Tenant, body: object) => postLead(t, tenant, body);
+const gmail = () => uniqueEmail('someone');
 
 const companiesOf = (workspaceId: number) => t.ctx.db.selectFrom('companies').where('workspace_id', '=', workspaceId).orderBy('id')
   .select(['id', 'name', 'domain', 'status', 'links']).execute();

@@ -5,6 +5,7 @@ import { insertTag } from '../../src/tags/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
+import { postLead, rowCount, uniqueName } from '../support/requests.js';
 
 const bed = testBed({ tenants: [{}, { name: 'Other' }] });
 let t: TestApp;
@@ -13,10 +14,9 @@ let other: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
-const unique = (prefix = 'person') => `${prefix}${++sequence}`;
-const post = (body: object, who: Tenant = tenant) => t.http.post('/api/v1/leads').set(who.auth).send(body);
-const countRows = async (table: 'leads' | 'companies' | 'tags' | 'outbox', workspaceId = tenant.workspaceId) =>
-  Number((await t.ctx.db.selectFrom(table).where('workspace_id', '=', workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const unique = uniqueName;
+const post = (body: object, who: Tenant = tenant) => postLead(t, who, body);
+const countRows = (table: 'leads' | 'companies' | 'tags' | 'outbox') => rowCount(t.ctx.db, table, tenant.workspaceId);
 const outboxTopics = async (since: number) =>
   (await t.ctx.db.selectFrom('outbox').where('id', '>', since).where('workspace_id', '=', tenant.workspaceId).select(['topic', 'payload']).orderBy('id').execute());
 const lastOutboxId = async () => Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);

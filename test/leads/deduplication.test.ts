@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
+import { postLead, uniqueName } from '../support/requests.js';
 
 // Deduplication's match order (email, then LinkedIn handle, then phone), its workspace scope,
 // the phone key (all digits when 7 to 9, else the last 10; under 7 never stored nor matched)
@@ -14,10 +15,10 @@ let other: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
-const unique = (prefix: string) => `${prefix}${++sequence}`;
+const unique = uniqueName;
 const linkedin = () => `https://www.linkedin.com/in/${unique('dedup-')}`;
 const phone = () => `+1 720 555 ${1000 + ++sequence}`;
-const post = (body: object, who: Tenant = tenant) => t.http.post('/api/v1/leads').set(who.auth).send({ enrich: false, ...body });
+const post = (body: object, who: Tenant = tenant) => postLead(t, who, { enrich: false, ...body });
 const created = async (body: object, who: Tenant = tenant): Promise<number> => {
   const response = await post(body, who);
   expect(response.status).toBe(201);

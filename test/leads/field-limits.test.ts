@@ -3,6 +3,7 @@ import type { TestApp } from '../support/app.js';
 import { contractDocument, follow } from '../support/contract-document.js';
 import type { Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
+import { postLead, uniqueEmail } from '../support/requests.js';
 
 // The limits of the lead fields as the published document states them, read from it rather
 // than restated: every string it bounds (at its limit: taken; one past it: 422 naming the
@@ -15,8 +16,8 @@ let tenant: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 let sequence = 0;
-const post = (body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send(body);
-const person = () => ({ name: 'Field Limits', email: `limits${++sequence}@gmail.com`, enrich: false });
+const post = (body: object) => postLead(t, tenant, body);
+const person = () => ({ name: 'Field Limits', email: uniqueEmail('limits'), enrich: false });
 
 interface Schema {
   $ref?: string;

@@ -6,6 +6,7 @@ import { housekeeping } from '../../src/worker/housekeeping.js';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
+import { postLead } from '../support/requests.js';
 
 // Idempotency-Key under concurrency and over time: a key still held by another transaction,
 // one key with two bodies at once, the purge after 24 hours, and the rerun of a transaction
@@ -18,7 +19,7 @@ beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 let sequence = 0;
 const person = () => ({ name: 'Race Condition', email: `race${++sequence}@gmail.com` });
-const post = (body: object, idempotencyKey: string) => t.http.post('/api/v1/leads').set(tenant.auth).set('Idempotency-Key', idempotencyKey).send(body);
+const post = (body: object, idempotencyKey: string) => postLead(t, tenant, body, { 'Idempotency-Key': idempotencyKey });
 const recordsOf = async (key: string) => Number((await t.ctx.db.selectFrom('idempotency_records').where('key', '=', key)
   .select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
 

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { TestApp } from '../support/app.js';
 import { addKey, type Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
+import { postBatch, postLead, rowCount } from '../support/requests.js';
 
 const bed = testBed();
 let t: TestApp;
@@ -12,10 +13,9 @@ beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 let sequence = 0;
 const key = () => `idem-${++sequence}-${Date.now()}`;
 const person = () => ({ name: 'Idem Potent', email: `idem${++sequence}@gmail.com`, tags: [`idem-tag-${sequence}`] });
-const post = (path: string, body: object, idempotencyKey: string, who: Tenant = tenant) =>
-  t.http.post(path).set(who.auth).set('Idempotency-Key', idempotencyKey).send(body);
-const count = async (table: 'leads' | 'tags' | 'outbox') =>
-  Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const post = (path: '/api/v1/leads' | '/api/v1/leads/batch', body: object, idempotencyKey: string, who: Tenant = tenant) =>
+  (path === '/api/v1/leads' ? postLead : postBatch)(t, who, body, { 'Idempotency-Key': idempotencyKey });
+const count = (table: 'leads' | 'tags' | 'outbox') => rowCount(t.ctx.db, table);
 
 describe('Idempotency-Key on POST /leads', () => {
   it('replays the stored answer for the same body without running anything again', async () => {

@@ -8,6 +8,7 @@ import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
 import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
+import { postLead } from '../support/requests.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
 // transaction. Each test lines a group up for real: as many first requests as groups may run
@@ -22,8 +23,7 @@ let tenant: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 type Body = Record<string, unknown>;
-const post = (body: Body, headers: Record<string, string> = {}) =>
-  t.http.post('/api/v1/leads').set(tenant.auth).set(headers).send(body).then((response) => response);
+const post = (body: Body, headers: Record<string, string> = {}) => postLead(t, tenant, body, headers).then((response) => response);
 
 let unique = 0;
 const person = (overrides: Body = {}): Body => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import { pino } from 'pino';
 import { createDb, createPool, type Db } from '../../src/db/connect.js';
-import { runCli } from '../support/cli.js';
+import { cliJson } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -56,10 +56,7 @@ async function start(entry: 'main.js' | 'worker-main.js', env: Record<string, st
   return { api, metrics };
 }
 
-async function cli(args: string[]): Promise<void> {
-  const result = await runCli(args, { DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
-  if (result.code !== 0) throw new Error(`cli ${args.join(' ')}: ${result.stderr}`);
-}
+const cli = (args: string[]) => cliJson(database.url, args);
 
 /** What moved between two scrapes: after minus before (a missing sample counts 0). */
 const moved = (before: Samples, after: Samples) => (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels);

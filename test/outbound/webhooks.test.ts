@@ -5,15 +5,15 @@ import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, deliveries, drain, outboundTestBed } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
+import { postLead, uniqueName } from '../support/requests.js';
 
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
 beforeAll(() => { ({ t, receiver } = bed); });
 
-let sequence = 0;
-const unique = (prefix = 'p') => `${prefix}${++sequence}`;
-const post = (tenant: Tenant, body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send(body);
+const unique = uniqueName;
+const post = (tenant: Tenant, body: object) => postLead(t, tenant, body);
 const json = (index = 0) => JSON.parse(receiver.requests[index]!.body) as Record<string, unknown>;
 const SENT_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
