@@ -1,5 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
+import pg from 'pg';
+import { housekeeping } from '../../src/worker/housekeeping.js';
 import type { TestApp } from '../support/app.js';
 import { addKey, type Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
@@ -16,6 +18,8 @@ const person = () => ({ name: 'Idem Potent', email: `idem${++sequence}@gmail.com
 const post = (path: '/api/v1/leads' | '/api/v1/leads/batch', body: object, idempotencyKey: string, who: Tenant = tenant) =>
   (path === '/api/v1/leads' ? postLead : postBatch)(t, who, body, { 'Idempotency-Key': idempotencyKey });
 const count = (table: 'leads' | 'tags' | 'outbox') => rowCount(t.ctx.db, table);
+const recordsOf = async (key: string) => Number((await t.ctx.db.selectFrom('idempotency_records').where('key', '=', key)
+  .select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
 
 describe('Idempotency-Key on POST /leads', () => {
   it('replays the stored answer for the same body without running anything again', async () => {
@@ -167,5 +171,53 @@ describe('Idempotency-Key on POST /leads/batch', () => {
     expect(fixed.status).toBe(200);
     expect(fixed.body.data[0].status).toBe('created');
     expect((await post('/api/v1/leads/batch', { leads: [{ name: 'x', email: 'x@gmail.com' }] }, 'k'.repeat(256))).status).toBe(400);
+  });
+});
+
+// Under concurrency and over time: a key still held by another transaction, one key with two
+// bodies at once, and the purge after 24 hours.
+describe('Idempotency-Key under concurrency', () => {
+  it('answers 409 idempotency_key_in_progress when the key stays claimed past the wait', async () => {
+    const idempotencyKey = `held-${Date.now()}`;
+    const holder = new pg.Client({ connectionString: t.databaseUrl });
+    await holder.connect();
+    try {
+      // Another request's claim, uncommitted: the service waits on it (10 s) and gives up.
+      await holder.query('BEGIN');
+      await holder.query('INSERT INTO idempotency_records (api_key_id, key, fingerprint) VALUES ($1, $2, $3)', [tenant.keyId, idempotencyKey, 'other']);
+      const response = await post('/api/v1/leads', person(), idempotencyKey);
+      expect({ status: response.status, body: response.body }).toEqual({ status: 409, body: {
+        error: 'idempotency_key_in_progress',
+        message: 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.',
+      } });
+    } finally {
+      await holder.query('ROLLBACK');
+      await holder.end();
+    }
+  }, 40_000);
+
+  it('runs one of two different bodies sent at once under one key; the other is idempotency_key_reuse', async () => {
+    const idempotencyKey = `two-bodies-${Date.now()}`;
+    const [first, second] = [person(), person()];
+    const responses = await Promise.all([post('/api/v1/leads', first, idempotencyKey), post('/api/v1/leads', second, idempotencyKey)]);
+    expect(responses.map((response) => response.status).sort()).toEqual([201, 409]);
+    const refused = responses.find((response) => response.status === 409)!;
+    expect(refused.body).toEqual({ error: 'idempotency_key_reuse', message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.' });
+    const created = responses.find((response) => response.status === 201)!;
+    const emails = await t.ctx.db.selectFrom('lead_identities').where('workspace_id', '=', tenant.workspaceId)
+      .where('value', 'in', [first.email, second.email]).select('value').execute();
+    expect(emails.map((row) => row.value)).toEqual([created.body.data.emails[0]]);
+  });
+});
+
+describe('the 24 h purge', () => {
+  it('deletes records past the replay window and keeps younger ones', async () => {
+    const [old, young] = [`old-${Date.now()}`, `young-${Date.now()}`];
+    expect((await post('/api/v1/leads', person(), old)).status).toBe(201);
+    expect((await post('/api/v1/leads', person(), young)).status).toBe(201);
+    await sql`UPDATE idempotency_records SET created_at = now() - interval '24 hours 1 minute' WHERE key = ${old}`.execute(t.ctx.db);
+    await sql`UPDATE idempotency_records SET created_at = now() - interval '23 hours 59 minutes' WHERE key = ${young}`.execute(t.ctx.db);
+    await housekeeping(t.ctx.db, t.ctx.config.DELIVERY_RETENTION_DAYS);
+    expect([await recordsOf(old), await recordsOf(young)]).toEqual([0, 1]);
   });
 });

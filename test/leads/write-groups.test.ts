@@ -7,6 +7,7 @@ import { eventually } from '../support/eventually.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
+import { inTransactionRetried } from '../../src/db/conflicts.js';
 import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
 import { postLead } from '../support/requests.js';
 
@@ -249,5 +250,42 @@ describe('an unexpected failure of one request', () => {
     } finally {
       await sql`DROP TRIGGER refuse_exploding_leads ON leads`.execute(t.ctx.db);
     }
+  });
+});
+
+/** A promise and the function that resolves it. */
+function signal(): { promise: Promise<void>; resolve(): void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => { resolve = done; });
+  return { promise, resolve };
+}
+
+describe('deadlock retry', () => {
+  it('reruns the transaction PostgreSQL aborted as a deadlock victim; both writers succeed', async () => {
+    await sql`CREATE TABLE deadlock_probe (id integer PRIMARY KEY, n integer NOT NULL)`.execute(t.ctx.db);
+    await sql`INSERT INTO deadlock_probe VALUES (1, 0), (2, 0)`.execute(t.ctx.db);
+    // Two writers lock the rows in opposite orders; each waits for the other's first lock
+    // before taking its second one, so the first attempts deadlock for certain.
+    const locked = { 1: signal(), 2: signal() };
+    const runs: number[] = [];
+    const writer = (first: 1 | 2, second: 1 | 2) => {
+      let attempt = 0;
+      return inTransactionRetried(t.ctx.db, async (trx) => {
+        attempt += 1;
+        runs.push(first);
+        await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${first}`.execute(trx);
+        if (attempt === 1) {
+          locked[first].resolve();
+          await locked[second].promise;
+        }
+        await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${second}`.execute(trx);
+        return first;
+      });
+    };
+    const results = await Promise.all([writer(1, 2), writer(2, 1)]);
+    expect(results).toEqual([1, 2]);
+    expect(runs).toHaveLength(3);
+    const rows = await sql<{ id: number; n: number }>`SELECT id, n FROM deadlock_probe ORDER BY id`.execute(t.ctx.db);
+    expect(rows.rows).toEqual([{ id: 1, n: 2 }, { id: 2, n: 2 }]);
   });
 });

@@ -32,3 +32,13 @@ export async function rowCount(db: Db, table: CountedTable, workspaceId?: number
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)} ${where}`.execute(db);
   return rows[0]!.n;
 }
+
+/** The newest outbox event's id (0 when there is none): read it before a request, then ask outboxSince what the request queued. */
+export async function lastOutboxId(db: Db): Promise<number> {
+  const { rows } = await sql<{ id: number | null }>`SELECT max(id)::int AS id FROM outbox`.execute(db);
+  return rows[0]!.id ?? 0;
+}
+
+/** The workspace's outbox events after `sinceId`, oldest first. */
+export const outboxSince = (db: Db, workspaceId: number, sinceId: number) =>
+  db.selectFrom('outbox').where('id', '>', sinceId).where('workspace_id', '=', workspaceId).select(['topic', 'payload']).orderBy('id').execute();
