@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { sql } from 'kysely';
 import { insertCompany } from '../../src/companies/repository.js';
 import type { TestApp } from '../support/app.js';
+import { whileLeadsNamed } from '../support/faults.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
 import { postBatch, rowCount, uniqueEmail } from '../support/requests.js';
@@ -140,22 +140,7 @@ describe('POST /leads/batch dry run', () => {
 });
 
 describe('POST /leads/batch and an unexpected failure', () => {
-  /** Runs `work` while PostgreSQL refuses to insert a lead named `Explode` (a failure no rule of the service expects). */
-  async function whileLeadsNamedExplodeFail(work: () => Promise<void>): Promise<void> {
-    await sql`
-      CREATE FUNCTION refuse_exploding_batch_rows() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.name = 'Explode' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-        RETURN NEW;
-      END $$`.execute(t.ctx.db);
-    await sql`CREATE TRIGGER refuse_exploding_batch_rows BEFORE INSERT ON leads FOR EACH ROW EXECUTE FUNCTION refuse_exploding_batch_rows()`.execute(t.ctx.db);
-    try {
-      await work();
-    } finally {
-      await sql`DROP TRIGGER refuse_exploding_batch_rows ON leads`.execute(t.ctx.db);
-      await sql`DROP FUNCTION refuse_exploding_batch_rows()`.execute(t.ctx.db);
-    }
-  }
+  const whileLeadsNamedExplodeFail = (work: () => Promise<void>) => whileLeadsNamed(t.ctx.db, 'Explode', work);
 
   it('fails that row alone with field null and the generic message, leaves nothing of it, and runs the rows after it', async () => {
     const existing = email('before-explode');

@@ -108,20 +108,14 @@ describe('the limits the document sets on the lead fields', () => {
     },
   );
 
-  it.each(LIMITS.filter((limit): limit is Limit & { maxItems: number } => 'maxItems' in limit).map((limit) => [limit.path.join('.'), limit] as const))(
-    'refuses %s one item over its cap, naming it',
-    async (field, limit) => {
-      const over = await post(withValue(person(), limit.path, itemsOf(limit.schema, limit.maxItems + 1)));
-      expect({ field, status: over.status }).toEqual({ field, status: 422 });
-      expect(Object.keys(over.body.errors)).toEqual([field]);
-    },
-  );
+  /** One item (or key) past the cap of an array (or object). */
+  const pastTheCap = (limit: Limit) => ('maxItems' in limit ? itemsOf(limit.schema, limit.maxItems + 1)
+    : 'maxProperties' in limit ? Object.fromEntries(Array.from({ length: limit.maxProperties + 1 }, (_, index) => [`key_${index}`, 'value'])) : null);
 
-  it.each(LIMITS.filter((limit): limit is Limit & { maxProperties: number } => 'maxProperties' in limit).map((limit) => [limit.path.join('.'), limit] as const))(
-    'refuses %s with one key over its cap, naming it',
+  it.each(LIMITS.filter((limit) => !('maxLength' in limit)).map((limit) => [limit.path.join('.'), limit] as const))(
+    'refuses %s one item (or key) over its cap, naming it',
     async (field, limit) => {
-      const keys = Object.fromEntries(Array.from({ length: limit.maxProperties + 1 }, (_, index) => [`key_${index}`, 'value']));
-      const over = await post(withValue(person(), limit.path, keys));
+      const over = await post(withValue(person(), limit.path, pastTheCap(limit)));
       expect({ field, status: over.status }).toEqual({ field, status: 422 });
       expect(Object.keys(over.body.errors)).toEqual([field]);
     },

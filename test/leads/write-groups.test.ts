@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { Response } from 'supertest';
 import type { TestApp } from '../support/app.js';
+import { whileLeadsNamed } from '../support/faults.js';
 import { eventually } from '../support/eventually.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
@@ -229,14 +230,7 @@ describe('a dry run', () => {
 
 describe('an unexpected failure of one request', () => {
   it('fails that request alone (500); the set-based write of the others falls back to one by one and succeeds', async () => {
-    await sql`
-      CREATE FUNCTION refuse_exploding_leads() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.name = 'Explode' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-        RETURN NEW;
-      END $$`.execute(t.ctx.db);
-    await sql`CREATE TRIGGER refuse_exploding_leads BEFORE INSERT ON leads FOR EACH ROW EXECUTE FUNCTION refuse_exploding_leads()`.execute(t.ctx.db);
-    try {
+    await whileLeadsNamed(t.ctx.db, 'Explode', async () => {
       const kept = [person(), person()];
       const [a, exploding, b] = await asOneGroup([
         () => post(kept[0]!),
@@ -247,9 +241,7 @@ describe('an unexpected failure of one request', () => {
       expect([a!.status, b!.status]).toEqual([201, 201]);
       for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
       expect(await countLeadsNamed('Explode')).toBe(0);
-    } finally {
-      await sql`DROP TRIGGER refuse_exploding_leads ON leads`.execute(t.ctx.db);
-    }
+    });
   });
 });
 
