@@ -1,29 +1,17 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { runCli } from './support/cli.js';
+import { cliError, cliJson } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import type { TestApp } from './support/app.js';
 import { testBed } from './support/test-bed.js';
 
 const bed = testBed({ tenants: [] });
 let t: TestApp;
-let env: Record<string, string>;
-beforeAll(() => {
-  ({ t } = bed);
-  env = { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn' };
-});
+beforeAll(() => { ({ t } = bed); });
 
-async function ok(args: string[]) {
-  const result = await runCli(args, env);
-  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-  expect(result.stdout.trim().split('\n')).toHaveLength(1);
-  return result.json as Record<string, unknown>;
-}
+const ok = (args: string[]) => cliJson<Record<string, unknown>>(t.databaseUrl, args);
 
 async function refused(args: string[], code: string) {
-  const result = await runCli(args, env);
-  expect(result.code).not.toBe(0);
-  expect(result.stdout).toBe('');
-  expect(result.error).toEqual({ error: code, message: expect.any(String) });
+  expect(await cliError(t.databaseUrl, args)).toEqual({ error: code, message: expect.any(String) });
 }
 
 describe('admin CLI', () => {
@@ -39,7 +27,7 @@ describe('admin CLI', () => {
     expect(me.status).toBe(200);
     expect(me.body.data.workspace).toEqual({ id: workspace.id, name: 'Northwind' });
 
-    const listed = (await runCli(['key', 'list', '--workspace', String(workspace.id)], env)).json as Array<Record<string, unknown>>;
+    const listed = await cliJson<Array<Record<string, unknown>>>(t.databaseUrl, ['key', 'list', '--workspace', String(workspace.id)]);
     expect(listed).toHaveLength(1);
     expect(listed[0]).not.toHaveProperty('token');
     expect(listed[0]).not.toHaveProperty('token_hash');

@@ -95,3 +95,63 @@ describe('connector and workflow keys from the CLI', () => {
     prototypeIsClean();
   });
 });
+
+// Keys sent by the client become keys of error maps and stored objects: none may reach an
+// object prototype. Sent as raw JSON, since a JavaScript object literal would not carry them.
+describe('keys of lead payloads and query strings over HTTP', () => {
+  const raw = (json: string, path = '/leads') => postRaw(path, json);
+  const person = '"name":"Proto","email":"proto@gmail.com"';
+
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])('rejects a top-level %s field with the usual 422 naming it', async (key) => {
+    for (const response of [await raw(`{${person},"${key}":{"x":1}}`), await raw(`{"leads":[{${person},"${key}":1}]}`, '/leads/batch')]) {
+      expect(response.status).toBe(422);
+      const [field] = Object.keys(response.body.errors);
+      expect(field?.endsWith(key)).toBe(true);
+      expect(response.body.errors[field!]).toEqual([`The ${key} field is not allowed.`]);
+    }
+  });
+
+  it('rejects such keys inside company, location and links, and on the batch envelope', async () => {
+    const company = await raw(`{${person},"company":{"name":"Acme","__proto__":{"x":1},"constructor":1}}`);
+    expect(company.status).toBe(422);
+    expect(Object.keys(company.body.errors).sort()).toEqual(['company.__proto__', 'company.constructor']);
+    const location = await raw(`{${person},"location":{"__proto__":{"city":"x"}}}`);
+    expect(location.body.errors).toEqual({ 'location.__proto__': ['The __proto__ field is not allowed.'] });
+    const links = await raw(`{${person},"links":[{"type":"website","url":"https://a.example","constructor":1}]}`);
+    expect(links.body.errors).toEqual({ 'links.0.constructor': ['The constructor field is not allowed.'] });
+    const envelope = await raw(`{"leads":[{${person}}],"__proto__":{"dry_run":true}}`, '/leads/batch');
+    expect(Object.entries(envelope.body.errors)).toEqual([['__proto__', ['The __proto__ field is not allowed.']]]);
+  });
+
+  it('keeps such keys in custom_fields as data (objects and "" dropped with a warning)', async () => {
+    const response = await raw(`{"name":"Proto","email":"proto-custom@gmail.com","custom_fields":{"__proto__":{"x":1},"constructor":"c","":"empty","toString":"t"}}`);
+    expect(response.status).toBe(201);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    expect(response.body.data.custom_fields).toEqual({ constructor: 'c', tostring: 't' });
+    expect(response.body.meta.warnings).toEqual([
+      'custom_fields.proto: objects and arrays are not stored; the value was dropped.',
+      'custom_fields: the key "" has no letters or digits and was dropped.',
+    ]);
+    expect(Object.keys(Object.prototype)).toEqual([]);
+  });
+
+  it('names a field whose name is empty as (empty), under its parent', async () => {
+    const top = await raw(`{${person},"":1}`);
+    expect(top.body).toEqual({ errors: { '(empty)': ['A field with an empty name is not allowed.'] } });
+    const nested = await raw(`{${person},"company":{"name":"Acme","":2}}`);
+    expect(nested.body).toEqual({ errors: { 'company.(empty)': ['A field with an empty name is not allowed.'] } });
+    const row = await raw(`{"leads":[{${person}},{${person},"":3}]}`, '/leads/batch');
+    expect(row.body).toEqual({ errors: { 'leads.1.(empty)': ['A field with an empty name is not allowed.'] } });
+  });
+
+  it('rejects hostile and empty query parameter names with the usual 422', async () => {
+    const response = await t.http.get('/api/v1/me?__proto__=1&constructor=2&=3&page=4').set(tenant.auth);
+    expect(response.status).toBe(422);
+    expect(Object.entries(response.body.errors)).toEqual([
+      ['__proto__', ['The __proto__ query parameter is not allowed.']],
+      ['constructor', ['The constructor query parameter is not allowed.']],
+      ['(empty)', ['A query parameter with an empty name is not allowed.']],
+      ['page', ['The page query parameter is not allowed.']],
+    ]);
+  });
+});

@@ -66,6 +66,26 @@ function describeLimiter(label: string, options: { redis: boolean }) {
       expect(remaining(await t.http.get('/api/v1/me').set(readOnly.auth))).toBe(297);
     });
 
+    it('clears with its window: 429, then 200 once the window has passed', async () => {
+      const short = await startTestApp({ redis: options.redis, rateLimitWindowMs: 1000, env: { RATE_LIMIT_PER_MINUTE: '2' } });
+      try {
+        const tenant = await createTenant(short.ctx.db);
+        const statuses = [];
+        for (let sent = 0; sent < 3; sent += 1) statuses.push((await short.http.get('/api/v1/me').set(tenant.auth)).status);
+        const limited = await short.http.get('/api/v1/me').set(tenant.auth);
+        expect([...statuses, limited.status]).toEqual([200, 200, 429, 429]);
+        // Retry-After rounds the rest of the one-second window up to whole seconds: waiting it out reaches the next window.
+        const retryAfter = Number(limited.headers['retry-after']);
+        expect(retryAfter).toBeLessThanOrEqual(1);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const cleared = await short.http.get('/api/v1/me').set(tenant.auth);
+        expect(cleared.status).toBe(200);
+        expect(remaining(cleared)).toBe(1);
+      } finally {
+        await short.close();
+      }
+    });
+
     it('limits every route once the budget is spent', async () => {
       const tenant = await createTenant(t.ctx.db);
       await exhaust(t, tenant);

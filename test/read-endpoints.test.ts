@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { insertTag } from '../src/tags/repository.js';
 import type { TestApp } from './support/app.js';
 import { testBed } from './support/test-bed.js';
-import type { Tenant } from './support/fixtures.js';
+import { createTenant, type Tenant } from './support/fixtures.js';
 import { API_TIMESTAMP } from './support/timestamps.js';
 
 const bed = testBed({ tenants: [{}, { name: 'Other workspace' }] });
@@ -25,6 +25,13 @@ describe('GET /tags', () => {
     expect(response.body.data.map((tag: { name: string }) => tag.name)).toEqual(['Alpha', 'vip', 'zeta']);
     expect(response.body.data[1]).toEqual({ id: expect.any(Number), name: 'vip', color: '#ff0000', active: true });
     expect(response.body.data[0].color).toBeNull();
+  });
+
+  it('orders names that differ in case alphabetically, not by character code: apple, Banana, cherry', async () => {
+    const cased = await createTenant(t.ctx.db, { name: 'Cased tags' });
+    for (const name of ['cherry', 'Banana', 'apple']) await insertTag(t.ctx.db, { workspace_id: cased.workspaceId, name, color: null, active: true });
+    const response = await t.http.get('/api/v1/tags').set(cased.auth);
+    expect(response.body.data.map((tag: { name: string }) => tag.name)).toEqual(['apple', 'Banana', 'cherry']);
   });
 
   it('includes archived tags only when asked', async () => {

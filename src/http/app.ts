@@ -56,13 +56,17 @@ export function createApp(ctx: AppContext): express.Express {
 function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers): void {
   const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
   const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited());
-  const validate = OpenApiValidator.middleware({
+  const validator = (validateRequests: boolean) => OpenApiValidator.middleware({
     apiSpec: OPENAPI_PATH,
-    validateRequests: { allowUnknownQueryParameters: true, allErrors: true },
+    validateRequests: validateRequests && { allowUnknownQueryParameters: true, allErrors: true },
     validateResponses: ctx.validateResponses ? { onError: (error) => { throw error; } } : false,
     validateSecurity: false,
     validateApiSpec: ctx.validateResponses,
   });
+  const validate = validator(true);
+  // Where responses are validated (the tests), routes without the request validator get one
+  // that checks responses only: the requests then meet the same checks as in production.
+  const validateResponsesOnly = ctx.validateResponses ? validator(false) : null;
 
   const contract = readContract(OPENAPI_PATH);
   const bound = new Set(contract.operations.map((operation) => operation.operationId));
@@ -77,9 +81,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
     // An operation with no parameters and no body (GET /me) gives the request validator
     // nothing to check, yet running it is a large part of such a cheap route's work; one with
     // only integer path parameters (GET /leads/{id}) has them checked by integerPathParameters.
-    // The validator runs there only where responses are validated too (the tests), after the
-    // path check, which answers first.
-    const validates = (!operation.declaresNoInput && !operation.integerPathOnly) || ctx.validateResponses;
+    const validatesRequests = !operation.declaresNoInput && !operation.integerPathOnly;
     app[operation.method](
       operation.expressPath,
       matchesContract(operation.method, operation.integerPathParameters),
@@ -90,7 +92,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
       ...(operation.hasJsonBody ? jsonBody : []),
       rejectUnknownQueryParameters(operation),
       ...(operation.integerPathOnly ? [integerPathParameters(operation.integerPathOnly)] : []),
-      ...(validates ? [validate] : []),
+      ...(validatesRequests ? [validate] : validateResponsesOnly ? [validateResponsesOnly] : []),
       handler,
     );
   }

@@ -152,14 +152,16 @@ describe('retries', () => {
   });
 
   it('retries network errors with capped, fully jittered backoff and reports network_error at the end', async () => {
-    const closed = createServer();
-    closed.listen(0, '127.0.0.1');
-    await once(closed, 'listening');
-    const { port } = closed.address() as AddressInfo;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // A server that drops every connection: a network error on every attempt, on a port held
+    // for the whole test (a port closed after use could be taken by another process meanwhile).
+    const dropping = createServer((socket) => socket.destroy());
+    dropping.listen(0, '127.0.0.1');
+    await once(dropping, 'listening');
+    const { port } = dropping.address() as AddressInfo;
 
     const { waits, sleep } = recordingSleep();
-    const result = await clientFor(`http://127.0.0.1:${port}`, tenant, { sleep, maxAttempts: 5, backoffBaseMs: 100, backoffCapMs: 300 }).me();
+    const result = await clientFor(`http://127.0.0.1:${port}`, tenant, { sleep, maxAttempts: 5, backoffBaseMs: 100, backoffCapMs: 300 }).me()
+      .finally(() => new Promise<void>((resolve) => dropping.close(() => resolve())));
     expect(result).toMatchObject({ ok: false, status: null, attempts: 5, error: { error: 'network_error', message: expect.stringContaining('5 attempts') } });
     expect(waits).toHaveLength(4);
     [100, 200, 300, 300].forEach((ceiling, index) => {

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -10,6 +9,7 @@ import { build } from 'esbuild';
 import { startTestApp } from '../support/app.js';
 import { createTenant } from '../support/fixtures.js';
 import { cli, drain, LOCAL_DELIVERY_ENV } from '../support/outbound.js';
+import { freePort } from '../support/ports.js';
 
 // The client as an integrator gets it: `npm pack` of the workspace (src/client/), installed
 // into an empty project. There it must stay small, load from ES modules and CommonJS, bundle
@@ -41,14 +41,6 @@ async function readmeExample(): Promise<string> {
   const code = readme.split('\n## Example\n')[1]?.match(/```ts\n([\s\S]*?)```/)?.[1];
   if (!code) throw new Error('src/client/README.md has no ```ts block under "## Example"');
   return code;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 beforeAll(async () => {
@@ -114,6 +106,7 @@ describe('the packed client in an empty project', () => {
     const baseUrl = await t.listen();
     try {
       const tenant = await createTenant(t.ctx.db);
+      // The README example listens on a port it is told: picked free here, released, then taken by the example.
       const receiverPort = await freePort();
       const workflow = await cli<{ signing_secret: string }>(t, [
         'workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', `http://127.0.0.1:${receiverPort}/hooks`,

@@ -3,6 +3,7 @@ import type { TestApp } from '../support/app.js';
 import { lockWaitOf, statementsOf } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
+import { postLead } from '../support/requests.js';
 
 // A batch writes the rows that certainly create a new lead set-based and runs the others one
 // by one. Either way the result must be what sending the rows one by one to POST /leads gives:
@@ -29,7 +30,7 @@ const ROWS = [
 ];
 
 async function prepare(tenant: Tenant) {
-  const post = (body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send(body);
+  const post = (body: object) => postLead(t, tenant, body);
   await post({ name: 'Existing', email: 'existing@acme-corp.example', tags: ['Old'], phone: '415 555 0000' });
   await post({ name: 'Known co', email: 'someone@known-co.example', tags: ['VIP'] });
   const { id } = (await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirstOrThrow()) as { id: number };

@@ -1,8 +1,10 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { insertCompany } from '../../src/companies/repository.js';
 import type { TestApp } from '../support/app.js';
+import { whileLeadsNamed } from '../support/faults.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
+import { postBatch, rowCount, uniqueEmail } from '../support/requests.js';
 
 const bed = testBed({ tenants: [{}, { name: 'Other' }] });
 let t: TestApp;
@@ -11,9 +13,9 @@ let other: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
-const email = (prefix = 'row') => `${prefix}${++sequence}@gmail.com`;
-const batch = (body: object) => t.http.post('/api/v1/leads/batch').set(tenant.auth).send(body);
-const leadCount = async () => Number((await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const email = (prefix = 'row') => uniqueEmail(prefix);
+const batch = (body: object) => postBatch(t, tenant, body);
+const leadCount = () => rowCount(t.ctx.db, 'leads', tenant.workspaceId);
 /** What a row that matched no lead (or failed before matching) reports about matching. */
 const NOTHING_MATCHED = { matched_on: null, match_kind: null, conflicts: [] };
 
@@ -117,7 +119,7 @@ describe('POST /leads/batch processing', () => {
 describe('POST /leads/batch dry run', () => {
   it('rolls back each row before the next: the same person twice is created twice, and nothing is saved', async () => {
     const before = await leadCount();
-    const outboxBefore = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const outboxBefore = await rowCount(t.ctx.db, 'outbox');
     const same = email('dry');
     const response = await batch({ dry_run: true, leads: [{ name: 'One', email: same, tags: ['dry-tag'] }, { name: 'Two', email: same }] });
     expect(response.status).toBe(200);
@@ -127,7 +129,7 @@ describe('POST /leads/batch dry run', () => {
     ]);
     expect(response.body.meta).toEqual({ created: 2, updated: 0, skipped: 0, failed: 0, total: 2, dry_run: true });
     expect(await leadCount()).toBe(before);
-    expect(Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n)).toBe(outboxBefore);
+    expect(await rowCount(t.ctx.db, 'outbox')).toBe(outboxBefore);
     expect(await t.ctx.db.selectFrom('tags').where('name', '=', 'dry-tag').selectAll().execute()).toHaveLength(0);
   });
 
@@ -136,5 +138,65 @@ describe('POST /leads/batch dry run', () => {
     await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: same });
     const response = await batch({ dry_run: true, leads: [{ name: 'x', email: same }] });
     expect(response.body.data[0]).toEqual({ index: 0, status: 'updated', lead_id: null, matched_on: same, match_kind: 'email', conflicts: [], warnings: [] });
+  });
+});
+
+describe('POST /leads/batch and an unexpected failure', () => {
+  const whileLeadsNamedExplodeFail = (work: () => Promise<void>) => whileLeadsNamed(t.ctx.db, 'Explode', work);
+
+  it('fails that row alone with field null and the generic message, leaves nothing of it, and runs the rows after it', async () => {
+    const existing = email('before-explode');
+    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Existing', email: existing });
+    const explodingDomain = `explode${++sequence}.com`;
+    await whileLeadsNamedExplodeFail(async () => {
+      const before = await leadCount();
+      const response = await batch({
+        leads: [
+          { name: 'Before', email: email() },
+          { name: 'Explode', email: `x@${explodingDomain}`, tags: [`explode-tag-${sequence}`] },
+          { name: 'Updated after', email: existing },
+          { name: 'Created after', email: email() },
+        ],
+      });
+      expect(response.status).toBe(200);
+      expect(response.body.data).toEqual([
+        { index: 0, status: 'created', lead_id: expect.any(Number), warnings: [] },
+        { index: 1, status: 'failed', lead_id: null, field: null,
+          error: 'This row could not be processed because of an unexpected error. Retry the request; contact support if it keeps failing.' },
+        { index: 2, status: 'updated', lead_id: expect.any(Number), warnings: [] },
+        { index: 3, status: 'created', lead_id: expect.any(Number), warnings: [] },
+      ]);
+      expect(response.body.meta).toEqual({ created: 2, updated: 1, skipped: 0, failed: 1, total: 4, dry_run: false });
+      expect(await leadCount()).toBe(before + 2);
+    });
+    expect(await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where('name', '=', 'Explode').select('id').execute()).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('companies').where('domain', '=', explodingDomain).select('id').execute()).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('tags').where('name', '=', `explode-tag-${sequence}`).select('id').execute()).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('lead_identities').where('value', '=', `x@${explodingDomain}`).select('value').execute()).toHaveLength(0);
+  });
+
+  it('reruns a set-based write that failed as a whole one row at a time: every other row ends exactly once, with its company, tags and events', async () => {
+    const domains = [`fallback${++sequence}.com`, `fallback${++sequence}.com`];
+    const tag = `fallback-tag-${sequence}`;
+    const since = Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);
+    const rows = [
+      { name: 'First new', email: `first@${domains[0]}`, tags: [tag] },
+      { name: 'Explode', email: email() },
+      { name: 'Second new', email: `second@${domains[1]}`, tags: [tag] },
+    ];
+    await whileLeadsNamedExplodeFail(async () => {
+      const response = await batch({ leads: rows });
+      expect(response.body.data.map((row: { status: string }) => row.status)).toEqual(['created', 'failed', 'created']);
+    });
+    const leads = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where('name', 'in', ['First new', 'Second new'])
+      .select(['name', 'company_id']).orderBy('name').execute();
+    expect(leads.map((lead) => lead.name)).toEqual(['First new', 'Second new']);
+    const companies = await t.ctx.db.selectFrom('companies').where('domain', 'in', domains).select(['id', 'domain']).execute();
+    expect(companies.map((company) => company.domain).sort()).toEqual([...domains].sort());
+    expect(leads.map((lead) => lead.company_id).sort()).toEqual(companies.map((company) => company.id).sort());
+    expect(await t.ctx.db.selectFrom('tags').where('workspace_id', '=', tenant.workspaceId).where('name', '=', tag).select('id').execute()).toHaveLength(1);
+    const topics = (await t.ctx.db.selectFrom('outbox').where('id', '>', since).where('workspace_id', '=', tenant.workspaceId).select('topic').execute())
+      .map((event) => event.topic).sort();
+    expect(topics).toEqual(['company.analyze', 'company.analyze', 'lead.created', 'lead.created']);
   });
 });

@@ -3,6 +3,7 @@ import { insertCompany } from '../../src/companies/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
+import { lastOutboxId, outboxSince, postLead, rowCount, uniqueEmail, uniqueName } from '../support/requests.js';
 
 // Company resolution without company.id (contract): the payload's registrable domain decides
 // (company.website's, else the person's business email's); the company holding it is joined,
@@ -13,10 +14,9 @@ const bed = testBed({ tenants: [] });
 let t: TestApp;
 beforeAll(() => { ({ t } = bed); });
 
-let sequence = 0;
-const unique = (prefix: string) => `${prefix}${++sequence}`;
-const post = (tenant: Tenant, body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send(body);
-const gmail = () => `${unique('someone')}@gmail.com`;
+const unique = uniqueName;
+const post = (tenant: Tenant, body: object) => postLead(t, tenant, body);
+const gmail = () => uniqueEmail('someone');
 
 const companiesOf = (workspaceId: number) => t.ctx.db.selectFrom('companies').where('workspace_id', '=', workspaceId).orderBy('id')
   .select(['id', 'name', 'domain', 'status', 'links']).execute();
@@ -192,5 +192,62 @@ describe('company resolution in POST /leads/batch', () => {
     ]);
     expect(fromBatch.leads).toEqual([0, 1, 1, 2, 2, null, 3, 3, 3, 1]);
     expect(fromBatch.analyzed).toEqual([0, 1, 2, 3]);
+  });
+});
+
+describe('companies built, joined and filled on POST /leads', () => {
+  let tenant: Tenant;
+  beforeAll(async () => { tenant = await createTenant(t.ctx.db); });
+
+  it('builds a company from a business email domain, pending analysis, with an analysis job queued', async () => {
+    const domain = `${unique('globex')}.com`;
+    const since = await lastOutboxId(t.ctx.db);
+    const response = await post(tenant, { name: 'Hank', email: `hank@${domain}` });
+    expect(response.status).toBe(201);
+    expect(response.body.data.company).toMatchObject({ id: expect.any(Number), name: domain, website: `https://${domain}`, status: 'pending', tags: [] });
+    const events = await outboxSince(t.ctx.db, tenant.workspaceId, since);
+    expect(events.map((event) => event.topic).sort()).toEqual(['company.analyze', 'lead.created']);
+    expect(events.find((event) => event.topic === 'company.analyze')!.payload).toEqual({ company_id: response.body.data.company.id });
+
+    const colleague = await post(tenant, { name: 'Marge', email: `marge@${domain.toUpperCase()}` });
+    expect(colleague.body.data.company.id).toBe(response.body.data.company.id);
+  });
+
+  it('never builds a company from a free-mail domain', async () => {
+    const before = await rowCount(t.ctx.db, 'companies', tenant.workspaceId);
+    const response = await post(tenant, { name: 'Free', email: `${unique()}@yahoo.com`, emails: [`${unique()}@outlook.com`] });
+    expect(response.body.data.company).toBeNull();
+    expect(await rowCount(t.ctx.db, 'companies', tenant.workspaceId)).toBe(before);
+  });
+
+  it('prefers the website domain, keeps payload details, and skips analysis when enrich is false', async () => {
+    const domain = `${unique('initech')}.io`;
+    const since = await lastOutboxId(t.ctx.db);
+    const response = await post(tenant, {
+      name: 'Peter', email: `${unique()}@gmail.com`, enrich: false,
+      company: { name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech', industry: 'Software', size: '51-200', description: 'TPS reports', location: { country: 'US', city: 'Austin' } },
+    });
+    expect(response.body.data.company).toMatchObject({
+      name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech',
+      industry: 'Software', size: '51-200', description: 'TPS reports', status: 'not_analyzed',
+    });
+    expect((await outboxSince(t.ctx.db, tenant.workspaceId, since)).map((event) => event.topic)).toEqual(['lead.created']);
+    const sameSite = await post(tenant, { name: 'Samir', email: `samir@${domain}`, enrich: false });
+    expect(sameSite.body.data.company.id).toBe(response.body.data.company.id);
+  });
+
+  it('targets a company by id, fills its empty fields, and resolves by exact name', async () => {
+    const company = await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: unique('Umbrella'), domain: null, status: 'not_analyzed', links: [] });
+    const byId = await post(tenant, { name: 'Alice', email: `${unique()}@gmail.com`, company: { id: company.id, industry: 'Pharma' } });
+    expect(byId.body.data.company).toMatchObject({ id: company.id, name: company.name, industry: 'Pharma' });
+    const byName = await post(tenant, { name: 'Bob', email: `${unique()}@gmail.com`, company: { name: company.name!.toUpperCase(), industry: 'Ignored' } });
+    expect(byName.body.data.company).toMatchObject({ id: company.id, industry: 'Pharma' });
+  });
+
+  it('creates one company for parallel leads of a new email domain', async () => {
+    const domain = `${unique('parallel')}.com`;
+    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post(tenant, { name: `P${i}`, email: `p${i}@${domain}` })));
+    expect(responses.every((response) => response.status === 201)).toBe(true);
+    expect(new Set(responses.map((response) => response.body.data.company.id)).size).toBe(1);
   });
 });

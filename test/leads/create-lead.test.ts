@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { sql } from 'kysely';
 import { insertCompany } from '../../src/companies/repository.js';
 import { insertTag } from '../../src/tags/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
+import { lastOutboxId, outboxSince, postLead, rowCount, uniqueName } from '../support/requests.js';
 
 const bed = testBed({ tenants: [{}, { name: 'Other' }] });
 let t: TestApp;
@@ -13,13 +13,11 @@ let other: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
-const unique = (prefix = 'person') => `${prefix}${++sequence}`;
-const post = (body: object, who: Tenant = tenant) => t.http.post('/api/v1/leads').set(who.auth).send(body);
-const countRows = async (table: 'leads' | 'companies' | 'tags' | 'outbox', workspaceId = tenant.workspaceId) =>
-  Number((await t.ctx.db.selectFrom(table).where('workspace_id', '=', workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
-const outboxTopics = async (since: number) =>
-  (await t.ctx.db.selectFrom('outbox').where('id', '>', since).where('workspace_id', '=', tenant.workspaceId).select(['topic', 'payload']).orderBy('id').execute());
-const lastOutboxId = async () => Number((await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst())?.id ?? 0);
+const unique = uniqueName;
+const post = (body: object, who: Tenant = tenant) => postLead(t, who, body);
+const countRows = (table: 'leads' | 'companies' | 'tags' | 'outbox') => rowCount(t.ctx.db, table, tenant.workspaceId);
+const outboxTopics = (since: number) => outboxSince(t.ctx.db, tenant.workspaceId, since);
+const lastOutbox = () => lastOutboxId(t.ctx.db);
 
 describe('POST /leads validation (422)', () => {
   it('requires a name', async () => {
@@ -169,157 +167,25 @@ describe('POST /leads creation', () => {
   });
 });
 
-describe('company resolution', () => {
-  it('builds a company from a business email domain, pending analysis, with an analysis job queued', async () => {
-    const domain = `${unique('globex')}.com`;
-    const since = await lastOutboxId();
-    const response = await post({ name: 'Hank', email: `hank@${domain}` });
-    expect(response.status).toBe(201);
-    expect(response.body.data.company).toMatchObject({ id: expect.any(Number), name: domain, website: `https://${domain}`, status: 'pending', tags: [] });
-    const events = await outboxTopics(since);
-    expect(events.map((event) => event.topic).sort()).toEqual(['company.analyze', 'lead.created']);
-    expect(events.find((event) => event.topic === 'company.analyze')!.payload).toEqual({ company_id: response.body.data.company.id });
-
-    const colleague = await post({ name: 'Marge', email: `marge@${domain.toUpperCase()}` });
-    expect(colleague.body.data.company.id).toBe(response.body.data.company.id);
-  });
-
-  it('never builds a company from a free-mail domain', async () => {
-    const before = await countRows('companies');
-    const response = await post({ name: 'Free', email: `${unique()}@yahoo.com`, emails: [`${unique()}@outlook.com`] });
-    expect(response.body.data.company).toBeNull();
-    expect(await countRows('companies')).toBe(before);
-  });
-
-  it('prefers the website domain, keeps payload details, and skips analysis when enrich is false', async () => {
-    const domain = `${unique('initech')}.io`;
-    const since = await lastOutboxId();
-    const response = await post({
-      name: 'Peter', email: `${unique()}@gmail.com`, enrich: false,
-      company: { name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech', industry: 'Software', size: '51-200', description: 'TPS reports', location: { country: 'US', city: 'Austin' } },
-    });
-    expect(response.body.data.company).toMatchObject({
-      name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech',
-      industry: 'Software', size: '51-200', description: 'TPS reports', status: 'not_analyzed',
-    });
-    expect((await outboxTopics(since)).map((event) => event.topic)).toEqual(['lead.created']);
-    const sameSite = await post({ name: 'Samir', email: `samir@${domain}`, enrich: false });
-    expect(sameSite.body.data.company.id).toBe(response.body.data.company.id);
-  });
-
-  it('targets a company by id, fills its empty fields, and resolves by exact name', async () => {
-    const company = await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: unique('Umbrella'), domain: null, status: 'not_analyzed', links: [] });
-    const byId = await post({ name: 'Alice', email: `${unique()}@gmail.com`, company: { id: company.id, industry: 'Pharma' } });
-    expect(byId.body.data.company).toMatchObject({ id: company.id, name: company.name, industry: 'Pharma' });
-    const byName = await post({ name: 'Bob', email: `${unique()}@gmail.com`, company: { name: company.name!.toUpperCase(), industry: 'Ignored' } });
-    expect(byName.body.data.company).toMatchObject({ id: company.id, industry: 'Pharma' });
-  });
-});
-
-describe('deduplication and on_duplicate', () => {
-  it('matches on email case-insensitively and merges under the default update', async () => {
-    const email = `${unique('dup')}@gmail.com`;
-    const first = await post({ name: 'Original', email, job_title: 'Engineer', phone: '+1 415 555 0101', custom_fields: { Plan: 'free' } });
-    const second = await post({ name: 'Renamed', email: email.toUpperCase(), emails: [`${unique()}@gmail.com`], custom_fields: { Seats: 3 }, location: { city: 'Oslo' } });
-    expect(second.status).toBe(200);
-    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, match_kind: 'email', conflicts: [], warnings: [] });
-    expect(second.body.data).toMatchObject({ id: first.body.data.id, name: 'Renamed', job_title: 'Engineer', phones: ['14155550101'], custom_fields: { plan: 'free', seats: '3' } });
-    expect(second.body.data.emails).toHaveLength(2);
-    expect(second.body.data.location.city).toBe('Oslo');
-  });
-
-  it('matches on any of the person\'s extra emails, never on company emails', async () => {
-    const extra = `${unique('extra')}@gmail.com`;
-    const first = await post({ name: 'Multi', email: `${unique()}@gmail.com`, emails: [extra] });
-    const viaExtra = await post({ name: 'Multi', emails: [extra] });
-    expect(viaExtra.body.data.id).toBe(first.body.data.id);
-    const companyOnly = await post({ name: 'Other person', phone: `+1 212 555 ${1000 + ++sequence}`, company: { name: 'Somewhere', emails: [extra] } });
-    expect(companyOnly.status).toBe(201);
-  });
-
-  it('matches LinkedIn profile URLs across scheme, www, case, trailing slash, query and fragment', async () => {
-    const handle = unique('Jane-Doe-');
-    const first = await post({ name: 'Jane', linkedin_url: `https://www.linkedin.com/in/${handle}` });
-    for (const variant of [`http://linkedin.com/in/${handle.toLowerCase()}/`, `https://linkedin.com/in/${handle.toUpperCase()}?trk=public`, `https://de.linkedin.com/in/${handle}#about`]) {
-      const response = await post({ name: 'Jane again', linkedin_url: variant });
-      expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
-    }
-  });
-
-  it('matches phones with or without country code and trunk prefix', async () => {
-    // London: +44 20 then 8 digits; nationally 020 then the same 8 digits.
-    const subscriber = String(79460000 + ++sequence);
-    const first = await post({ name: 'Phone', phone: `+44 20 ${subscriber}` });
-    for (const variant of [`020 ${subscriber}`, `0044 (0)20 ${subscriber}`, `+44 (0) 20 ${subscriber.slice(0, 4)} ${subscriber.slice(4)}`]) {
-      const response = await post({ name: 'Phone again', phone: variant });
-      expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
-    }
-  });
-
-  it('never matches on name, and never across workspaces', async () => {
-    const name = unique('Same Name ');
-    const first = await post({ name, email: `${unique()}@gmail.com` });
-    const second = await post({ name, email: `${unique()}@gmail.com` });
-    expect(second.status).toBe(201);
-    expect(second.body.data.id).not.toBe(first.body.data.id);
-    const email = `${unique('iso')}@gmail.com`;
-    await post({ name: 'Mine', email });
-    const theirs = await post({ name: 'Theirs', email }, other);
-    expect(theirs.status).toBe(201);
-  });
-
-  it('skip leaves the lead untouched and attaches no tag', async () => {
-    const email = `${unique('skip')}@gmail.com`;
-    const first = await post({ name: 'Keep me', email, job_title: 'Before' });
-    const since = await lastOutboxId();
-    const skipped = await post({ name: 'Changed', email, job_title: 'After', tags: [unique('skiptag')], on_duplicate: 'skip' });
-    expect(skipped.status).toBe(200);
-    expect(skipped.body.meta).toMatchObject({ status: 'skipped', matched_on: email });
-    expect(skipped.body.data).toMatchObject({ id: first.body.data.id, name: 'Keep me', job_title: 'Before', tags: [] });
-    expect(await outboxTopics(since)).toEqual([]);
-  });
-
-  it('error answers 409 duplicate_lead with matched_on and lead_id, and changes nothing', async () => {
-    const handle = unique('err');
-    const first = await post({ name: 'Exists', linkedin_url: `https://linkedin.com/in/${handle}` });
-    const tagsBefore = await countRows('tags');
-    const response = await post({ name: 'Dup', linkedin_url: `https://www.linkedin.com/in/${handle}/`, tags: [unique('never')], on_duplicate: 'error' });
-    expect(response.status).toBe(409);
-    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), match_kind: 'linkedin', conflicts: [], lead_id: first.body.data.id });
-    expect(await countRows('tags')).toBe(tagsBefore);
-    expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Exists');
-  });
-
-  it('prefers the email match over LinkedIn and phone matches of other leads', async () => {
-    const byPhone = await post({ name: 'By phone', phone: `+1 646 555 ${1000 + ++sequence}` });
-    const email = `${unique('strong')}@gmail.com`;
-    const byEmail = await post({ name: 'By email', email });
-    const response = await post({ name: 'Both', email, phone: byPhone.body.data.phones[0] });
-    expect(response.body.data.id).toBe(byEmail.body.data.id);
-    expect(response.body.meta.matched_on).toBe(email);
-    expect(response.body.meta.warnings).toEqual([expect.stringContaining(`lead ${byPhone.body.data.id}`)]);
-  });
-});
-
 describe('triggers written to the outbox', () => {
   it('fires lead.created on create, tag_added only for newly added tags on update, nothing on skip', async () => {
     const email = `${unique('trig')}@gmail.com`;
     const tag = unique('first');
-    let since = await lastOutboxId();
+    let since = await lastOutbox();
     const created = await post({ name: 'Trigger', email, tags: [tag] });
     expect((await outboxTopics(since)).map((event) => event.topic)).toEqual(['lead.created']);
 
-    since = await lastOutboxId();
+    since = await lastOutbox();
     await post({ name: 'Trigger', email, tags: [tag] });
     expect(await outboxTopics(since)).toEqual([]);
 
-    since = await lastOutboxId();
+    since = await lastOutbox();
     const newTag = unique('second');
     const updated = await post({ name: 'Trigger', email, tags: [tag, newTag] });
     const added = updated.body.data.tags.find((candidate: { name: string }) => candidate.name === newTag);
     expect(await outboxTopics(since)).toEqual([{ topic: 'lead.tag_added', payload: { lead_id: created.body.data.id, tag_id: added.id } }]);
 
-    since = await lastOutboxId();
+    since = await lastOutbox();
     await post({ name: 'Trigger', email, tags: [unique('third')], on_duplicate: 'skip' });
     expect(await outboxTopics(since)).toEqual([]);
   });
@@ -348,23 +214,23 @@ describe('dry run', () => {
     const errorPreview = await post({ name: 'x', email, dry_run: true, on_duplicate: 'error' });
     expect(errorPreview.status).toBe(409);
   });
-});
 
-describe('concurrency', () => {
-  it('turns the same person sent in parallel into one lead: one created, the rest updated', async () => {
-    const email = `${unique('race')}@gmail.com`;
-    const phone = `+1 303 555 ${1000 + ++sequence}`;
-    const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => post(i % 2 ? { name: `Racer ${i}`, email } : { name: `Racer ${i}`, email, phone })));
-    expect(responses.map((response) => response.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
-    expect(new Set(responses.map((response) => response.body.data.id)).size).toBe(1);
-    const leads = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where(sql<boolean>`${email} = ANY(emails)`).select('id').execute();
-    expect(leads).toHaveLength(1);
-  });
-
-  it('creates one company for parallel leads of a new domain', async () => {
-    const domain = `${unique('parallel')}.com`;
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post({ name: `P${i}`, email: `p${i}@${domain}` })));
-    expect(responses.every((response) => response.status === 201)).toBe(true);
-    expect(new Set(responses.map((response) => response.body.data.company.id)).size).toBe(1);
+  it('answers a match under on_duplicate error with the full 409 duplicate_lead body, and writes nothing', async () => {
+    const email = `${unique('dry-error')}@gmail.com`;
+    const first = await post({ name: 'Real', email, job_title: 'CTO' });
+    const leadId = first.body.data.id as number;
+    const before = await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')]);
+    const response = await post({
+      name: 'Would rename', email: email.toUpperCase(), job_title: 'CEO', tags: [unique('dry-error-tag')],
+      company: { website: `https://${unique('dryerror')}.com` }, dry_run: true, on_duplicate: 'error',
+    });
+    expect({ status: response.status, body: response.body }).toEqual({ status: 409, body: {
+      error: 'duplicate_lead',
+      message: `A lead with this email (${email}) already exists: lead ${leadId}.`,
+      matched_on: email,
+      lead_id: leadId,
+    } });
+    expect(await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')])).toEqual(before);
+    expect((await t.http.get(`/api/v1/leads/${leadId}`).set(tenant.auth)).body.data).toEqual(first.body.data);
   });
 });

@@ -2,6 +2,8 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
+import { lastOutboxId, outboxSince, postLead, rowCount, uniqueName } from '../support/requests.js';
+import { sql } from 'kysely';
 
 // Deduplication's match order (email, then LinkedIn handle, then phone), its workspace scope,
 // the phone key (all digits when 7 to 9, else the last 10; under 7 never stored nor matched)
@@ -14,10 +16,10 @@ let other: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
 
 let sequence = 0;
-const unique = (prefix: string) => `${prefix}${++sequence}`;
+const unique = uniqueName;
 const linkedin = () => `https://www.linkedin.com/in/${unique('dedup-')}`;
 const phone = () => `+1 720 555 ${1000 + ++sequence}`;
-const post = (body: object, who: Tenant = tenant) => t.http.post('/api/v1/leads').set(who.auth).send({ enrich: false, ...body });
+const post = (body: object, who: Tenant = tenant) => postLead(t, who, { enrich: false, ...body });
 const created = async (body: object, who: Tenant = tenant): Promise<number> => {
   const response = await post(body, who);
   expect(response.status).toBe(201);
@@ -81,6 +83,16 @@ describe('the phone key', () => {
 });
 
 describe('parallel requests', () => {
+  it('turns the same person sent in parallel (email, and phone on some requests) into one lead: one created, the rest updated', async () => {
+    const email = `${unique('race')}@gmail.com`;
+    const phone = `+1 303 555 ${1000 + ++sequence}`;
+    const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => post(i % 2 ? { name: `Racer ${i}`, email } : { name: `Racer ${i}`, email, phone })));
+    expect(responses.map((response) => response.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+    expect(new Set(responses.map((response) => response.body.data.id)).size).toBe(1);
+    const leads = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where(sql<boolean>`${email} = ANY(emails)`).select('id').execute();
+    expect(leads).toHaveLength(1);
+  });
+
   it.each([
     ['LinkedIn-only', () => ({ linkedin_url: linkedin() })],
     ['phone-only', () => ({ phone: phone() })],
@@ -98,5 +110,90 @@ describe('parallel requests', () => {
     const tags = await t.ctx.db.selectFrom('tags').where('workspace_id', '=', tenant.workspaceId).where('name', '=', tag).select('id').execute();
     expect(tags).toHaveLength(1);
     expect(responses.map((response) => response.body.data.tags.map((attached: { id: number }) => attached.id))).toEqual(responses.map(() => [tags[0]!.id]));
+  });
+});
+
+describe('matching on POST /leads, and on_duplicate', () => {
+  it('matches on email case-insensitively and merges under the default update', async () => {
+    const email = `${unique('dup')}@gmail.com`;
+    const first = await post({ name: 'Original', email, job_title: 'Engineer', phone: '+1 415 555 0101', custom_fields: { Plan: 'free' } });
+    const second = await post({ name: 'Renamed', email: email.toUpperCase(), emails: [`${unique()}@gmail.com`], custom_fields: { Seats: 3 }, location: { city: 'Oslo' } });
+    expect(second.status).toBe(200);
+    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, warnings: [] });
+    expect(second.body.data).toMatchObject({ id: first.body.data.id, name: 'Renamed', job_title: 'Engineer', phones: ['14155550101'], custom_fields: { plan: 'free', seats: '3' } });
+    expect(second.body.data.emails).toHaveLength(2);
+    expect(second.body.data.location.city).toBe('Oslo');
+  });
+
+  it('matches on any of the person\'s extra emails, never on company emails', async () => {
+    const extra = `${unique('extra')}@gmail.com`;
+    const first = await post({ name: 'Multi', email: `${unique()}@gmail.com`, emails: [extra] });
+    const viaExtra = await post({ name: 'Multi', emails: [extra] });
+    expect(viaExtra.body.data.id).toBe(first.body.data.id);
+    const companyOnly = await post({ name: 'Other person', phone: `+1 212 555 ${1000 + ++sequence}`, company: { name: 'Somewhere', emails: [extra] } });
+    expect(companyOnly.status).toBe(201);
+  });
+
+  it('matches LinkedIn profile URLs across scheme, www, case, trailing slash, query and fragment', async () => {
+    const handle = unique('Jane-Doe-');
+    const first = await post({ name: 'Jane', linkedin_url: `https://www.linkedin.com/in/${handle}` });
+    for (const variant of [`http://linkedin.com/in/${handle.toLowerCase()}/`, `https://linkedin.com/in/${handle.toUpperCase()}?trk=public`, `https://de.linkedin.com/in/${handle}#about`]) {
+      const response = await post({ name: 'Jane again', linkedin_url: variant });
+      expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
+    }
+  });
+
+  it('matches phones with or without country code and trunk prefix', async () => {
+    // London: +44 20 then 8 digits; nationally 020 then the same 8 digits.
+    const subscriber = String(79460000 + ++sequence);
+    const first = await post({ name: 'Phone', phone: `+44 20 ${subscriber}` });
+    for (const variant of [`020 ${subscriber}`, `0044 (0)20 ${subscriber}`, `+44 (0) 20 ${subscriber.slice(0, 4)} ${subscriber.slice(4)}`]) {
+      const response = await post({ name: 'Phone again', phone: variant });
+      expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
+    }
+  });
+
+  it('never matches on name, and never across workspaces', async () => {
+    const name = unique('Same Name ');
+    const first = await post({ name, email: `${unique()}@gmail.com` });
+    const second = await post({ name, email: `${unique()}@gmail.com` });
+    expect(second.status).toBe(201);
+    expect(second.body.data.id).not.toBe(first.body.data.id);
+    const email = `${unique('iso')}@gmail.com`;
+    await post({ name: 'Mine', email });
+    const theirs = await post({ name: 'Theirs', email }, other);
+    expect(theirs.status).toBe(201);
+  });
+
+  it('skip leaves the lead untouched and attaches no tag', async () => {
+    const email = `${unique('skip')}@gmail.com`;
+    const first = await post({ name: 'Keep me', email, job_title: 'Before' });
+    const since = await lastOutboxId(t.ctx.db);
+    const skipped = await post({ name: 'Changed', email, job_title: 'After', tags: [unique('skiptag')], on_duplicate: 'skip' });
+    expect(skipped.status).toBe(200);
+    expect(skipped.body.meta).toMatchObject({ status: 'skipped', matched_on: email });
+    expect(skipped.body.data).toMatchObject({ id: first.body.data.id, name: 'Keep me', job_title: 'Before', tags: [] });
+    expect(await outboxSince(t.ctx.db, tenant.workspaceId, since)).toEqual([]);
+  });
+
+  it('error answers 409 duplicate_lead with matched_on and lead_id, and changes nothing', async () => {
+    const handle = unique('err');
+    const first = await post({ name: 'Exists', linkedin_url: `https://linkedin.com/in/${handle}` });
+    const tagsBefore = await rowCount(t.ctx.db, 'tags', tenant.workspaceId);
+    const response = await post({ name: 'Dup', linkedin_url: `https://www.linkedin.com/in/${handle}/`, tags: [unique('never')], on_duplicate: 'error' });
+    expect(response.status).toBe(409);
+    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), lead_id: first.body.data.id });
+    expect(await rowCount(t.ctx.db, 'tags', tenant.workspaceId)).toBe(tagsBefore);
+    expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Exists');
+  });
+
+  it('prefers the email match over LinkedIn and phone matches of other leads', async () => {
+    const byPhone = await post({ name: 'By phone', phone: `+1 646 555 ${1000 + ++sequence}` });
+    const email = `${unique('strong')}@gmail.com`;
+    const byEmail = await post({ name: 'By email', email });
+    const response = await post({ name: 'Both', email, phone: byPhone.body.data.phones[0] });
+    expect(response.body.data.id).toBe(byEmail.body.data.id);
+    expect(response.body.meta.matched_on).toBe(email);
+    expect(response.body.meta.warnings).toEqual([expect.stringContaining(`lead ${byPhone.body.data.id}`)]);
   });
 });

@@ -3,6 +3,7 @@ import type { TestApp } from '../support/app.js';
 import { lockWaitOf } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
+import { rowCount } from '../support/requests.js';
 
 // POST /leads writes a new person in one autocommit statement (no transaction). When another
 // request takes one of the person's keys between the lookup and that statement, the statement
@@ -13,8 +14,7 @@ let t: TestApp;
 let tenant: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
-const count = async (table: 'leads' | 'lead_identities' | 'lead_tags' | 'outbox') =>
-  Number((await t.ctx.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const count = (table: 'leads' | 'lead_identities' | 'lead_tags' | 'outbox') => rowCount(t.ctx.db, table);
 
 describe('POST /leads racing another writer of the same person', () => {
   it('writes nothing from the lost statement and updates the winner', async () => {

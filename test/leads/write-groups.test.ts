@@ -3,11 +3,14 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import type { Response } from 'supertest';
 import type { TestApp } from '../support/app.js';
+import { whileLeadsNamed } from '../support/faults.js';
 import { eventually } from '../support/eventually.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
+import { inTransactionRetried } from '../../src/db/conflicts.js';
 import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
+import { postLead } from '../support/requests.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
 // transaction. Each test lines a group up for real: as many first requests as groups may run
@@ -22,8 +25,7 @@ let tenant: Tenant;
 beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
 
 type Body = Record<string, unknown>;
-const post = (body: Body, headers: Record<string, string> = {}) =>
-  t.http.post('/api/v1/leads').set(tenant.auth).set(headers).send(body).then((response) => response);
+const post = (body: Body, headers: Record<string, string> = {}) => postLead(t, tenant, body, headers).then((response) => response);
 
 let unique = 0;
 const person = (overrides: Body = {}): Body => {
@@ -228,14 +230,7 @@ describe('a dry run', () => {
 
 describe('an unexpected failure of one request', () => {
   it('fails that request alone (500); the set-based write of the others falls back to one by one and succeeds', async () => {
-    await sql`
-      CREATE FUNCTION refuse_exploding_leads() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF NEW.name = 'Explode' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-        RETURN NEW;
-      END $$`.execute(t.ctx.db);
-    await sql`CREATE TRIGGER refuse_exploding_leads BEFORE INSERT ON leads FOR EACH ROW EXECUTE FUNCTION refuse_exploding_leads()`.execute(t.ctx.db);
-    try {
+    await whileLeadsNamed(t.ctx.db, 'Explode', async () => {
       const kept = [person(), person()];
       const [a, exploding, b] = await asOneGroup([
         () => post(kept[0]!),
@@ -246,8 +241,43 @@ describe('an unexpected failure of one request', () => {
       expect([a!.status, b!.status]).toEqual([201, 201]);
       for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
       expect(await countLeadsNamed('Explode')).toBe(0);
-    } finally {
-      await sql`DROP TRIGGER refuse_exploding_leads ON leads`.execute(t.ctx.db);
-    }
+    });
+  });
+});
+
+/** A promise and the function that resolves it. */
+function signal(): { promise: Promise<void>; resolve(): void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => { resolve = done; });
+  return { promise, resolve };
+}
+
+describe('deadlock retry', () => {
+  it('reruns the transaction PostgreSQL aborted as a deadlock victim; both writers succeed', async () => {
+    await sql`CREATE TABLE deadlock_probe (id integer PRIMARY KEY, n integer NOT NULL)`.execute(t.ctx.db);
+    await sql`INSERT INTO deadlock_probe VALUES (1, 0), (2, 0)`.execute(t.ctx.db);
+    // Two writers lock the rows in opposite orders; each waits for the other's first lock
+    // before taking its second one, so the first attempts deadlock for certain.
+    const locked = { 1: signal(), 2: signal() };
+    const runs: number[] = [];
+    const writer = (first: 1 | 2, second: 1 | 2) => {
+      let attempt = 0;
+      return inTransactionRetried(t.ctx.db, async (trx) => {
+        attempt += 1;
+        runs.push(first);
+        await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${first}`.execute(trx);
+        if (attempt === 1) {
+          locked[first].resolve();
+          await locked[second].promise;
+        }
+        await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${second}`.execute(trx);
+        return first;
+      });
+    };
+    const results = await Promise.all([writer(1, 2), writer(2, 1)]);
+    expect(results).toEqual([1, 2]);
+    expect(runs).toHaveLength(3);
+    const rows = await sql<{ id: number; n: number }>`SELECT id, n FROM deadlock_probe ORDER BY id`.execute(t.ctx.db);
+    expect(rows.rows).toEqual([{ id: 1, n: 2 }, { id: 2, n: 2 }]);
   });
 });

@@ -2,12 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import { pino } from 'pino';
 import { createDb, createPool, type Db } from '../../src/db/connect.js';
-import { runCli } from '../support/cli.js';
+import { cliJson } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { scrape, type Samples } from '../support/metrics.js';
-import { freePort } from '../support/ports.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { baseEnvironment, ROOT, startService, type ServiceProcess } from '../support/service.js';
 
@@ -35,14 +34,14 @@ afterAll(async () => {
   await database?.drop();
 });
 
+/** The process on ports the system picks (0), read back from its log lines. */
 async function start(entry: 'main.js' | 'worker-main.js', env: Record<string, string>): Promise<{ api: string; metrics: string }> {
-  const [port, metricsPort] = [await freePort(), await freePort()];
   const service = startService(process.execPath, [path.join(ROOT, 'dist', 'src', entry)], {
     env: {
       ...baseEnvironment(),
       DATABASE_URL: database.url,
-      PORT: String(port),
-      METRICS_PORT: String(metricsPort),
+      PORT: '0',
+      METRICS_PORT: '0',
       LOG_LEVEL: 'info',
       WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
       OUTBOX_POLL_MS: '50',
@@ -52,14 +51,12 @@ async function start(entry: 'main.js' | 'worker-main.js', env: Record<string, st
     },
   });
   processes.push(service);
-  await service.waitForLog('metrics listening');
-  return { api: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics` };
+  const metrics = String((await service.waitForLog('metrics listening')).url);
+  const api = entry === 'main.js' ? String((await service.waitForLog('Lead Intake API listening')).url).replace(/\/api\/v1$/, '') : '';
+  return { api, metrics };
 }
 
-async function cli(args: string[]): Promise<void> {
-  const result = await runCli(args, { DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
-  if (result.code !== 0) throw new Error(`cli ${args.join(' ')}: ${result.stderr}`);
-}
+const cli = (args: string[]) => cliJson(database.url, args);
 
 /** What moved between two scrapes: after minus before (a missing sample counts 0). */
 const moved = (before: Samples, after: Samples) => (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels);

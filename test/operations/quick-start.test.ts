@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { readPostmaster, whoHolds } from '../../src/db/embedded/probe.js';
 import { ROOT_BASE } from '../../src/db/embedded/location.js';
-import { freePort } from '../support/ports.js';
 import { baseEnvironment, ROOT, runToEnd, startService } from '../support/service.js';
 import { fetchCheckedAgainstDocument } from '../support/document-check.js';
 
@@ -26,7 +25,8 @@ const isCheckout = existsSync(path.join(ROOT, '.git'));
   leftovers.push(parent);
   expect((await stat(parent)).mode & 0o777).toBe(0o700);
   const app = path.join(parent, 'app');
-  const env = { ...baseEnvironment(), PORT: String(await freePort()) };
+  // Port 0: the system picks a free one, read back from the log line that gives the URL.
+  const env = { ...baseEnvironment(), PORT: '0' };
 
   const clone = await runToEnd('git', ['clone', '--quiet', ROOT, app], { env });
   expect(clone).toMatchObject({ code: 0 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import pg from 'pg';
-import { runCli } from '../support/cli.js';
+import { cliJson } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { readTestEnvironment } from '../support/env.js';
 import { eventually } from '../support/eventually.js';
@@ -40,11 +40,7 @@ function start(entry: 'main.js' | 'worker-main.js', env: Record<string, string>)
   return service;
 }
 
-async function cli(args: string[]): Promise<any> {
-  const result = await runCli(args, { DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
-  if (result.code !== 0) throw new Error(`cli ${args.join(' ')}: ${result.stderr}`);
-  return result.json;
-}
+const cli = (args: string[]) => cliJson<any>(database.url, args);
 
 async function send(api: string, method: string, route: string, options: { token?: string; body?: unknown; idempotencyKey?: string } = {}): Promise<Answer> {
   const response = await fetchCheckedAgainstDocument(`${api}${route}`, {

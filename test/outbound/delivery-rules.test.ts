@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
+import { retryDelayMs } from '../../src/deliveries/attempt.js';
 import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -35,6 +36,14 @@ const retriesFallDueNow = (workspaceId: number) => t.ctx.db.updateTable('deliver
 const attemptsOf = async (deliveryId: number) => t.ctx.db.selectFrom('delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt').execute();
 
 describe('retries', () => {
+  it('waits exponentially longer with jitter between half and all of the backoff, and honours Retry-After (the schedule)', () => {
+    expect(retryDelayMs(1000, 1, null, () => 0)).toBe(500);
+    expect(retryDelayMs(1000, 1, null, () => 1)).toBe(1000);
+    expect(retryDelayMs(1000, 3, null, () => 1)).toBe(4000);
+    expect(retryDelayMs(1000, 1, 60_000, () => 0.5)).toBe(60_000);
+    expect(retryDelayMs(1000, 40, null, () => 1)).toBe(24 * 60 * 60 * 1000);
+  });
+
   it('retries a 503 and records exactly one success under the same webhook-id', async () => {
     const tenant = await workspaceWithWorkflow(`${receiver.url}/flaky`);
     receiver.queue({ status: 503, body: 'busy' });

@@ -5,15 +5,15 @@ import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, deliveries, drain, outboundTestBed } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
+import { postLead, uniqueName } from '../support/requests.js';
 
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
 beforeAll(() => { ({ t, receiver } = bed); });
 
-let sequence = 0;
-const unique = (prefix = 'p') => `${prefix}${++sequence}`;
-const post = (tenant: Tenant, body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send(body);
+const unique = uniqueName;
+const post = (tenant: Tenant, body: object) => postLead(t, tenant, body);
 const json = (index = 0) => JSON.parse(receiver.requests[index]!.body) as Record<string, unknown>;
 const SENT_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
@@ -154,6 +154,25 @@ describe('payload envelopes', () => {
     expect(delivery).toMatchObject({ event: 'workflow', sender: 'saved_connector', branch: 'Delivered', status_code: 200, attempts: 1 });
   });
 
+  it('Saved connector: its URL and headers are sent as saved, merge tags and all (only block fields are rendered)', async () => {
+    const tenant = await createTenant(t.ctx.db);
+    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/crm/{{lead.id}}?who={{lead.name}}`,
+      '--header', 'X-Lead={{lead.name}}']);
+    await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--connector', String(connector.id),
+      '--field', 'owner={{lead.name}}']);
+    const lead = await newLead(tenant);
+    await drain(t);
+    expect(await cli(t, ['connector', 'push', '--id', String(connector.id), '--lead', String(lead.id)])).toMatchObject({ delivered: true });
+
+    expect(receiver.requests).toHaveLength(2);
+    for (const request of receiver.requests) {
+      expect(decodeURIComponent(request.path)).toBe('/crm/{{lead.id}}');
+      expect(new URLSearchParams(request.query).get('who')).toBe('{{lead.name}}');
+      expect(request.headers['x-lead']).toBe('{{lead.name}}');
+    }
+    expect(json(0).owner).toBe('Ada Lovelace');
+  });
+
   it('connector push: the envelope cannot be overridden by the mapping; the default set has documented keys', async () => {
     const tenant = await createTenant(t.ctx.db);
     const mapped = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/mapped`,
@@ -252,6 +271,12 @@ describe('encodings, authentication and headers', () => {
     expect(request.headers['x-injected']).toBeUndefined();
     expect(request.headers['webhook-id']).toMatch(/^msg_/);
     expect(Object.keys(request.headers).some((name) => name.includes(' '))).toBe(false);
+  });
+
+  it('strips a Connection header of the configuration, whatever its value', async () => {
+    const { request } = await push(['--url', `${receiver.url}/connection`, '--header', 'Connection=keep-alive, X-Smuggled', '--header', 'X-Smuggled=kept']);
+    expect(request.headers.connection ?? '').not.toMatch(/smuggled/i);
+    expect(request.headers['x-smuggled']).toBe('kept');
   });
 
   it('caps constant headers at 20, dropping the rest silently', async () => {

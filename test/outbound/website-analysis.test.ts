@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
+import { extractMetadata } from '../../src/companies/website.js';
 import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, drain, outboundTestBed } from '../support/outbound.js';
@@ -108,5 +109,15 @@ describe('website analysis', () => {
     await post(tenant, {});
     await drain(t);
     expect(receiver.requests).toHaveLength(0);
+  });
+});
+
+describe('website metadata', () => {
+  it('reads the title and the meta description, falling back to Open Graph', () => {
+    expect(extractMetadata('<html><head><title> Acme &amp; Co \n</title><meta name="Description" content="We make anvils."></head></html>'))
+      .toEqual({ title: 'Acme & Co', description: 'We make anvils.' });
+    expect(extractMetadata('<head><meta property="og:title" content="Acme"><meta property="og:description" content="Anvils, fast."></head>'))
+      .toEqual({ title: 'Acme', description: 'Anvils, fast.' });
+    expect(extractMetadata('not html at all')).toEqual({ title: null, description: null });
   });
 });

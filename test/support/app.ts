@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
+import type { Options, Store } from 'express-rate-limit';
 import { pino } from 'pino';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -29,6 +30,8 @@ export interface TestAppOptions {
   redis?: boolean;
   /** A second API process on the first one's database (closing it leaves the database). */
   sameDatabaseAs?: TestApp;
+  /** The rate limit's window, shortened so a test can see it pass (the service's is a minute). */
+  rateLimitWindowMs?: number;
 }
 
 const running = new Map<AppContext, string>();
@@ -60,6 +63,17 @@ async function startPrismProxy(upstream: string): Promise<{ url: string; respons
     responseViolations: () => prism.log().split('\n').filter((line) => /Violation: response/.test(line)),
     stop: prism.stop,
   };
+}
+
+/** The store, counting in windows of `windowMs` whatever window the limiter asks for. */
+function withWindow(store: Store, windowMs: number): Store {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'init') return (options: Options) => target.init?.({ ...options, windowMs });
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 const METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options']);
@@ -99,7 +113,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...options.env,
   });
   const ctx = await createContext(config, { databaseUrl: database.url, logger: pino({ level: 'silent' }), validateResponses: true });
-  const app = createApp(ctx);
+  const app = createApp(options.rateLimitWindowMs ? { ...ctx, rateLimitStore: withWindow(ctx.rateLimitStore, options.rateLimitWindowMs) } : ctx);
   let server: Server | undefined;
   const listen = async () => {
     if (!server) {

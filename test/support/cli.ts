@@ -1,3 +1,4 @@
+import { expect } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
@@ -29,4 +30,19 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
       resolve({ code, stdout, stderr, json: parse(stdout), error: parse(stderr.trim().split('\n').pop() ?? '') });
     });
   });
+}
+
+/** Runs one CLI command against the database; expects success (exit 0, one line of JSON, nothing on stderr) and returns the JSON. */
+export async function cliJson<T = Record<string, any>>(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<T> {
+  const result = await runCli(args, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env });
+  expect({ code: result.code, stderr: result.stderr, lines: result.stdout.trim().split('\n').length }).toEqual({ code: 0, stderr: '', lines: 1 });
+  return result.json as T;
+}
+
+/** Runs one CLI command that must be refused: a non-zero exit and nothing on stdout; returns the `{ error, message }` it printed on stderr. */
+export async function cliError(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<{ error: string; message: string }> {
+  const result = await runCli(args, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env });
+  expect(result.code).not.toBe(0);
+  expect(result.stdout).toBe('');
+  return result.error!;
 }

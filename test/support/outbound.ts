@@ -2,15 +2,15 @@ import { expect } from '@jest/globals';
 import type { DeliveryListItem } from '../../src/deliveries/repository.js';
 import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from './app.js';
-import { runCli } from './cli.js';
+import { cliError, cliJson } from './cli.js';
 import { eventually } from './eventually.js';
 import type { Tenant } from './fixtures.js';
 import { testBed } from './test-bed.js';
+import { postLead, uniqueEmail } from './requests.js';
 
-let newPeople = 0;
 /** Posts a new person (no website analysis) to the tenant's workspace; the created lead's id. */
 export async function postNewPerson(t: TestApp, tenant: Tenant): Promise<number> {
-  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Ada Lovelace', email: `ada${++newPeople}@analytical.test`, enrich: false });
+  const response = await postLead(t, tenant, { name: 'Ada Lovelace', email: uniqueEmail('ada', 'analytical.test'), enrich: false });
   expect(response.status).toBe(201);
   return response.body.data.id as number;
 }
@@ -24,19 +24,11 @@ export const LOCAL_DELIVERY_ENV = {
 };
 
 /** Runs one admin CLI command against the app's database; expects success and returns its JSON. */
-export async function cli<T = Record<string, any>>(t: TestApp, args: string[], env: Record<string, string> = {}): Promise<T> {
-  const result = await runCli(args, { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn', ...LOCAL_DELIVERY_ENV, ...env });
-  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-  return result.json as T;
-}
+export const cli = <T = Record<string, any>>(t: TestApp, args: string[], env: Record<string, string> = {}): Promise<T> =>
+  cliJson<T>(t.databaseUrl, args, { ...LOCAL_DELIVERY_ENV, ...env });
 
 /** Runs one admin CLI command that must be refused; returns the error body. */
-export async function cliRefused(t: TestApp, args: string[]): Promise<{ error: string; message: string }> {
-  const result = await runCli(args, { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn', ...LOCAL_DELIVERY_ENV });
-  expect(result.code).not.toBe(0);
-  expect(result.stdout).toBe('');
-  return result.error!;
-}
+export const cliRefused = (t: TestApp, args: string[]) => cliError(t.databaseUrl, args, LOCAL_DELIVERY_ENV);
 
 /** Drains the outbox and every due delivery, as the worker would. */
 export const drain = (t: TestApp) => new WorkerContext(t.ctx).processAll();

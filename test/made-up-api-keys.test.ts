@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { generateToken } from '../src/api-keys/tokens.js';
 import type { TestApp } from './support/app.js';
 import { testBed } from './support/test-bed.js';
-import { runCli } from './support/cli.js';
+import { cliJson } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { createTenant, type Tenant } from './support/fixtures.js';
 import { StatementWatch } from './support/statements.js';
@@ -32,11 +32,7 @@ async function expectRefused(token: string, message = /invalid/i): Promise<void>
   expect(response.body).toMatchObject({ error: 'invalid_api_key', message: expect.stringMatching(message) });
 }
 
-async function cli(args: string[]): Promise<Record<string, any>> {
-  const result = await runCli(args, { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn' });
-  expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-  return result.json as Record<string, any>;
-}
+const cli = (args: string[]) => cliJson(t.databaseUrl, args);
 
 const setKeyCreationNotified = (on: boolean) =>
   sql.raw(`ALTER TABLE api_keys ${on ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER api_keys_changed`).execute(t.ctx.db);

@@ -1,7 +1,9 @@
-import { describe, expect, it } from '@jest/globals';
-import { checkUrlShape, refusalFor, RefusedDestination } from '../../src/deliveries/network-guard.js';
-import { retryDelayMs } from '../../src/deliveries/attempt.js';
-import { extractMetadata } from '../../src/companies/website.js';
+import dns from 'node:dns/promises';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { checkUrlShape, refusalFor, RefusedDestination, resolveDestination } from '../../src/deliveries/network-guard.js';
+
+// The network rules of every outbound call (deliveries and website analysis), on their own:
+// which addresses, URLs and resolved hosts are refused before anything is sent.
 
 describe('address checks', () => {
   it.each([
@@ -38,22 +40,23 @@ describe('URL shape', () => {
   });
 });
 
-describe('retry schedule', () => {
-  it('grows exponentially with jitter between half and all of the backoff, and honours Retry-After', () => {
-    expect(retryDelayMs(1000, 1, null, () => 0)).toBe(500);
-    expect(retryDelayMs(1000, 1, null, () => 1)).toBe(1000);
-    expect(retryDelayMs(1000, 3, null, () => 1)).toBe(4000);
-    expect(retryDelayMs(1000, 1, 60_000, () => 0.5)).toBe(60_000);
-    expect(retryDelayMs(1000, 40, null, () => 1)).toBe(24 * 60 * 60 * 1000);
-  });
-});
+describe('resolved hosts', () => {
+  afterEach(() => { jest.restoreAllMocks(); });
+  /** DNS answers `addresses` for every host name. */
+  const resolvesTo = (...addresses: string[]) => jest.spyOn(dns, 'lookup')
+    .mockResolvedValue(addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })) as never);
 
-describe('website metadata', () => {
-  it('reads the title and the meta description, falling back to Open Graph', () => {
-    expect(extractMetadata('<html><head><title> Acme &amp; Co \n</title><meta name="Description" content="We make anvils."></head></html>'))
-      .toEqual({ title: 'Acme & Co', description: 'We make anvils.' });
-    expect(extractMetadata('<head><meta property="og:title" content="Acme"><meta property="og:description" content="Anvils, fast."></head>'))
-      .toEqual({ title: 'Acme', description: 'Anvils, fast.' });
-    expect(extractMetadata('not html at all')).toEqual({ title: null, description: null });
+  it('refuses a host that resolves to a public and a private address, whichever comes first', async () => {
+    for (const addresses of [['93.184.216.34', '10.0.0.7'], ['10.0.0.7', '93.184.216.34'], ['2606:4700:4700::1111', '::1']]) {
+      resolvesTo(...addresses);
+      await expect(resolveDestination(new URL('https://mixed.example.test/hook'), false)).rejects.toThrow(/resolves to (10.0.0.7|::1), a private, loopback, link-local or reserved address/);
+    }
+  });
+
+  it('allows a host whose every address is public, and connects only to the addresses it checked', async () => {
+    resolvesTo('93.184.216.34', '2606:4700:4700::1111');
+    expect(await resolveDestination(new URL('https://public.example.test/hook'), false)).toEqual([
+      { address: '93.184.216.34', family: 4 }, { address: '2606:4700:4700::1111', family: 6 },
+    ]);
   });
 });
