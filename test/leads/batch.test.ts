@@ -160,11 +160,11 @@ describe('POST /leads/batch and an unexpected failure', () => {
       });
       expect(response.status).toBe(200);
       expect(response.body.data).toEqual([
-        { index: 0, status: 'created', lead_id: expect.any(Number), warnings: [] },
-        { index: 1, status: 'failed', lead_id: null, field: null,
+        { index: 0, status: 'created', lead_id: expect.any(Number), ...NOTHING_MATCHED, warnings: [] },
+        { index: 1, status: 'failed', lead_id: null, ...NOTHING_MATCHED, field: null,
           error: 'This row could not be processed because of an unexpected error. Retry the request; contact support if it keeps failing.' },
-        { index: 2, status: 'updated', lead_id: expect.any(Number), warnings: [] },
-        { index: 3, status: 'created', lead_id: expect.any(Number), warnings: [] },
+        { index: 2, status: 'updated', lead_id: expect.any(Number), matched_on: existing, match_kind: 'email', conflicts: [], warnings: [] },
+        { index: 3, status: 'created', lead_id: expect.any(Number), ...NOTHING_MATCHED, warnings: [] },
       ]);
       expect(response.body.meta).toEqual({ created: 2, updated: 1, skipped: 0, failed: 1, total: 4, dry_run: false });
       expect(await leadCount()).toBe(before + 2);

@@ -228,6 +228,8 @@ describe('dry run', () => {
       error: 'duplicate_lead',
       message: `A lead with this email (${email}) already exists: lead ${leadId}.`,
       matched_on: email,
+      match_kind: 'email',
+      conflicts: [],
       lead_id: leadId,
     } });
     expect(await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')])).toEqual(before);

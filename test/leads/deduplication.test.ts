@@ -119,7 +119,7 @@ describe('matching on POST /leads, and on_duplicate', () => {
     const first = await post({ name: 'Original', email, job_title: 'Engineer', phone: '+1 415 555 0101', custom_fields: { Plan: 'free' } });
     const second = await post({ name: 'Renamed', email: email.toUpperCase(), emails: [`${unique()}@gmail.com`], custom_fields: { Seats: 3 }, location: { city: 'Oslo' } });
     expect(second.status).toBe(200);
-    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, warnings: [] });
+    expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, match_kind: 'email', conflicts: [], warnings: [] });
     expect(second.body.data).toMatchObject({ id: first.body.data.id, name: 'Renamed', job_title: 'Engineer', phones: ['14155550101'], custom_fields: { plan: 'free', seats: '3' } });
     expect(second.body.data.emails).toHaveLength(2);
     expect(second.body.data.location.city).toBe('Oslo');
@@ -182,7 +182,7 @@ describe('matching on POST /leads, and on_duplicate', () => {
     const tagsBefore = await rowCount(t.ctx.db, 'tags', tenant.workspaceId);
     const response = await post({ name: 'Dup', linkedin_url: `https://www.linkedin.com/in/${handle}/`, tags: [unique('never')], on_duplicate: 'error' });
     expect(response.status).toBe(409);
-    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), lead_id: first.body.data.id });
+    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), match_kind: 'linkedin', conflicts: [], lead_id: first.body.data.id });
     expect(await rowCount(t.ctx.db, 'tags', tenant.workspaceId)).toBe(tagsBefore);
     expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Exists');
   });
