@@ -13,5 +13,11 @@ export const MAX_PHONES = 10;
 /** Characters of an `Idempotency-Key` header. The document: `/components/parameters/IdempotencyKey/schema/maxLength`. */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 
+/** Characters of a short text field (a name, a job title, a company name). The document: `/components/schemas/ShortText/maxLength`. */
+export const SHORT_TEXT_MAX_LENGTH = 255;
+
+/** Characters of a long text field (a description). The document: `/components/schemas/LongText/maxLength`. */
+export const LONG_TEXT_MAX_LENGTH = 10000;
+
 /** Bytes of a request body (`413 payload_too_large` beyond). The document: `/components/responses/PayloadTooLarge/x-max-request-body-bytes`. */
 export const REQUEST_BODY_MAX_BYTES = 1048576;

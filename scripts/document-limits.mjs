@@ -10,6 +10,8 @@ const LIMITS = [
   ['MAX_EMAILS', 'Addresses in `emails`, also after `email` is merged in.', '/components/schemas/LeadFields/properties/emails/maxItems'],
   ['MAX_PHONES', 'Numbers in `phones`, also after `phone` is merged in.', '/components/schemas/LeadFields/properties/phones/maxItems'],
   ['IDEMPOTENCY_KEY_MAX_LENGTH', 'Characters of an `Idempotency-Key` header.', '/components/parameters/IdempotencyKey/schema/maxLength'],
+  ['SHORT_TEXT_MAX_LENGTH', 'Characters of a short text field (a name, a job title, a company name).', '/components/schemas/ShortText/maxLength'],
+  ['LONG_TEXT_MAX_LENGTH', 'Characters of a long text field (a description).', '/components/schemas/LongText/maxLength'],
   ['REQUEST_BODY_MAX_BYTES', 'Bytes of a request body (`413 payload_too_large` beyond).', '/components/responses/PayloadTooLarge/x-max-request-body-bytes'],
 ];
 

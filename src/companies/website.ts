@@ -1,6 +1,8 @@
 import { Parser } from 'htmlparser2';
+import { LONG_TEXT_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH } from '../../generated/limits.js';
 import type { Config } from '../config.js';
 import type { Executor } from '../db/connect.js';
+import { firstLink } from '../links.js';
 import { sendRequest } from '../deliveries/http-sender.js';
 import { findCompanyForAnalysis, finishCompanyAnalysis } from './repository.js';
 import { websiteOfDomain } from './rules.js';
@@ -10,8 +12,6 @@ import { websiteOfDomain } from './rules.js';
 
 const PAGE_LIMIT = 512 * 1024;
 const MAX_REDIRECTS = 3;
-const NAME_LIMIT = 255;
-const DESCRIPTION_LIMIT = 10000;
 
 export interface WebsiteMetadata {
   title: string | null;
@@ -49,8 +49,8 @@ export function extractMetadata(html: string): WebsiteMetadata {
   parser.write(html);
   parser.end();
   return {
-    title: clean(title, NAME_LIMIT) ?? clean(meta.get('og:title') ?? meta.get('og:site_name'), NAME_LIMIT),
-    description: clean(meta.get('description') ?? meta.get('og:description') ?? meta.get('twitter:description'), DESCRIPTION_LIMIT),
+    title: clean(title, SHORT_TEXT_MAX_LENGTH) ?? clean(meta.get('og:title') ?? meta.get('og:site_name'), SHORT_TEXT_MAX_LENGTH),
+    description: clean(meta.get('description') ?? meta.get('og:description') ?? meta.get('twitter:description'), LONG_TEXT_MAX_LENGTH),
   };
 }
 
@@ -84,7 +84,7 @@ async function readWebsite(website: string, config: Config): Promise<WebsiteAnal
 /** Reads the site of a company still waiting for its analysis: its website link, else its domain. */
 export async function analyzeCompanyWebsite(db: Executor, config: Config, workspaceId: number, companyId: number): Promise<WebsiteAnalysis> {
   const company = await findCompanyForAnalysis(db, workspaceId, companyId);
-  const website = company?.links.find((link) => link.type === 'website')?.url ?? (company?.domain ? websiteOfDomain(company.domain) : null);
+  const website = (company ? firstLink(company.links, 'website') : null) ?? (company?.domain ? websiteOfDomain(company.domain) : null);
   if (!company || company.status !== 'pending' || !website) return { ok: false, reason: 'nothing to analyze' };
   return readWebsite(website, config);
 }

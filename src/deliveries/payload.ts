@@ -3,6 +3,7 @@ import type {
   SavedConnectorWorkflowPayload, SendTestEnvelope, SendTestPayload, WebhookFieldValue,
 } from '../../generated/api.js';
 import type { ConnectorRow, FieldMapping, KeyValue } from '../db/schema.js';
+import { firstLink } from '../links.js';
 
 /** A lead as loaded from the database: it has an id (only a dry-run preview has none). */
 export type StoredLead = Lead & { id: number };
@@ -31,8 +32,6 @@ export const MAX_MAPPED_FIELDS = 50;
 export const MAX_CONSTANT_FIELDS = 50;
 export const MAX_HEADERS = 20;
 
-const firstLink = (lead: Lead, type: string) => lead.links.find((link) => link.type === type)?.url ?? null;
-
 // Every lead value a delivery can carry, by name: the attributes a connector mapping names
 // (`--map attribute=receiver_key`, plus `custom_fields.<key>` for one custom field), the
 // default field set and the merge tags are all read from here.
@@ -50,8 +49,8 @@ const LEAD_VALUES = {
   decision_maker: (lead) => lead.decision_maker,
   stage: (lead) => lead.stage,
   source: (lead) => lead.source,
-  linkedin_url: (lead) => firstLink(lead, 'linkedin'),
-  website: (lead) => firstLink(lead, 'website'),
+  linkedin_url: (lead) => firstLink(lead.links, 'linkedin'),
+  website: (lead) => firstLink(lead.links, 'website'),
   country: (lead) => lead.location?.country ?? null,
   state: (lead) => lead.location?.state ?? null,
   city: (lead) => lead.location?.city ?? null,

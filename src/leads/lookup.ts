@@ -74,7 +74,7 @@ type Input<T> = RawBuilder<T>;
  * The existing leads of the workspace holding any of these keys (`n`: the key's position,
  * from 1), as a FROM item. One primary-key probe per key, whatever the planner believes about
  * the table: a plain join against the keys lets it hash the whole workspace's keys instead
- * when its statistics are stale (seen right after a bulk import: 60 ms instead of 2).
+ * when its statistics are stale, as they are right after a bulk import.
  */
 function identityMatchRows(workspaceId: Input<number>, kinds: Input<string[]>, values: Input<string[]>) {
   return sql`(

@@ -1,9 +1,8 @@
-import type { Company, Lead, Link, LinkType, Location } from '../../generated/api.js';
+import type { Company, Lead, Location } from '../../generated/api.js';
 import type { CompanyRecord } from '../companies/columns.js';
 import type { StoredLocation } from '../db/schema.js';
+import { firstLink } from '../links.js';
 import { leadScalarsOf, type LeadRecord } from './columns.js';
-
-const firstLink = (links: Link[], type: LinkType) => links.find((link) => link.type === type)?.url ?? null;
 
 function presentLocation(locations: StoredLocation[]): Location | null {
   const first = locations[0];
