@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.js';
 import type { DeliveryRow } from '../db/schema.js';
-import type { AttemptOutcome } from './repository.js';
+import type { AttemptOutcome } from './attempt-repository.js';
 import type { Credentials } from './credentials.js';
 import { mergeHeaders, type SignatureHeaders } from './headers.js';
 import { sendRequest, type SendResult } from './http-sender.js';

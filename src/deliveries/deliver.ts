@@ -7,7 +7,7 @@ import type { Db } from '../db/connect.js';
 import type { DeliveryRow } from '../db/schema.js';
 import { attemptDelivery } from './attempt.js';
 import type { Credentials } from './credentials.js';
-import type { AttemptOutcome } from './repository.js';
+import type { AttemptOutcome } from './attempt-repository.js';
 
 /** What delivering needs from the process: its configuration, database and logger. */
 export interface DeliveryDeps {

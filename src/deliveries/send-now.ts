@@ -1,7 +1,8 @@
 import type { NewDelivery } from '../db/schema.js';
 import type { Credentials } from './credentials.js';
 import { deliverClaimed, leaseMs, newWorkerId, type DeliveryDeps } from './deliver.js';
-import { claimDueDeliveries, insertDeliveries, recordAttempts, type AttemptOutcome } from './repository.js';
+import { claimDueDeliveries, recordAttempts, type AttemptOutcome } from './attempt-repository.js';
+import { insertDeliveries } from './repository.js';
 
 export interface SendNowResult {
   delivery_id: number;

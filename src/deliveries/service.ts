@@ -6,7 +6,8 @@ import { requestUrl } from './attempt.js';
 import { maskHeaderRows, maskUrl } from './masking.js';
 import { methodCarriesBody } from './payload.js';
 import { findWorkflows } from '../workflows/repository.js';
-import { findDelivery, listDeliveryAttempts, recoverFailedDeliveries, startNewSeries, type RecoveryEndpoint, type RecoveryWindow } from './repository.js';
+import { findDelivery, listDeliveryAttempts } from './repository.js';
+import { recoverFailedDeliveries, startNewSeries, type RecoveryEndpoint, type RecoveryWindow } from './series-repository.js';
 
 // Deliveries as an operator inspects and replays them (the admin CLI).
 

@@ -1,5 +1,5 @@
 import type { Db } from '../db/connect.js';
-import { recordAttempts, type AttemptOutcome } from '../deliveries/repository.js';
+import { recordAttempts, type AttemptOutcome } from '../deliveries/attempt-repository.js';
 
 /**
  * Records attempts of one worker in batches: outcomes finishing within a few milliseconds

@@ -1,5 +1,5 @@
 import type { NewDelivery } from '../db/schema.js';
-import type { AttemptOutcome } from '../deliveries/repository.js';
+import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
 import type { WorkerMetrics } from '../metrics/metrics.js';
 
 // The worker's deliveries in the metrics, counted once their database record is committed.

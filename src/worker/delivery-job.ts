@@ -1,6 +1,6 @@
 import type { OutageLog } from '../db/availability.js';
 import { deliverClaimed } from '../deliveries/deliver.js';
-import { claimDueDeliveries, type AttemptOutcome } from '../deliveries/repository.js';
+import { claimDueDeliveries, type AttemptOutcome } from '../deliveries/attempt-repository.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { countRecordedAttempt } from './delivery-counts.js';
 import type { WorkerDeps } from './worker-deps.js';
