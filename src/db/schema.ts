@@ -211,6 +211,8 @@ export interface DeliveriesTable {
   finished_at: NullableTimestamp;
   /** When `deliveries recover` sent this Failed delivery again; a later recovery skips it. */
   recovered_at: NullableTimestamp;
+  /** Answers 429 of the current series that postponed it without counting as an attempt. */
+  rate_limited: Generated<number>;
 }
 
 export interface DeliveryAttemptsTable {
@@ -222,6 +224,26 @@ export interface DeliveryAttemptsTable {
   reply: string | null;
   duration_ms: number;
   created_at: Timestamp;
+}
+
+/** A webhook endpoint: a connector, or a workflow's Custom URL block. */
+export type EndpointKind = 'connector' | 'workflow';
+
+/** What the worker keeps about an endpoint (migration 0009): its health, its cap and the cap's slots. */
+export interface EndpointsTable {
+  kind: EndpointKind;
+  endpoint_id: number;
+  /** Deliveries per second at most; null: no cap. */
+  max_per_second: number | null;
+  /** The earliest the endpoint's next delivery may go (the cap's slots, a 429 pause). */
+  next_slot_at: Timestamp;
+  /** Where the next delivery that found no free slot is scheduled. */
+  queued_until: Timestamp;
+  /** The first failed attempt of the current run of failures (none delivered since). */
+  failing_since: NullableTimestamp;
+  consecutive_failures: Generated<number>;
+  disabled_at: NullableTimestamp;
+  disabled_reason: string | null;
 }
 
 export interface Database {
@@ -240,6 +262,7 @@ export interface Database {
   workflows: WorkflowsTable;
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  endpoints: EndpointsTable;
 }
 
 export type ConnectorRow = Selectable<ConnectorsTable>;

@@ -5,7 +5,7 @@ import { mapCredentialHeaders } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
 
 /** The stored row with its credential headers opened (sealed when composed, src/deliveries/compose.ts). */
-export const openDelivery = (row: DeliveryRow): DeliveryRow => ({ ...row, headers: mapCredentialHeaders(row.headers, openSecret) });
+export const openDelivery = <Row extends DeliveryRow>(row: Row): Row => ({ ...row, headers: mapCredentialHeaders(row.headers, openSecret) });
 
 const INSERT_CHUNK = 500;
 

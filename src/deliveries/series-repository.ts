@@ -6,7 +6,7 @@ import type { Executor } from '../db/connect.js';
 
 /** The columns of a delivery starting a new series: pending, due now, no attempts yet; the request and its message id stay. */
 const NEW_SERIES = {
-  series: sql<number>`series + 1`, attempts: 0, branch: 'pending', status_code: null, error: null, reply: null,
+  series: sql<number>`series + 1`, attempts: 0, rate_limited: 0, branch: 'pending', status_code: null, error: null, reply: null,
   next_attempt_at: sql<string>`now()`, locked_by: null, locked_until: null, finished_at: null,
 } as const;
 
