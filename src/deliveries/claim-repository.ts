@@ -98,7 +98,7 @@ function claimStatement(only: boolean) {
         locked_until = coalesce(s.at, now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000)
       FROM due LEFT JOIN placed AS s ON s.id = due.id
       WHERE d.id = due.id AND coalesce(s.soon, true)
-      RETURNING d.*, greatest(0, ceil(extract(epoch FROM coalesce(s.at, now()) - now()) * 1000))::int AS wait_ms
+      RETURNING d.*, greatest(0, ceil(extract(epoch FROM s.at - clock_timestamp()) * 1000))::int AS wait_ms
     )
     SELECT c.*, e.disabled_at AS endpoint_disabled_at, e.disabled_reason AS endpoint_disabled_reason, n.deferred
     FROM (SELECT count(*)::int AS deferred FROM deferred) AS n

@@ -61,6 +61,8 @@ export interface DeliveryListItem {
   url: string;
   series: number;
   attempts: number;
+  /** Of those attempts, answers 429 that postponed it without counting against max_attempts. */
+  rate_limited: number;
   branch: DeliveryBranch;
   status_code: number | null;
   error: string | null;
@@ -85,7 +87,7 @@ export interface DeliveryFilter {
  */
 export async function listDeliveries(db: Executor, workspaceId: number, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
   let query = db.selectFrom('deliveries')
-    .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'series', 'attempts', 'branch',
+    .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'series', 'attempts', 'rate_limited', 'branch',
       'status_code', 'error', 'reply', 'next_attempt_at', 'created_at', 'finished_at'])
     .where('workspace_id', '=', workspaceId);
   if (filter.leadId !== undefined) query = query.where('lead_id', '=', filter.leadId);

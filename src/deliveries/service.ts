@@ -63,6 +63,7 @@ export async function showDelivery(db: Executor, id: number) {
     branch: row.branch,
     series: row.series,
     attempts: row.attempts,
+    rate_limited: row.rate_limited,
     max_attempts: row.max_attempts,
     status_code: row.status_code,
     error: row.error,
