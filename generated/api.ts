@@ -262,7 +262,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -315,7 +315,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["LeadPushDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -368,7 +368,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["LeadPushDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -442,7 +442,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -497,7 +497,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["LeadPushDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -603,7 +603,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -656,7 +656,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -709,7 +709,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -774,7 +774,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -829,7 +829,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -935,7 +935,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -988,7 +988,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -1041,7 +1041,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -1106,7 +1106,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -1161,7 +1161,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -2310,6 +2310,26 @@ export interface components {
             content?: never;
         };
         /**
+         * @description **Slowed down, not spent**: the delivery waits for `Retry-After`
+         *     (seconds or an HTTP date; without one, the retry backoff), at least a
+         *     second and at most an hour, and so does every other delivery to the
+         *     same receiver (the connector, or the Custom URL block). The wait is not
+         *     one of the `WEBHOOK_MAX_ATTEMPTS` attempts; up to 20 such answers per
+         *     delivery, then a `429` is retried like a `5xx`. The call is repeated
+         *     with the same `webhook-id`.
+         */
+        WebhookRateLimited: {
+            headers: {
+                /**
+                 * @description Seconds, or an HTTP date, before the receiver wants the next delivery.
+                 * @example 30
+                 */
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
          * @description **Failed**, sent once (`400`, `401`, `404` and every other `4xx`
          *     except `408` and `429`).
          */
@@ -2853,6 +2873,7 @@ export type ResponseSendTestAccepted = components['responses']['SendTestAccepted
 export type ResponseWebhookBlockAccepted = components['responses']['WebhookBlockAccepted'];
 export type ResponseWebhookRedirectNotFollowed = components['responses']['WebhookRedirectNotFollowed'];
 export type ResponseWebhookRetried = components['responses']['WebhookRetried'];
+export type ResponseWebhookRateLimited = components['responses']['WebhookRateLimited'];
 export type ResponseWebhookRefused = components['responses']['WebhookRefused'];
 export type ResponseSendTestFailed = components['responses']['SendTestFailed'];
 export type ResponseMethodNotAllowed = components['responses']['MethodNotAllowed'];

@@ -30,7 +30,7 @@ export interface AttemptOutcome {
   pauseEndpointUntil: Date | null;
 }
 
-/** An endpoint whose failures, as just recorded, meet the disabling rule (src/endpoints/health.ts). */
+/** An endpoint whose failures, as just recorded, meet the disabling rule (src/deliveries/endpoint-health.ts). */
 export interface FailingEndpoint {
   kind: EndpointKind;
   id: number;

@@ -1,9 +1,9 @@
 import type { NewDelivery } from '../db/schema.js';
 import type { Credentials } from './credentials.js';
 import { deliverClaimed, leaseMs, newWorkerId, type DeliveryDeps } from './deliver.js';
-import { healthPolicy } from '../endpoints/health.js';
 import { recordAttempts, type AttemptOutcome } from './attempt-repository.js';
 import { claimDueDeliveries } from './claim-repository.js';
+import { healthPolicy } from './endpoint-health.js';
 import { insertDeliveries } from './repository.js';
 
 export interface SendNowResult {

@@ -27,7 +27,7 @@ export function deliveryEndpoint(alias: string): { kind: RawBuilder<EndpointKind
   };
 }
 
-/** When an endpoint is to be disabled (src/endpoints/health.ts): every attempt failed for long enough, and enough of them. */
+/** When an endpoint is to be disabled (src/deliveries/endpoint-health.ts): every attempt failed for long enough, and enough of them. */
 export interface HealthPolicy {
   failingForSeconds: number;
   minFailures: number;

@@ -2,10 +2,10 @@ import type { OutageLog } from '../db/availability.js';
 import { deliverClaimed } from '../deliveries/deliver.js';
 import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
 import { claimDueDeliveries } from '../deliveries/claim-repository.js';
-import { healthPolicy } from '../endpoints/health.js';
+import { healthPolicy } from '../deliveries/endpoint-health.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { countRecordedAttempt } from './delivery-counts.js';
-import { disableFailingEndpoints } from './endpoint-health.js';
+import { disableFailingEndpoints } from './disable-endpoints.js';
 import type { WorkerDeps } from './worker-deps.js';
 import { loadCredentials } from './credentials.js';
 

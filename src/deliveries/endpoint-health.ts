@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
-import type { FailingEndpoint } from '../deliveries/attempt-repository.js';
-import type { HealthPolicy } from './repository.js';
+import type { HealthPolicy } from '../endpoints/repository.js';
+import type { FailingEndpoint } from './attempt-repository.js';
 
 // Endpoint health: an endpoint whose every attempt has failed for ENDPOINT_DISABLE_AFTER_DAYS,
 // at least ENDPOINT_DISABLE_AFTER_FAILURES of them in a row, is disabled by the worker that

@@ -1,5 +1,5 @@
 import type { FailingEndpoint } from '../deliveries/attempt-repository.js';
-import { disabledReason, healthPolicy } from '../endpoints/health.js';
+import { disabledReason, healthPolicy } from '../deliveries/endpoint-health.js';
 import { disableEndpoint } from '../endpoints/repository.js';
 import type { WorkerDeps } from './worker-deps.js';
 
