@@ -35,6 +35,14 @@ interface ClaimInput {
   onlyId: number;
 }
 
+/**
+ * The most a claim takes. Its statement locks that many due rows whatever it then claims: a
+ * constant LIMIT lets PostgreSQL plan the named statement once (with a parameter there, the
+ * generic plan is costed for a tenth of the table and every call would be planned anew). The
+ * rows locked and not claimed are free again when the statement commits, milliseconds later.
+ */
+export const MAX_CLAIM = 64;
+
 const endpoint = deliveryEndpoint('d');
 
 /**
@@ -49,14 +57,16 @@ const endpoint = deliveryEndpoint('d');
  */
 function claimStatement(only: boolean) {
   return new PreparedStatement<ClaimInput, ClaimedDelivery & { deferred: number }>((input) => sql`
-    WITH due AS (
+    WITH locked_due AS (
       SELECT d.id, d.next_attempt_at, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
       FROM deliveries AS d
       WHERE d.branch = 'pending' AND d.next_attempt_at <= now() AND (d.locked_until IS NULL OR d.locked_until < now())
         ${only ? sql`AND d.id = ${input.onlyId}::bigint` : sql``}
       ORDER BY d.next_attempt_at, d.id
-      LIMIT ${input.limit}::int
+      LIMIT ${sql.lit(MAX_CLAIM)}
       FOR UPDATE OF d SKIP LOCKED
+    ), due AS (
+      SELECT * FROM locked_due ORDER BY next_attempt_at, id LIMIT ${input.limit}::int
     ), endpoint AS (
       SELECT due.id, due.next_attempt_at, e.kind, e.endpoint_id, e.disabled_at, e.disabled_reason,
         e.disabled_at IS NULL AND (e.max_per_second IS NOT NULL OR e.next_slot_at > now()) AS held
@@ -90,19 +100,20 @@ function claimStatement(only: boolean) {
         queued_until = CASE WHEN p.wanted > p.sending THEN p.queue_from + make_interval(secs => (p.wanted - p.sending) * p.spacing) ELSE e.queued_until END
       FROM plan AS p WHERE e.kind = p.kind AND e.endpoint_id = p.endpoint_id
     ), deferred AS (
-      UPDATE deliveries AS d SET next_attempt_at = s.at
-      FROM placed AS s WHERE d.id = s.id AND NOT s.soon
+      UPDATE deliveries AS d SET next_attempt_at = (SELECT p.at FROM placed AS p WHERE p.id = d.id)
+      WHERE d.id = ANY (ARRAY(SELECT id FROM placed WHERE NOT soon))
       RETURNING d.id
     ), claimed AS (
       UPDATE deliveries AS d SET locked_by = ${input.workerId}::text,
-        locked_until = coalesce(s.at, now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000)
-      FROM due LEFT JOIN placed AS s ON s.id = due.id
-      WHERE d.id = due.id AND coalesce(s.soon, true)
-      RETURNING d.*, greatest(0, ceil(extract(epoch FROM s.at - clock_timestamp()) * 1000))::int AS wait_ms
+        locked_until = coalesce((SELECT p.at FROM placed AS p WHERE p.id = d.id), now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000)
+      WHERE d.id = ANY (ARRAY(SELECT id FROM due EXCEPT SELECT id FROM placed WHERE NOT soon))
+      RETURNING d.*
     )
-    SELECT c.*, e.disabled_at AS endpoint_disabled_at, e.disabled_reason AS endpoint_disabled_reason, n.deferred
+    SELECT c.*, greatest(0, ceil(extract(epoch FROM p.at - clock_timestamp()) * 1000))::int AS wait_ms,
+      e.disabled_at AS endpoint_disabled_at, e.disabled_reason AS endpoint_disabled_reason, n.deferred
     FROM (SELECT count(*)::int AS deferred FROM deferred) AS n
     LEFT JOIN claimed AS c ON true
+    LEFT JOIN placed AS p ON p.id = c.id
     LEFT JOIN endpoint AS e ON e.id = c.id
   `);
 }
@@ -116,6 +127,7 @@ const CLAIM_ONE = claimStatement(true);
  * worker died) is claimable again. `onlyId`: that delivery only (Send test, Push to CRM).
  */
 export async function claimDueDeliveries(db: Executor, workerId: string, limit: number, leaseMs: number, onlyId?: number): Promise<Claim> {
+  if (limit > MAX_CLAIM) throw new Error(`a claim takes at most ${MAX_CLAIM} deliveries, not ${limit}`);
   const statement = onlyId === undefined ? CLAIM_DUE : CLAIM_ONE;
   const rows = await statement.execute(db, { workerId, limit, leaseMs, horizonMs: SLOT_HORIZON_MS, onlyId: onlyId ?? 0 });
   return {

@@ -69,11 +69,11 @@ describe('a cap of deliveries per second per endpoint', () => {
       + `${UNCAPPED} uncapped all received after ${cappedBeforeLastFree} capped ones\n`);
 
     // Slots are 1/CAP s apart and a delivery never goes before its slot; it can go late (the
-    // first one opens a connection, a busy machine wakes a worker late), which packs it closer
-    // to the next: the tolerance is for that (half a second's worth in any 5 s), far from a
-    // second worker's share.
+    // first one opens a connection, a busy machine wakes a worker or the receiver late), which
+    // packs it closer to the next: the tolerance is for that (a second's worth in any 5 s), far
+    // from a second worker's share.
     expect(rate).toBeLessThanOrEqual(CAP * 1.1);
-    expect(mostWithin(cappedAt, 5000)).toBeLessThanOrEqual(5.5 * CAP);
+    expect(mostWithin(cappedAt, 5000)).toBeLessThanOrEqual(6 * CAP);
     // The uncapped deliveries did not queue behind the capped ones: they were all in long
     // before the capped endpoint's queue had shrunk below what the two workers claim at once.
     expect(cappedBeforeLastFree).toBeLessThan(CAPPED - 2 * 64 - 16);
