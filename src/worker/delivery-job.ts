@@ -1,7 +1,7 @@
 import type { OutageLog } from '../db/availability.js';
 import { deliverClaimed } from '../deliveries/deliver.js';
 import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
-import { claimDueDeliveries } from '../deliveries/claim-repository.js';
+import { claimDueDeliveries, MAX_CLAIM } from '../deliveries/claim-repository.js';
 import { healthPolicy } from '../deliveries/endpoint-health.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { countRecordedAttempt } from './delivery-counts.js';
@@ -42,7 +42,8 @@ export class DeliveryJob {
    * way the due queue moved, so the loop goes on at once to what lies behind them.
    */
   async claimAndStart(): Promise<number> {
-    const { rows, deferred } = await claimDueDeliveries(this.deps.db, this.workerId, DELIVERY_CONCURRENCY - this.inFlight.size, this.leaseMs);
+    const free = Math.min(MAX_CLAIM, DELIVERY_CONCURRENCY - this.inFlight.size);
+    const { rows, deferred } = await claimDueDeliveries(this.deps.db, this.workerId, free, this.leaseMs);
     this.deps.metrics.worker.deliveriesDeferred(deferred);
     // Should this fail (the database went away), the claims expire with their lease.
     const credentials = await loadCredentials(this.deps.db, rows);
