@@ -271,7 +271,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -324,7 +324,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["LeadPushDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -377,7 +377,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["LeadPushDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -451,7 +451,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -506,7 +506,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["LeadPushDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookPushAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -612,7 +612,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -665,7 +665,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -718,7 +718,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -783,7 +783,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -838,7 +838,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["CustomUrlWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -944,7 +944,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -997,7 +997,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -1050,7 +1050,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -1115,7 +1115,7 @@ export interface webhooks {
             requestBody?: never;
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -1170,7 +1170,7 @@ export interface webhooks {
             requestBody: components["requestBodies"]["SavedConnectorWorkflowDelivery"];
             responses: {
                 408: components["responses"]["WebhookRetried"];
-                429: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
                 "2XX": components["responses"]["WebhookBlockAccepted"];
                 "3XX": components["responses"]["WebhookRedirectNotFollowed"];
                 "4XX": components["responses"]["WebhookRefused"];
@@ -2361,6 +2361,26 @@ export interface components {
             content?: never;
         };
         /**
+         * @description **Slowed down, not spent**: the delivery waits for `Retry-After`
+         *     (seconds or an HTTP date; without one, the retry backoff), at least a
+         *     second and at most an hour, and so does every other delivery to the
+         *     same receiver (the connector, or the Custom URL block). The wait is not
+         *     one of the `WEBHOOK_MAX_ATTEMPTS` attempts; up to 20 such answers per
+         *     delivery, then a `429` is retried like a `5xx`. The call is repeated
+         *     with the same `webhook-id`.
+         */
+        WebhookRateLimited: {
+            headers: {
+                /**
+                 * @description Seconds, or an HTTP date, before the receiver wants the next delivery.
+                 * @example 30
+                 */
+                "Retry-After"?: string;
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
          * @description **Failed**, sent once (`400`, `401`, `404` and every other `4xx`
          *     except `408` and `429`).
          */
@@ -2910,6 +2930,7 @@ export type ResponseSendTestAccepted = components['responses']['SendTestAccepted
 export type ResponseWebhookBlockAccepted = components['responses']['WebhookBlockAccepted'];
 export type ResponseWebhookRedirectNotFollowed = components['responses']['WebhookRedirectNotFollowed'];
 export type ResponseWebhookRetried = components['responses']['WebhookRetried'];
+export type ResponseWebhookRateLimited = components['responses']['WebhookRateLimited'];
 export type ResponseWebhookRefused = components['responses']['WebhookRefused'];
 export type ResponseSendTestFailed = components['responses']['SendTestFailed'];
 export type ResponseMethodNotAllowed = components['responses']['MethodNotAllowed'];

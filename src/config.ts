@@ -36,6 +36,9 @@ const envSchema = z.object({
   SECRETS_KEY_PREVIOUS: z.string().refine((list) => list.split(',').filter((key) => key.trim() !== '').every(isSecretKeyText),
     'must be a comma-separated list of keys, each 32 random bytes in base64').optional(),
   DELIVERY_RETENTION_DAYS: positiveInt.default(30),
+  // An endpoint whose attempts have all failed for this long, at least this many in a row, is disabled (src/deliveries/endpoint-health.ts).
+  ENDPOINT_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(3650).default(5),
+  ENDPOINT_DISABLE_AFTER_FAILURES: positiveInt.default(10),
 });
 
 /**

@@ -23,6 +23,21 @@ export function boundedInteger(value: string, flag: string, bounds: { min: numbe
   return Number(value);
 }
 
+const MAX_PER_SECOND = { min: 0.01, max: 1000 };
+
+/**
+ * `--max-per-second`: an endpoint's cap, deliveries per second from 0.01 (one every 100 s) to
+ * 1000, decimals allowed; `off` removes one (null) where `allowOff` says removing makes sense.
+ */
+export function parseMaxPerSecond(value: string, flag: string, options: { allowOff: boolean }): number | null {
+  if (options.allowOff && value.trim().toLowerCase() === 'off') return null;
+  const rate = Number(value);
+  if (!/^\s*\d+(\.\d+)?\s*$/.test(value) || rate < MAX_PER_SECOND.min || rate > MAX_PER_SECOND.max) {
+    throw invalid(`${flag} must be a number of deliveries per second from ${MAX_PER_SECOND.min} to ${MAX_PER_SECOND.max}${options.allowOff ? ', or off' : ''}, got "${value}".`);
+  }
+  return rate;
+}
+
 /** An ISO-8601 date or timestamp (as JavaScript reads it: a time without a zone is local time), as a UTC ISO string. */
 export function parseTimestamp(value: string, flag: string): string {
   const time = Date.parse(value);

@@ -1,4 +1,4 @@
-import type { Executor } from '../db/connect.js';
+import type { Db, Executor } from '../db/connect.js';
 import type { ConnectorRow, KeyValue } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { composeConnectorDelivery, connectorProblem } from '../deliveries/compose.js';
@@ -7,6 +7,8 @@ import type { DeliveryDeps } from '../deliveries/deliver.js';
 import { droppedHeaderReason } from '../deliveries/headers.js';
 import { maskKeyValues, maskSecret as mask, maskUrl } from '../deliveries/masking.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
+import { findEndpointStates, setEndpointCap, type EndpointState } from '../endpoints/repository.js';
+import { enable } from '../endpoints/service.js';
 import { loadLeads } from '../leads/read-service.js';
 import { Refused } from '../refused.js';
 import { findConnectors, insertConnector, listConnectors, replaceSigningSecret, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
@@ -22,8 +24,12 @@ export function unsentHeaderWarnings(headers: readonly KeyValue[]): string[] {
   });
 }
 
-/** The connector as shown to an operator: credentials masked, the signing secret only at creation. */
-function presentConnector(connector: ConnectorRow, showSecret: boolean) {
+/**
+ * The connector as shown to an operator: credentials masked, the signing secret only at
+ * creation, its cap and its health (why and since when it is disabled, its current run of
+ * failures).
+ */
+function presentConnector(connector: ConnectorRow, showSecret: boolean, state: EndpointState) {
   const auth = connector.auth;
   return {
     id: connector.id,
@@ -40,25 +46,45 @@ function presentConnector(connector: ConnectorRow, showSecret: boolean) {
     fields: connector.fields,
     headers: maskKeyValues(connector.headers),
     auto_push: connector.auto_push,
+    ...state,
     ...(showSecret ? { signing_secret: connector.signing_secret } : {}),
     created_at: connector.created_at,
   };
 }
 
-export async function createConnector(db: Executor, connector: Omit<NewConnector, 'signing_secret'>) {
-  const created = await insertConnector(db, { ...connector, signing_secret: newSigningSecret() });
-  return { ...presentConnector(created, true), warnings: unsentHeaderWarnings(connector.headers) };
+const stateOf = async (db: Executor, id: number) => (await findEndpointStates(db, 'connector', [id])).get(id)!;
+
+/** A new connector with its own signing secret; `maxPerSecond` caps its deliveries (null: no cap). */
+export async function createConnector(db: Db, connector: Omit<NewConnector, 'signing_secret'>, maxPerSecond: number | null = null) {
+  return db.transaction().execute(async (trx) => {
+    const created = await insertConnector(trx, { ...connector, signing_secret: newSigningSecret() });
+    if (maxPerSecond !== null) await setEndpointCap(trx, { kind: 'connector', id: created.id }, maxPerSecond);
+    return { ...presentConnector(created, true, await stateOf(trx, created.id)), warnings: unsentHeaderWarnings(connector.headers) };
+  });
 }
 
 /** A workspace's connectors (deleted ones left out), oldest first, credentials masked. */
 export async function listWorkspaceConnectors(db: Executor, workspaceId: number) {
-  return (await listConnectors(db, workspaceId)).map((connector) => presentConnector(connector, false));
+  const connectors = await listConnectors(db, workspaceId);
+  const states = await findEndpointStates(db, 'connector', connectors.map((connector) => connector.id));
+  return connectors.map((connector) => presentConnector(connector, false, states.get(connector.id)!));
 }
 
-export async function updateAutoPush(db: Executor, id: number, autoPush: boolean) {
-  const updated = await setAutoPush(db, id, autoPush);
-  if (!updated) throw new Refused('not_found', `Connector ${id} does not exist.`);
-  return presentConnector(updated, false);
+/** Changes auto-push and the cap (null removes it), each when given. */
+export async function updateConnector(db: Db, id: number, changes: { autoPush?: boolean; maxPerSecond?: number | null }) {
+  return db.transaction().execute(async (trx) => {
+    const updated = changes.autoPush === undefined ? (await findConnectors(trx, [id])).get(id) : await setAutoPush(trx, id, changes.autoPush);
+    if (!updated || updated.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
+    if (changes.maxPerSecond !== undefined) await setEndpointCap(trx, { kind: 'connector', id }, changes.maxPerSecond);
+    return presentConnector(updated, false, await stateOf(trx, id));
+  });
+}
+
+/** `connector enable`: a connector disabled for sustained failure is sent to again, its failure count reset. */
+export async function enableConnector(db: Executor, id: number) {
+  const connector = (await findConnectors(db, [id])).get(id);
+  if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
+  return enable(db, { kind: 'connector', id });
 }
 
 export async function deleteConnector(db: Executor, id: number) {
@@ -86,7 +112,7 @@ async function requireUsableConnector(db: Executor, id: number): Promise<Connect
   return connector;
 }
 
-/** Send test: a sample lead to the connector, now, never retried. */
+/** Send test: a sample lead to the connector, now, never retried; also while the connector is disabled or capped. */
 export async function testConnector(deps: DeliveryDeps, id: number) {
   const connector = await requireUsableConnector(deps.db, id);
   const delivery = composeConnectorDelivery(

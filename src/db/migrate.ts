@@ -8,6 +8,7 @@ import * as secretsAtRest from './migrations/0005_secrets_at_rest.js';
 import * as deliveryTools from './migrations/0006_delivery_tools.js';
 import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
+import * as endpoints from './migrations/0009_endpoints.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   '0006_delivery_tools': deliveryTools,
   '0007_seal_credential_headers': sealCredentialHeaders,
   '0008_delivery_recovery': deliveryRecovery,
+  '0009_endpoints': endpoints,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,13 +1,12 @@
-import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 import type { CompanyStatus, LeadStage, Link, Location } from '../../generated/api.js';
+import type { Json, JsonWithDefault, NullableTimestamp, Timestamp } from './column-types.js';
+import type { ConnectorsTable, DeliveriesTable, DeliveryAttemptsTable, EndpointsTable, WorkflowsTable } from './outbound-schema.js';
 
-// Row types of the database (not of the API: API types come from generated/).
-// Timestamps are read as API-formatted strings (see connect.ts) and written as Date or SQL.
-type Timestamp = ColumnType<string, Date | string | undefined, Date | string>;
-type NullableTimestamp = ColumnType<string | null, Date | string | null | undefined, Date | string | null>;
-type Json<T> = ColumnType<T, string, string>;
-/** A jsonb column with a database default: optional on insert, written as JSON text. */
-type JsonWithDefault<T> = ColumnType<T, string | undefined, string>;
+// Row types of the database (not of the API: API types come from generated/); the outbound
+// tables' rows are in outbound-schema.ts.
+
+export type * from './outbound-schema.js';
 
 /**
  * A stored location: the API's, but an update merges one into another with its null parts
@@ -120,107 +119,6 @@ export interface OutboxTable {
   created_at: Timestamp;
 }
 
-export type WebhookMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type BodyFormat = 'json' | 'form';
-export type ConnectorAuth =
-  | { type: 'none' }
-  | { type: 'bearer'; token: string }
-  | { type: 'header'; name: string; value: string }
-  | { type: 'basic'; username: string; password: string };
-export interface FieldMapping { attribute: string; key: string }
-export interface KeyValue { key: string; value: string }
-
-export interface ConnectorsTable {
-  id: Generated<number>;
-  workspace_id: number;
-  kind: Generated<'webhook'>;
-  url: string;
-  method: WebhookMethod;
-  format: BodyFormat;
-  auth: JsonWithDefault<ConnectorAuth>;
-  mapping: JsonWithDefault<FieldMapping[]>;
-  fields: JsonWithDefault<KeyValue[]>;
-  headers: JsonWithDefault<KeyValue[]>;
-  auto_push: Generated<boolean>;
-  /** Sealed (src/secrets/keyring.ts), as the credential inside auth. */
-  signing_secret: string;
-  /** After rotate-secret: the previous secret, still signing until the overlap ends. */
-  previous_signing_secret: string | null;
-  previous_secret_expires_at: NullableTimestamp;
-  deleted_at: NullableTimestamp;
-  created_at: Timestamp;
-}
-
-export type WorkflowTrigger = 'lead_created' | 'tag_added';
-export type WorkflowBlock =
-  | { endpoint: 'connector'; connector_id: number; fields: KeyValue[] }
-  | { endpoint: 'url'; url: string; method: WebhookMethod; format: BodyFormat; headers: KeyValue[]; fields: KeyValue[] }
-  /** The Send to CRM block: the connector's own push (event `lead`), not a Send Webhook block. */
-  | { endpoint: 'crm'; connector_id: number; fields: KeyValue[] };
-
-export interface WorkflowsTable {
-  id: Generated<number>;
-  workspace_id: number;
-  trigger: WorkflowTrigger;
-  tag_id: number | null;
-  block: Json<WorkflowBlock>;
-  signing_secret: string;
-  active: Generated<boolean>;
-  /** When last activated; null: active since created. Earlier events are not fanned out to it. */
-  active_since: NullableTimestamp;
-  created_at: Timestamp;
-}
-
-export type DeliveryEvent = 'lead' | 'workflow' | 'test';
-export type DeliverySender = 'connector_push' | 'saved_connector' | 'custom_url' | 'test';
-export type DeliveryBranch = 'pending' | 'Delivered' | 'Failed';
-export interface HeaderRow { name: string; value: string }
-
-export interface DeliveriesTable {
-  id: Generated<number>;
-  workspace_id: number;
-  event: DeliveryEvent;
-  sender: DeliverySender;
-  trigger: string;
-  connector_id: number | null;
-  workflow_id: number | null;
-  lead_id: number | null;
-  outbox_id: number | null;
-  message_id: string;
-  url: string;
-  method: string;
-  headers: JsonWithDefault<HeaderRow[]>;
-  body: string | null;
-  content_type: string | null;
-  max_attempts: number;
-  /** The series of attempts in progress: 1 for the original sending, one more per replay. */
-  series: Generated<number>;
-  /** Attempts of the current series. */
-  attempts: Generated<number>;
-  branch: Generated<DeliveryBranch>;
-  status_code: number | null;
-  error: string | null;
-  reply: string | null;
-  next_attempt_at: Timestamp;
-  locked_until: NullableTimestamp;
-  locked_by: string | null;
-  created_at: Timestamp;
-  finished_at: NullableTimestamp;
-  /** When `deliveries recover` sent this Failed delivery again; a later recovery skips it. */
-  recovered_at: NullableTimestamp;
-}
-
-export interface DeliveryAttemptsTable {
-  delivery_id: number;
-  series: Generated<number>;
-  attempt: number;
-  status_code: number | null;
-  error: string | null;
-  reply: string | null;
-  duration_ms: number;
-  created_at: Timestamp;
-}
-
 export interface Database {
   workspaces: WorkspacesTable;
   users: UsersTable;
@@ -237,6 +135,7 @@ export interface Database {
   workflows: WorkflowsTable;
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
+  endpoints: EndpointsTable;
 }
 
 export type TagRow = Selectable<TagsTable>;

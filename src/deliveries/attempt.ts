@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { Config } from '../config.js';
 import type { DeliveryRow } from '../db/schema.js';
-import type { AttemptOutcome } from './repository.js';
+import type { AttemptOutcome } from './attempt-repository.js';
+import type { ClaimedDelivery } from './claim-repository.js';
 import type { Credentials } from './credentials.js';
 import { mergeHeaders, type SignatureHeaders } from './headers.js';
 import { sendRequest, type SendResult } from './http-sender.js';
@@ -87,20 +88,44 @@ export function retryDelayMs(baseMs: number, attempt: number, retryAfterMs: numb
   return Math.min(MAX_RETRY_DELAY_MS, Math.max(jittered, retryAfterMs ?? 0));
 }
 
-/** Decides what one HTTP result means for the delivery: branch, retry, CRM record. */
+/**
+ * Answers 429 per series that postpone a delivery without counting as an attempt. The bound
+ * keeps a receiver that answers 429 forever from keeping a delivery forever: from the next
+ * one on, a 429 counts like a 5xx, and WEBHOOK_MAX_ATTEMPTS ends it.
+ */
+export const RATE_LIMITED_WAITS = 20;
+const PAUSE_MIN_MS = 1000;
+const PAUSE_MAX_MS = 60 * 60 * 1000;
+
+/**
+ * How long an endpoint that answered 429 is left alone: its `Retry-After` (seconds or a date),
+ * else the backoff of the delivery's n-th 429; never under a second (a `Retry-After: 0` would
+ * have it hammered) nor over an hour (a receiver asking for days still gets asked hourly).
+ */
+export function rateLimitPauseMs(baseMs: number, nth: number, retryAfterMs: number | null, random = Math.random): number {
+  return Math.min(PAUSE_MAX_MS, Math.max(PAUSE_MIN_MS, retryAfterMs ?? retryDelayMs(baseMs, nth, null, random)));
+}
+
+/** Decides what one HTTP result means for the delivery: branch, retry, CRM record, and what it says of the endpoint. */
 function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHOOK_RETRY_BASE_MS'>, now = Date.now()): AttemptOutcome {
+  // Every call is numbered; only those not postponed by a 429 count against max_attempts.
   const attempt = row.attempts + 1;
+  const counted = attempt - row.rate_limited;
   const readsReply = row.sender === 'connector_push' || row.sender === 'test';
-  const base = { deliveryId: row.id, attempt, statusCode: result.statusCode, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null };
+  const status = result.statusCode;
+  const base = {
+    deliveryId: row.id, attempt, statusCode: status, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null,
+    endpoint: status !== null && status >= 200 && status < 300 ? 'answered' : 'failed', rateLimited: false, pauseEndpointUntil: null,
+  } as const;
   const retryOrFail = (error: string | null): AttemptOutcome => {
-    if (attempt < row.max_attempts) {
-      return { ...base, error, branch: 'pending', nextAttemptAt: new Date(now + retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, attempt, result.retryAfterMs)) };
+    if (counted < row.max_attempts) {
+      return { ...base, error, branch: 'pending', nextAttemptAt: new Date(now + retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, counted, result.retryAfterMs)) };
     }
-    return { ...base, error: attempt > 1 ? `${error ?? 'failed'} (gave up after ${attempt} attempts)` : error, branch: 'Failed' };
+    const waits = row.rate_limited > 0 ? ` and ${row.rate_limited} answers 429 that did not count` : '';
+    return { ...base, error: counted > 1 ? `${error ?? 'failed'} (gave up after ${counted} attempts${waits})` : error, branch: 'Failed' };
   };
 
   if (result.refused) return { ...base, error: result.error, branch: 'Failed' };
-  const status = result.statusCode;
   if (status === null) return retryOrFail(result.error ?? 'connection failed');
   if (status >= 200 && status < 300) {
     if (readsReply) {
@@ -111,21 +136,37 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
     return { ...base, error: null, branch: 'Delivered', crmRecord: recordId ? { leadId: row.lead_id!, recordId } : null };
   }
   if (status >= 300 && status < 400) return { ...base, error: `HTTP ${status}: redirects are never followed`, branch: 'Failed' };
+  // A Send test is never retried, so it never waits either.
+  if (status === 429 && row.sender !== 'test') {
+    const pauseMs = rateLimitPauseMs(config.WEBHOOK_RETRY_BASE_MS, row.rate_limited + 1, result.retryAfterMs);
+    const pause = { pauseEndpointUntil: new Date(now + pauseMs) };
+    if (row.rate_limited >= RATE_LIMITED_WAITS) return { ...retryOrFail('HTTP 429 from the receiver'), ...pause };
+    const error = `HTTP 429 from the receiver: its deliveries wait ${Math.round(pauseMs / 1000)} s; not counted as an attempt`;
+    return { ...base, ...pause, error, branch: 'pending', nextAttemptAt: pause.pauseEndpointUntil, rateLimited: true };
+  }
   if (isRetryableStatus(status)) return retryOrFail(`HTTP ${status} from the receiver`);
   return { ...base, error: `HTTP ${status} from the receiver`, branch: 'Failed' };
 }
 
+/** An attempt that makes no call: recorded Failed with the reason; it says nothing of the endpoint. */
+function notSent(row: DeliveryRow, error: string): AttemptOutcome {
+  return {
+    deliveryId: row.id, attempt: row.attempts + 1, statusCode: null, reply: null, durationMs: 0, crmRecord: null, nextAttemptAt: null,
+    error, branch: 'Failed', endpoint: null, rateLimited: false, pauseEndpointUntil: null,
+  };
+}
+
 /**
  * One attempt of a claimed delivery: add the credentials, sign, send under the network rules,
- * judge. Without credentials (its connector or workflow is gone) it fails without a call.
+ * judge. A delivery of a disabled endpoint, or without credentials (its connector or workflow
+ * is gone), fails without a call.
  */
-export async function attemptDelivery(row: DeliveryRow, credentials: Credentials | undefined, config: Config): Promise<AttemptOutcome> {
-  if (!credentials) {
-    return {
-      deliveryId: row.id, attempt: row.attempts + 1, statusCode: null, reply: null, durationMs: 0, crmRecord: null, nextAttemptAt: null,
-      error: 'its connector or workflow no longer exists, so it cannot be authenticated or signed', branch: 'Failed',
-    };
+export async function attemptDelivery(row: ClaimedDelivery, credentials: Credentials | undefined, config: Config): Promise<AttemptOutcome> {
+  if (row.endpoint_disabled_at !== null) {
+    return notSent(row, `not sent: its endpoint is disabled since ${row.endpoint_disabled_at} (${row.endpoint_disabled_reason}); `
+      + '`connector enable` / `workflow enable` turns it back on, `deliveries recover` sends again what failed meanwhile');
   }
+  if (!credentials) return notSent(row, 'its connector or workflow no longer exists, so it cannot be authenticated or signed');
   const url = requestUrl(row);
   const carriesBody = methodCarriesBody(row.method);
   const headers = mergeHeaders(row.headers, credentials.headers);

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { isUnavailable, type OutageLog } from '../db/availability.js';
 import type { Db } from '../db/connect.js';
-import type { DeliveryRow } from '../db/schema.js';
 import { attemptDelivery } from './attempt.js';
 import type { Credentials } from './credentials.js';
-import type { AttemptOutcome } from './repository.js';
+import type { AttemptOutcome } from './attempt-repository.js';
+import type { ClaimedDelivery } from './claim-repository.js';
 
 /** What delivering needs from the process: its configuration, database and logger. */
 export interface DeliveryDeps {
@@ -26,12 +27,15 @@ export const leaseMs = (config: Config) => config.WEBHOOK_TIMEOUT_MS * 2 + 5000;
 export type RecordAttempt = (outcome: AttemptOutcome) => Promise<boolean>;
 
 /**
- * One attempt of a claimed delivery, recorded; never throws (a failure is logged and the
- * lease expires). While the database is away, `outage` reports all failures as one.
+ * One attempt of a claimed delivery, at its slot when its endpoint is capped, recorded; never
+ * throws (a failure is logged and the lease expires). While the database is away, `outage`
+ * reports all failures as one.
  */
 export async function deliverClaimed(
-  deps: DeliveryDeps, record: RecordAttempt, row: DeliveryRow, credentials: Credentials | undefined, outage?: OutageLog,
+  deps: DeliveryDeps, record: RecordAttempt, row: ClaimedDelivery, credentials: Credentials | undefined, outage?: OutageLog,
 ): Promise<AttemptOutcome | null> {
+  // The claim's lease runs from the slot (src/deliveries/claim-repository.ts).
+  if (row.wait_ms > 0) await sleep(row.wait_ms);
   const leaseEndsAt = Date.now() + leaseMs(deps.config);
   try {
     const outcome = await attemptDelivery(row, credentials, deps.config);
@@ -62,7 +66,7 @@ async function recordWithinLease(record: RecordAttempt, outcome: AttemptOutcome,
     } catch (error) {
       if (!isUnavailable(error) || Date.now() + RECORD_RETRY_MS >= leaseEndsAt) throw error;
       outage.failed(error);
-      await new Promise((resolve) => setTimeout(resolve, RECORD_RETRY_MS));
+      await sleep(RECORD_RETRY_MS);
     }
   }
 }

@@ -1,7 +1,10 @@
 import type { NewDelivery } from '../db/schema.js';
 import type { Credentials } from './credentials.js';
 import { deliverClaimed, leaseMs, newWorkerId, type DeliveryDeps } from './deliver.js';
-import { claimDueDeliveries, insertDeliveries, recordAttempts, type AttemptOutcome } from './repository.js';
+import { recordAttempts, type AttemptOutcome } from './attempt-repository.js';
+import { claimDueDeliveries } from './claim-repository.js';
+import { healthPolicy } from './endpoint-health.js';
+import { insertDeliveries } from './repository.js';
 
 export interface SendNowResult {
   delivery_id: number;
@@ -18,16 +21,20 @@ export interface SendNowResult {
 /**
  * The buttons (Send test, Push to CRM): records the delivery and makes its first attempt
  * at once, in this process, with the credentials of the connector at hand. A retryable
- * failure stays pending for the worker to retry.
+ * failure stays pending for the worker to retry; so does a push that the connector's cap
+ * holds back. The attempt counts in the endpoint's health, but only the worker disables
+ * endpoints (it logs and counts that).
  */
 export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credentials: Credentials): Promise<SendNowResult> {
   const [id] = await insertDeliveries(deps.db, [delivery]);
   const failed = { delivery_id: id!, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
   if (delivery.branch === 'Failed') return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
   const workerId = newWorkerId();
-  const [row] = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
+  const { rows: [row], deferred } = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
+  if (deferred > 0) return { ...failed, error: 'held back by the connector\'s --max-per-second cap: the worker sends it in its turn', branch: 'pending' };
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
-  const record = async (outcome: AttemptOutcome) => (await recordAttempts(deps.db, workerId, [outcome])).length > 0;
+  const policy = healthPolicy(deps.config);
+  const record = async (outcome: AttemptOutcome) => (await recordAttempts(deps.db, workerId, [outcome], policy)).recorded.length > 0;
   const outcome = await deliverClaimed(deps, record, row, credentials);
   if (!outcome) return { ...failed, error: 'the attempt could not be recorded', branch: 'pending' };
   return {

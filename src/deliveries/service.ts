@@ -1,12 +1,14 @@
 import { findConnectors } from '../connectors/repository.js';
 import type { Executor } from '../db/connect.js';
 import type { DeliveryRow } from '../db/schema.js';
+import { findEndpointStates, type EndpointRef } from '../endpoints/repository.js';
 import { Refused } from '../refused.js';
 import { requestUrl } from './attempt.js';
 import { maskHeaderRows, maskUrl } from './masking.js';
 import { methodCarriesBody } from './payload.js';
 import { findWorkflows } from '../workflows/repository.js';
-import { findDelivery, listDeliveryAttempts, recoverFailedDeliveries, startNewSeries, type RecoveryEndpoint, type RecoveryWindow } from './repository.js';
+import { findDelivery, listDeliveryAttempts } from './repository.js';
+import { recoverFailedDeliveries, startNewSeries, type RecoveryEndpoint, type RecoveryWindow } from './series-repository.js';
 
 // Deliveries as an operator inspects and replays them (the admin CLI).
 
@@ -61,6 +63,7 @@ export async function showDelivery(db: Executor, id: number) {
     branch: row.branch,
     series: row.series,
     attempts: row.attempts,
+    rate_limited: row.rate_limited,
     max_attempts: row.max_attempts,
     status_code: row.status_code,
     error: row.error,
@@ -94,17 +97,31 @@ export async function replayDelivery(db: Executor, id: number) {
   throw new Refused('not_replayable', `Delivery ${id} was never sent: ${row.error ?? 'a configuration error'}. Fix the workflow or connector; a replay would send nothing.`);
 }
 
-/**
- * Recovery after an outage: sends again, as replayDelivery does, every delivery of a connector
- * or of a workflow that ended `Failed` in the window and was not recovered before; a second
- * run sends nothing more. Refused for an unknown (or deleted) connector or an unknown workflow.
- */
-export async function recoverDeliveries(db: Executor, endpoint: RecoveryEndpoint, window: RecoveryWindow) {
+/** Where a recovery's deliveries go: the connector, or the workflow's block (its Custom URL, or the connector it sends to). */
+async function recoveryTarget(db: Executor, endpoint: RecoveryEndpoint): Promise<EndpointRef> {
   if ('connectorId' in endpoint) {
     const connector = (await findConnectors(db, [endpoint.connectorId])).get(endpoint.connectorId);
     if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${endpoint.connectorId} does not exist.`);
-  } else if (!(await findWorkflows(db, [endpoint.workflowId])).has(endpoint.workflowId)) {
-    throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
+    return { kind: 'connector', id: connector.id };
+  }
+  const workflow = (await findWorkflows(db, [endpoint.workflowId])).get(endpoint.workflowId);
+  if (!workflow) throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
+  return workflow.block.endpoint === 'url' ? { kind: 'workflow', id: workflow.id } : { kind: 'connector', id: workflow.block.connector_id };
+}
+
+/**
+ * Recovery after an outage: sends again, as replayDelivery does, every delivery of a connector
+ * or of a workflow that ended `Failed` in the window and was not recovered before; a second
+ * run sends nothing more. Refused for an unknown (or deleted) connector or an unknown workflow,
+ * and while the endpoint is disabled: every delivery would fail again at once and, being
+ * recovered, never be recovered again.
+ */
+export async function recoverDeliveries(db: Executor, endpoint: RecoveryEndpoint, window: RecoveryWindow) {
+  const target = await recoveryTarget(db, endpoint);
+  const state = (await findEndpointStates(db, target.kind, [target.id])).get(target.id)!;
+  if (state.disabled_at !== null) {
+    throw new Refused('endpoint_disabled', `${target.kind === 'connector' ? 'Connector' : 'Workflow'} ${target.id} is disabled since ${state.disabled_at} `
+      + `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`);
   }
   return recoverFailedDeliveries(db, endpoint, window);
 }

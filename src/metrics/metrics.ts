@@ -36,6 +36,12 @@ export interface WorkerMetrics {
   attemptTimed(seconds: number): void;
   /** An attempt failed in a retryable way and another one is scheduled. */
   retryScheduled(): void;
+  /** A 429 postponed a delivery without counting as an attempt. */
+  rateLimitWaited(): void;
+  /** Due deliveries of a capped (or 429-paused) endpoint found no slot and were rescheduled. */
+  deliveriesDeferred(count: number): void;
+  /** The worker disabled an endpoint whose attempts all failed for long enough. */
+  endpointDisabled(kind: 'connector' | 'workflow'): void;
   analysisFinished(result: 'analyzed' | 'failed'): void;
 }
 
@@ -117,6 +123,22 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     registers,
   });
   const retries = new Counter({ name: `${PREFIX}delivery_retries_scheduled_total`, help: 'Delivery attempts that failed in a retryable way and scheduled another attempt.', registers });
+  const rateLimitWaits = new Counter({
+    name: `${PREFIX}delivery_rate_limit_waits_total`,
+    help: 'Answers 429 that postponed a delivery (and paused its endpoint) without counting as an attempt.',
+    registers,
+  });
+  const deferrals = new Counter({
+    name: `${PREFIX}delivery_deferrals_total`,
+    help: 'Due deliveries of a capped or 429-paused endpoint that found no free slot and were rescheduled instead of claimed.',
+    registers,
+  });
+  const disabledEndpoints = new Counter({
+    name: `${PREFIX}endpoints_disabled_total`,
+    help: 'Endpoints this process disabled because every attempt to them failed for ENDPOINT_DISABLE_AFTER_DAYS, by kind (connector, workflow).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
   const analyses = new Counter({
     name: `${PREFIX}website_analyses_total`,
     help: 'Company website analyses finished, by result (analyzed, failed).',
@@ -188,6 +210,9 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
       deliveryFinished: (sender, branch) => deliveries.inc({ branch, sender }),
       attemptTimed: (seconds) => attemptDuration.observe(seconds),
       retryScheduled: () => retries.inc(),
+      rateLimitWaited: () => rateLimitWaits.inc(),
+      deliveriesDeferred: (count) => { if (count > 0) deferrals.inc(count); },
+      endpointDisabled: (kind) => disabledEndpoints.inc({ kind }),
       analysisFinished: (result) => analyses.inc({ result }),
     },
     watchPool: (name, pool) => { pools.set(name, pool); },

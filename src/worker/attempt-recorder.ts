@@ -1,5 +1,12 @@
 import type { Db } from '../db/connect.js';
-import { recordAttempts, type AttemptOutcome } from '../deliveries/repository.js';
+import { recordAttempts, type AttemptOutcome, type FailingEndpoint } from '../deliveries/attempt-repository.js';
+import type { HealthPolicy } from '../endpoints/repository.js';
+
+/** What recording does about endpoint health: the rule, and what to do with endpoints that meet it. */
+export interface HealthWatch {
+  policy: HealthPolicy;
+  failing(endpoints: readonly FailingEndpoint[]): Promise<void>;
+}
 
 /**
  * Records attempts of one worker in batches: outcomes finishing within a few milliseconds
@@ -9,7 +16,7 @@ export class AttemptRecorder {
   private pending: Array<{ outcome: AttemptOutcome; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly db: Db, readonly workerId: string, private readonly maxBatch = 64, private readonly delayMs = 5) {}
+  constructor(private readonly db: Db, readonly workerId: string, private readonly health: HealthWatch, private readonly maxBatch = 64, private readonly delayMs = 5) {}
 
   /** Resolves once recorded: true, or false when this worker no longer held the claim. */
   record(outcome: AttemptOutcome): Promise<boolean> {
@@ -26,8 +33,10 @@ export class AttemptRecorder {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     try {
-      const recorded = new Set(await recordAttempts(this.db, this.workerId, batch.map((entry) => entry.outcome)));
-      for (const entry of batch) entry.resolve(recorded.has(entry.outcome.deliveryId));
+      const { recorded, failing } = await recordAttempts(this.db, this.workerId, batch.map((entry) => entry.outcome), this.health.policy);
+      const ids = new Set(recorded);
+      for (const entry of batch) entry.resolve(ids.has(entry.outcome.deliveryId));
+      if (failing.length > 0) await this.health.failing(failing);
     } catch (error) {
       for (const entry of batch) entry.reject(error);
     }

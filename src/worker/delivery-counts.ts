@@ -1,5 +1,5 @@
 import type { NewDelivery } from '../db/schema.js';
-import type { AttemptOutcome } from '../deliveries/repository.js';
+import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
 import type { WorkerMetrics } from '../metrics/metrics.js';
 
 // The worker's deliveries in the metrics, counted once their database record is committed.
@@ -7,7 +7,8 @@ import type { WorkerMetrics } from '../metrics/metrics.js';
 /** A recorded attempt: its duration, and its branch when final or the retry it scheduled. */
 export function countRecordedAttempt(metrics: WorkerMetrics, sender: string, outcome: AttemptOutcome): void {
   metrics.attemptTimed(outcome.durationMs / 1000);
-  if (outcome.branch === 'pending') metrics.retryScheduled();
+  if (outcome.rateLimited) metrics.rateLimitWaited();
+  else if (outcome.branch === 'pending') metrics.retryScheduled();
   else metrics.deliveryFinished(sender, outcome.branch);
 }
 

@@ -1,8 +1,11 @@
 import type { OutageLog } from '../db/availability.js';
 import { deliverClaimed } from '../deliveries/deliver.js';
-import { claimDueDeliveries, type AttemptOutcome } from '../deliveries/repository.js';
+import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
+import { claimDueDeliveries, MAX_CLAIM } from '../deliveries/claim-repository.js';
+import { healthPolicy } from '../deliveries/endpoint-health.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { countRecordedAttempt } from './delivery-counts.js';
+import { disableFailingEndpoints } from './disable-endpoints.js';
 import type { WorkerDeps } from './worker-deps.js';
 import { loadCredentials } from './credentials.js';
 
@@ -18,7 +21,10 @@ export class DeliveryJob {
   private readonly recorder: AttemptRecorder;
 
   constructor(private readonly deps: WorkerDeps, private readonly workerId: string, private readonly leaseMs: number, private readonly outage?: OutageLog) {
-    this.recorder = new AttemptRecorder(deps.db, workerId);
+    this.recorder = new AttemptRecorder(deps.db, workerId, {
+      policy: healthPolicy(deps.config),
+      failing: (endpoints) => disableFailingEndpoints(deps, endpoints),
+    });
   }
 
   get inFlightCount(): number {
@@ -30,9 +36,15 @@ export class DeliveryJob {
     while (DELIVERY_CONCURRENCY - this.inFlight.size < DELIVERY_CONCURRENCY / 4) await Promise.race(this.inFlight);
   }
 
-  /** Claims what fits in the window and starts delivering it; returns how many it claimed. */
+  /**
+   * Claims what fits in the window and starts delivering it. Returns how many due deliveries
+   * it dealt with: claimed, or rescheduled to their capped endpoint's next free slot; either
+   * way the due queue moved, so the loop goes on at once to what lies behind them.
+   */
   async claimAndStart(): Promise<number> {
-    const rows = await claimDueDeliveries(this.deps.db, this.workerId, DELIVERY_CONCURRENCY - this.inFlight.size, this.leaseMs);
+    const free = Math.min(MAX_CLAIM, DELIVERY_CONCURRENCY - this.inFlight.size);
+    const { rows, deferred } = await claimDueDeliveries(this.deps.db, this.workerId, free, this.leaseMs);
+    this.deps.metrics.worker.deliveriesDeferred(deferred);
     // Should this fail (the database went away), the claims expire with their lease.
     const credentials = await loadCredentials(this.deps.db, rows);
     for (const row of rows) {
@@ -46,7 +58,7 @@ export class DeliveryJob {
         .finally(() => this.inFlight.delete(running));
       this.inFlight.add(running);
     }
-    return rows.length;
+    return rows.length + deferred;
   }
 
   /** Resolves when one delivery in flight finishes. */

@@ -5,12 +5,17 @@ import type { WorkflowBlock } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
 import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
+import { findEndpointStates, setEndpointCap } from '../endpoints/repository.js';
+import { enable } from '../endpoints/service.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import { Refused } from '../refused.js';
-import { insertWorkflow, listWorkflows, setWorkflowActive } from './repository.js';
+import { findWorkflows, insertWorkflow, listWorkflows, setWorkflowActive } from './repository.js';
 
-/** A workflow: one trigger (a tag_added trigger names its tag) and one Send Webhook (or Send to CRM) block. */
-export type NewWorkflowInput = { workspaceId: number; block: WorkflowBlock } & (
+/**
+ * A workflow: one trigger (a tag_added trigger names its tag) and one Send Webhook (or Send to
+ * CRM) block; a Custom URL block may have a cap (`maxPerSecond`).
+ */
+export type NewWorkflowInput = { workspaceId: number; block: WorkflowBlock; maxPerSecond?: number | null } & (
   | { trigger: 'lead_created' }
   | { trigger: 'tag_added'; tagName: string }
 );
@@ -30,6 +35,8 @@ async function blockWarnings(db: Db, workspaceId: number, block: WorkflowBlock):
 
 /** Creates the workflow with its own signing secret; the tag of a tag_added trigger is created when missing. */
 export async function createWorkflow(db: Db, input: NewWorkflowInput) {
+  const maxPerSecond = input.maxPerSecond ?? null;
+  if (maxPerSecond !== null) requireCustomUrl(input.block, 'A cap (--max-per-second)');
   const warnings = await blockWarnings(db, input.workspaceId, input.block);
   return db.transaction().execute(async (trx) => {
     let tag: { id: number; name: string } | null = null;
@@ -41,8 +48,9 @@ export async function createWorkflow(db: Db, input: NewWorkflowInput) {
     const created = await insertWorkflow(trx, {
       workspace_id: input.workspaceId, trigger: input.trigger, tag_id: tag?.id ?? null, block: input.block, signing_secret: newSigningSecret(),
     });
+    if (maxPerSecond !== null) await setEndpointCap(trx, { kind: 'workflow', id: created.id }, maxPerSecond);
     return {
-      id: created.id, workspace_id: created.workspace_id, trigger: created.trigger, tag, block: created.block,
+      id: created.id, workspace_id: created.workspace_id, trigger: created.trigger, tag, block: created.block, max_per_second: maxPerSecond,
       signing_secret: created.signing_secret, active: created.active, created_at: created.created_at, warnings,
     };
   });
@@ -53,14 +61,45 @@ function presentBlock(block: WorkflowBlock): WorkflowBlock {
   return block.endpoint === 'url' ? { ...block, url: maskUrl(block.url), headers: maskKeyValues(block.headers) } : block;
 }
 
-/** A workspace's workflows, oldest first; the signing secret is shown only at creation. */
+/**
+ * A workspace's workflows, oldest first; the signing secret is shown only at creation. A
+ * Custom URL block's cap and health are the workflow's (a Saved connector or Send to CRM
+ * block's are its connector's: `connector list`).
+ */
 export async function listWorkspaceWorkflows(db: Db, workspaceId: number) {
   const rows = await listWorkflows(db, workspaceId);
+  const states = await findEndpointStates(db, 'workflow', rows.map((row) => row.id));
   return rows.map((row) => ({
     id: row.id, workspace_id: row.workspace_id, trigger: row.trigger,
     tag: row.tag_id === null ? null : { id: row.tag_id, name: row.tag_name }, block: presentBlock(row.block),
-    active: row.active, active_since: row.active_since, created_at: row.created_at,
+    active: row.active, active_since: row.active_since, ...states.get(row.id)!, created_at: row.created_at,
   }));
+}
+
+/** Why a workflow's block has no cap or health of its own: it sends to a connector. */
+function requireCustomUrl(block: WorkflowBlock, what: string): void {
+  if (block.endpoint !== 'url') {
+    throw new Refused('not_applicable', `${what} belongs to the Custom URL block; this block sends to connector ${block.connector_id}: use \`connector update\` / \`connector enable\` --id ${block.connector_id}.`);
+  }
+}
+
+async function requireWorkflow(db: Db, id: number) {
+  const workflow = (await findWorkflows(db, [id])).get(id);
+  if (!workflow) throw new Refused('not_found', `Workflow ${id} does not exist.`);
+  return workflow;
+}
+
+/** Sets (a number) or removes (null) the cap of a workflow's Custom URL block. */
+export async function updateWorkflowCap(db: Db, id: number, maxPerSecond: number | null) {
+  requireCustomUrl((await requireWorkflow(db, id)).block, 'A cap (--max-per-second)');
+  await setEndpointCap(db, { kind: 'workflow', id }, maxPerSecond);
+  return { id, max_per_second: maxPerSecond };
+}
+
+/** `workflow enable`: a Custom URL block disabled for sustained failure is sent to again, its failure count reset. */
+export async function enableWorkflow(db: Db, id: number) {
+  requireCustomUrl((await requireWorkflow(db, id)).block, 'Health');
+  return enable(db, { kind: 'workflow', id });
 }
 
 /**

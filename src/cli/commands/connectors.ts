@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
-import { createConnector, deleteConnector, listWorkspaceConnectors, pushLead, rotateSigningSecret, testConnector, updateAutoPush } from '../../connectors/service.js';
+import {
+  createConnector, deleteConnector, enableConnector, listWorkspaceConnectors, pushLead, rotateSigningSecret, testConnector, updateConnector,
+} from '../../connectors/service.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
 import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { collect, parseBoolean, parseFormat, parseMethod, parsePairs, parseWebhookUrl, positiveId } from '../arguments.js';
+import { collect, parseBoolean, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 interface ConnectorOptions {
@@ -23,6 +25,7 @@ interface ConnectorOptions {
   field: string[];
   header: string[];
   autoPush?: boolean;
+  maxPerSecond?: string;
 }
 
 function parseMapping(values: string[]): FieldMapping[] {
@@ -79,7 +82,9 @@ export function registerConnectorCommands(program: Command): void {
     .option('--field <key=value>', 'constant field sent every time (repeatable)', collect, [])
     .option('--header <name=value>', 'constant header sent every time (repeatable)', collect, [])
     .option('--auto-push', 'push every analyzed lead')
+    .option('--max-per-second <n>', 'at most this many deliveries per second, across every worker (default: no cap)')
     .action((options: ConnectorOptions) => runCommand(async ({ db }) => {
+      const maxPerSecond = options.maxPerSecond === undefined ? null : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: false });
       const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
       const headers = parsePairs(options.header, '--header', MAX_HEADERS);
       return createConnector(db, {
@@ -92,16 +97,25 @@ export function registerConnectorCommands(program: Command): void {
         fields: parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS),
         headers,
         auto_push: options.autoPush === true,
-      });
+      }, maxPerSecond);
     }));
 
   connector.command('list').description('not deleted ones, credentials masked').requiredOption('--workspace <id>')
     .action((options: { workspace: string }) => runCommand(async ({ db }) =>
       listWorkspaceConnectors(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
 
-  connector.command('update').requiredOption('--id <id>').requiredOption('--auto-push <on|off>')
-    .action((options: { id: string; autoPush: string }) => runCommand(({ db }) =>
-      updateAutoPush(db, positiveId(options.id, '--id'), parseBoolean(options.autoPush, '--auto-push'))));
+  connector.command('update').requiredOption('--id <id>').option('--auto-push <on|off>')
+    .option('--max-per-second <n|off>', 'cap its deliveries per second, or off')
+    .action((options: { id: string; autoPush?: string; maxPerSecond?: string }) => runCommand(({ db }) => {
+      if (options.autoPush === undefined && options.maxPerSecond === undefined) throw new Refused('invalid_argument', 'Give --auto-push, --max-per-second or both.');
+      return updateConnector(db, positiveId(options.id, '--id'), {
+        autoPush: options.autoPush === undefined ? undefined : parseBoolean(options.autoPush, '--auto-push'),
+        maxPerSecond: options.maxPerSecond === undefined ? undefined : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }),
+      });
+    }));
+
+  connector.command('enable').description('sends to a connector disabled for sustained failure again').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => enableConnector(db, positiveId(options.id, '--id'))));
 
   connector.command('delete').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));

@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
-import { createWorkflow, listWorkspaceWorkflows, switchWorkflow, type NewWorkflowInput } from '../../workflows/service.js';
+import { createWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { collect, nonEmpty, parseFormat, parseMethod, parsePairs, positiveId } from '../arguments.js';
+import { collect, nonEmpty, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 interface WorkflowOptions {
@@ -18,6 +18,7 @@ interface WorkflowOptions {
   format?: string;
   header: string[];
   field: string[];
+  maxPerSecond?: string;
 }
 
 /** The trigger: lead_created, or tag_added with its tag. */
@@ -51,13 +52,15 @@ export function registerWorkflowCommands(program: Command): void {
     .option('--method <method>', 'Custom URL method', 'POST').option('--format <format>', 'Custom URL body format', 'json')
     .option('--header <name=value>', 'Custom URL header (repeatable, merge tags allowed)', collect, [])
     .option('--field <key=value>', 'block field (repeatable, merge tags allowed)', collect, [])
+    .option('--max-per-second <n>', 'Custom URL: at most this many deliveries per second, across every worker (default: no cap)')
     .action((options: WorkflowOptions) => runCommand(async ({ db }) => {
-      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
       const { trigger, tag } = parseTrigger(options);
       const block = parseBlock(options);
+      const maxPerSecond = options.maxPerSecond === undefined ? null : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: false });
+      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
       const input: NewWorkflowInput = trigger === 'tag_added'
-        ? { workspaceId: workspace.id, block, trigger, tagName: nonEmpty(tag!, '--tag') }
-        : { workspaceId: workspace.id, block, trigger };
+        ? { workspaceId: workspace.id, block, maxPerSecond, trigger, tagName: nonEmpty(tag!, '--tag') }
+        : { workspaceId: workspace.id, block, maxPerSecond, trigger };
       return createWorkflow(db, input);
     }));
 
@@ -71,4 +74,11 @@ export function registerWorkflowCommands(program: Command): void {
 
   workflow.command('activate').description('resumes it for events from now on').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, positiveId(options.id, '--id'), true)));
+
+  workflow.command('update').description('the Custom URL block\'s cap').requiredOption('--id <id>').requiredOption('--max-per-second <n|off>')
+    .action((options: { id: string; maxPerSecond: string }) => runCommand(({ db }) =>
+      updateWorkflowCap(db, positiveId(options.id, '--id'), parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }))));
+
+  workflow.command('enable').description('sends to a Custom URL block disabled for sustained failure again').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => enableWorkflow(db, positiveId(options.id, '--id'))));
 }

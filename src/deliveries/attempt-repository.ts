@@ -1,0 +1,140 @@
+import { sql } from 'kysely';
+import type { Executor } from '../db/connect.js';
+import { PreparedStatement } from '../db/prepared.js';
+import type { DeliveryBranch, EndpointKind } from '../db/schema.js';
+import { deliveryEndpoint, failingLongEnough, type HealthPolicy } from '../endpoints/repository.js';
+
+// Recording what an attempt did: to the delivery, its attempt log, the lead (a CRM record id)
+// and the health of its endpoint. Claiming comes before: src/deliveries/claim-repository.ts.
+
+/** What an attempt says of its endpoint: it answered (a 2xx), it failed, or nothing (no call was made). */
+export type EndpointSignal = 'answered' | 'failed' | null;
+
+export interface AttemptOutcome {
+  deliveryId: number;
+  /** The attempt's number in its series: every call counts here, a 429 that waited too. */
+  attempt: number;
+  statusCode: number | null;
+  error: string | null;
+  reply: string | null;
+  durationMs: number;
+  /** pending: retry at nextAttemptAt. */
+  branch: DeliveryBranch;
+  nextAttemptAt: Date | null;
+  /** Connector push: the receiver's record id, stored on the lead. */
+  crmRecord: { leadId: number; recordId: string } | null;
+  endpoint: EndpointSignal;
+  /** A 429 that postponed the delivery without counting against its attempts. */
+  rateLimited: boolean;
+  /** After a 429: the endpoint's deliveries wait until then. */
+  pauseEndpointUntil: Date | null;
+}
+
+/** An endpoint whose failures, as just recorded, meet the disabling rule (src/deliveries/endpoint-health.ts). */
+export interface FailingEndpoint {
+  kind: EndpointKind;
+  id: number;
+  failing_since: string;
+  consecutive_failures: number;
+  /** The error of one of the failed attempts just recorded. */
+  last_error: string | null;
+}
+
+interface RecordInput {
+  workerId: string;
+  outcomes: string;
+  failingForSeconds: number;
+  minFailures: number;
+}
+
+const endpoint = deliveryEndpoint('d');
+
+/**
+ * One statement: the deliveries (each only while this worker still holds its claim: a worker
+ * whose lease ran out cannot overwrite the one that took over), their attempt log, CRM record
+ * ids, and per endpoint what the attempts said: a 2xx ends its run of failures, a failure
+ * extends it (the row is made on its first failure), a 429 pauses it. An endpoint that was
+ * and stays healthy is only looked up.
+ */
+const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[]; failing: FailingEndpoint[] }>((input) => sql`
+  WITH input AS (
+    SELECT * FROM jsonb_to_recordset(${input.outcomes}::jsonb) AS r(delivery_id bigint, attempt int, status_code int, error text, reply text,
+      duration_ms int, branch text, next_attempt_at timestamptz, crm_lead_id bigint, crm_record_id text,
+      endpoint text, rate_limited boolean, pause_until timestamptz)
+  ), updated AS (
+    UPDATE deliveries AS d SET
+      attempts = i.attempt,
+      rate_limited = d.rate_limited + i.rate_limited::int,
+      branch = i.branch,
+      status_code = i.status_code,
+      error = i.error,
+      reply = i.reply,
+      next_attempt_at = coalesce(i.next_attempt_at, d.next_attempt_at),
+      locked_by = NULL,
+      locked_until = NULL,
+      finished_at = CASE WHEN i.branch = 'pending' THEN NULL ELSE now() END
+    FROM input AS i
+    WHERE d.id = i.delivery_id AND d.locked_by = ${input.workerId}::text AND d.branch = 'pending'
+    RETURNING d.id, d.series, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
+  ), attempt AS (
+    INSERT INTO delivery_attempts (delivery_id, series, attempt, status_code, error, reply, duration_ms)
+    SELECT i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+    ON CONFLICT DO NOTHING
+  ), synced AS (
+    UPDATE leads AS l SET crm_record_id = i.crm_record_id
+    FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+    WHERE l.id = i.crm_lead_id AND i.crm_record_id IS NOT NULL
+  ), outcome AS (
+    SELECT u.endpoint_kind AS kind, u.endpoint_id, bool_or(i.endpoint = 'answered') AS answered,
+      count(*) FILTER (WHERE i.endpoint = 'failed') AS failures, max(i.pause_until) AS pause_until,
+      (array_agg(i.error ORDER BY i.delivery_id) FILTER (WHERE i.endpoint = 'failed'))[1] AS last_error
+    FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+    WHERE u.endpoint_kind IS NOT NULL AND i.endpoint IS NOT NULL
+    GROUP BY u.endpoint_kind, u.endpoint_id
+  ), health AS (
+    -- In key order, as the claim locks them: two statements never wait on each other's rows crosswise.
+    INSERT INTO endpoints AS e (kind, endpoint_id, failing_since, consecutive_failures, next_slot_at)
+    SELECT o.kind, o.endpoint_id, CASE WHEN o.answered THEN NULL ELSE now() END, CASE WHEN o.answered THEN 0 ELSE o.failures END,
+      coalesce(o.pause_until, now())
+    FROM outcome AS o
+    WHERE NOT o.answered OR o.pause_until IS NOT NULL
+      OR EXISTS (SELECT 1 FROM endpoints AS f WHERE f.kind = o.kind AND f.endpoint_id = o.endpoint_id AND f.failing_since IS NOT NULL)
+    ORDER BY o.kind, o.endpoint_id
+    ON CONFLICT (kind, endpoint_id) DO UPDATE SET
+      failing_since = CASE WHEN excluded.failing_since IS NULL THEN NULL ELSE coalesce(e.failing_since, excluded.failing_since) END,
+      consecutive_failures = CASE WHEN excluded.failing_since IS NULL THEN 0 ELSE e.consecutive_failures + excluded.consecutive_failures END,
+      next_slot_at = greatest(e.next_slot_at, excluded.next_slot_at)
+    RETURNING e.kind, e.endpoint_id, e.failing_since, e.consecutive_failures, e.disabled_at
+  )
+  SELECT
+    (SELECT coalesce(json_agg(id), '[]'::json) FROM updated) AS recorded,
+    (SELECT coalesce(json_agg(json_build_object('kind', h.kind, 'id', h.endpoint_id, 'failing_since', h.failing_since,
+        'consecutive_failures', h.consecutive_failures, 'last_error', o.last_error)), '[]'::json)
+      FROM health AS h JOIN outcome AS o USING (kind, endpoint_id)
+      WHERE h.disabled_at IS NULL AND ${failingLongEnough('h', input)}) AS failing
+`);
+
+/**
+ * Records attempts and their consequences (see RECORD_ATTEMPTS). Returns the ids recorded,
+ * and the endpoints that now meet `policy`'s rule for disabling (not disabled here).
+ */
+export async function recordAttempts(db: Executor, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
+  if (outcomes.length === 0) return { recorded: [], failing: [] };
+  const input = JSON.stringify(outcomes.map((outcome) => ({
+    delivery_id: outcome.deliveryId,
+    attempt: outcome.attempt,
+    status_code: outcome.statusCode,
+    error: outcome.error,
+    reply: outcome.reply,
+    duration_ms: outcome.durationMs,
+    branch: outcome.branch,
+    next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
+    crm_lead_id: outcome.crmRecord?.leadId ?? null,
+    crm_record_id: outcome.crmRecord?.recordId ?? null,
+    endpoint: outcome.endpoint,
+    rate_limited: outcome.rateLimited,
+    pause_until: outcome.pauseEndpointUntil?.toISOString() ?? null,
+  })));
+  const [row] = await RECORD_ATTEMPTS.execute(db, { workerId, outcomes: input, ...policy });
+  return row!;
+}
