@@ -40,6 +40,25 @@ describe('delivery retention', () => {
   });
 });
 
+describe('event retention', () => {
+  it('purges outbox events processed more than 7 days ago, and keeps younger and unprocessed ones', async () => {
+    const tenant = await createTenant(t.ctx.db);
+    /** An outbox event of the workspace processed `processedDaysAgo` days ago (null: not yet). */
+    const event = async (processedDaysAgo: number | null) => (await sql<{ id: number }>`
+      INSERT INTO outbox (workspace_id, topic, payload, created_at, processed_at)
+      VALUES (${tenant.workspaceId}, 'lead.created', '{"lead_id": 1}', now() - interval '30 days',
+        CASE WHEN ${processedDaysAgo}::int IS NULL THEN NULL ELSE now() - make_interval(days => ${processedDaysAgo}::int, mins => 1) END)
+      RETURNING id`.execute(t.ctx.db)).rows[0]!.id;
+    const purged = [await event(8), await event(7)];
+    const kept = [await event(6), await event(null)];
+
+    await housekeeping(t.ctx.db, 30);
+
+    const { rows } = await sql<{ id: number }>`SELECT id FROM outbox WHERE id = ANY(${[...purged, ...kept]}) ORDER BY id`.execute(t.ctx.db);
+    expect(rows.map((row) => row.id)).toEqual(kept);
+  });
+});
+
 describe('the housekeeping schedule', () => {
   it('is its own: a starting worker purges even while fanning out fails on every poll', async () => {
     const tenant = await createTenant(t.ctx.db);

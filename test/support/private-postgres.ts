@@ -2,7 +2,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/db/embedded/start.js';
+import { startEmbeddedDatabase, type EmbeddedDatabase, type EmbeddedDatabaseOptions } from '../../src/db/embedded/start.js';
 import { freePort } from './ports.js';
 
 export interface PrivatePostgres {
@@ -21,6 +21,24 @@ export interface PrivatePostgres {
   remove(): Promise<void>;
 }
 
+/** A port that another process took between freePort() and the server's bind, as the start reports it. */
+const PORT_TAKEN = /Port \d+ is (held by|in use)|could not bind|already in use/i;
+
+/**
+ * Starts the server on a free port. The server binds the port itself, after freePort() let go
+ * of it, so another process can take it in between: then it starts again on another.
+ */
+async function startOnSomeFreePort(options: EmbeddedDatabaseOptions & { port: number }): Promise<EmbeddedDatabase> {
+  for (let attempt = 1; ; attempt += 1) {
+    options.port = await freePort();
+    try {
+      return await startEmbeddedDatabase(options);
+    } catch (error) {
+      if (attempt === 3 || !(error instanceof Error) || !PORT_TAKEN.test(error.message)) throw error;
+    }
+  }
+}
+
 /**
  * A PostgreSQL of the test's own (embedded binaries, a temporary data directory, a free
  * port), for tests that stop and start a database: never the shared server.
@@ -31,9 +49,9 @@ export async function startPrivatePostgres(label: string, settings: { durable?: 
   await chmod(base, 0o755);
   // Durable: fsync and synchronous commit as in production (the fault test); otherwise
   // neither, since a test's data is thrown away.
-  const options = { dir: path.join(base, 'postgres'), port: await freePort(), logger: pino({ level: 'silent' }), ephemeral: !settings.durable };
+  const options = { dir: path.join(base, 'postgres'), port: 0, logger: pino({ level: 'silent' }), ephemeral: !settings.durable };
   const handle: PrivatePostgres = {
-    current: await startEmbeddedDatabase(options),
+    current: await startOnSomeFreePort(options),
     url: '',
     port: options.port,
     async restart(downMs) {

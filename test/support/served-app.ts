@@ -7,7 +7,6 @@ import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import { createApp } from '../../src/http/app.js';
-import { freePort } from './ports.js';
 
 // The real app served on a free port with its log collected, for tests about the database
 // going away: a PostgreSQL that cannot be reached (nothing listening: connections refused at
@@ -43,9 +42,13 @@ export async function startSilentServer(): Promise<{ port: number; close(): Prom
   };
 }
 
-/** A postgres:// URL on 127.0.0.1:`port`, by default a free port nobody listens on. */
-export async function unreachableDatabaseUrl(port?: number): Promise<string> {
-  return `postgres://postgres@127.0.0.1:${port ?? await freePort()}/lead_intake`;
+/**
+ * A database URL nothing answers: port 1 (privileged, and no service of this machine uses it)
+ * refuses at once, with no window in which another process could take a freed port; or the
+ * given port of a server the test holds.
+ */
+export function unreachableDatabaseUrl(port = 1): string {
+  return `postgres://postgres@127.0.0.1:${port}/lead_intake`;
 }
 
 export async function serveApp(options: { databaseUrl: string; env?: Record<string, string> }): Promise<ServedApp> {
