@@ -1,4 +1,4 @@
-import { expect } from '@jest/globals';
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
@@ -11,6 +11,8 @@ export interface CliResult {
 }
 
 const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '../..');
+
+// node:assert rather than jest's expect: the fault and restart scripts run these outside jest.
 
 /** Runs the compiled admin CLI as `npm run --silent cli --` does (global setup built it). */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
@@ -35,14 +37,14 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
 /** Runs one CLI command against the database; expects success (exit 0, one line of JSON, nothing on stderr) and returns the JSON. */
 export async function cliJson<T = Record<string, any>>(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<T> {
   const result = await runCli(args, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env });
-  expect({ code: result.code, stderr: result.stderr, lines: result.stdout.trim().split('\n').length }).toEqual({ code: 0, stderr: '', lines: 1 });
+  assert.deepEqual({ code: result.code, stderr: result.stderr, lines: result.stdout.trim().split('\n').length }, { code: 0, stderr: '', lines: 1 }, `cli ${args.join(' ')}`);
   return result.json as T;
 }
 
 /** Runs one CLI command that must be refused: a non-zero exit and nothing on stdout; returns the `{ error, message }` it printed on stderr. */
 export async function cliError(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<{ error: string; message: string }> {
   const result = await runCli(args, { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', ...env });
-  expect(result.code).not.toBe(0);
-  expect(result.stdout).toBe('');
+  assert.notEqual(result.code, 0, `cli ${args.join(' ')} should have been refused`);
+  assert.equal(result.stdout, '', `cli ${args.join(' ')} printed on stdout though refused`);
   return result.error!;
 }
