@@ -2361,13 +2361,12 @@ export interface components {
             content?: never;
         };
         /**
-         * @description **Slowed down, not spent**: the delivery waits for `Retry-After`
-         *     (seconds or an HTTP date; without one, the retry backoff), at least a
-         *     second and at most an hour, and so does every other delivery to the
-         *     same receiver (the connector, or the Custom URL block). The wait is not
-         *     one of the `WEBHOOK_MAX_ATTEMPTS` attempts; up to 20 such answers per
-         *     delivery, then a `429` is retried like a `5xx`. The call is repeated
-         *     with the same `webhook-id`.
+         * @description **Slowed down**: retried like a `5xx` (it is one of the
+         *     `WEBHOOK_MAX_ATTEMPTS` attempts), after `Retry-After` (seconds or an
+         *     HTTP date; at least a second and at most an hour; without one, the
+         *     retry backoff), and every other delivery to the same receiver (the
+         *     connector, or the Custom URL block) waits as long instead of being
+         *     sent into it. The call is repeated with the same `webhook-id`.
          */
         WebhookRateLimited: {
             headers: {

@@ -88,41 +88,32 @@ export function retryDelayMs(baseMs: number, attempt: number, retryAfterMs: numb
   return Math.min(MAX_RETRY_DELAY_MS, Math.max(jittered, retryAfterMs ?? 0));
 }
 
-/**
- * Answers 429 per series that postpone a delivery without counting as an attempt. The bound
- * keeps a receiver that answers 429 forever from keeping a delivery forever: from the next
- * one on, a 429 counts like a 5xx, and WEBHOOK_MAX_ATTEMPTS ends it.
- */
-export const RATE_LIMITED_WAITS = 20;
 const PAUSE_MIN_MS = 1000;
 const PAUSE_MAX_MS = 60 * 60 * 1000;
 
 /**
- * How long an endpoint that answered 429 is left alone: its `Retry-After` (seconds or a date),
- * else the backoff of the delivery's n-th 429; never under a second (a `Retry-After: 0` would
- * have it hammered) nor over an hour (a receiver asking for days still gets asked hourly).
+ * How long an endpoint that answered 429 is left alone, and its delivery with it: its
+ * `Retry-After` (seconds or a date), never under a second (a `Retry-After: 0` would have it
+ * hammered) nor over an hour (a receiver asking for days still gets asked hourly); without
+ * one, the delivery's retry schedule.
  */
-export function rateLimitPauseMs(baseMs: number, nth: number, retryAfterMs: number | null, random = Math.random): number {
-  return Math.min(PAUSE_MAX_MS, Math.max(PAUSE_MIN_MS, retryAfterMs ?? retryDelayMs(baseMs, nth, null, random)));
+export function rateLimitPauseMs(baseMs: number, attempt: number, retryAfterMs: number | null, random = Math.random): number {
+  if (retryAfterMs === null) return retryDelayMs(baseMs, attempt, null, random);
+  return Math.min(PAUSE_MAX_MS, Math.max(PAUSE_MIN_MS, retryAfterMs));
 }
 
 /** Decides what one HTTP result means for the delivery: branch, retry, CRM record, and what it says of the endpoint. */
 function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHOOK_RETRY_BASE_MS'>, now = Date.now()): AttemptOutcome {
-  // Every call is numbered; only those not postponed by a 429 count against max_attempts.
   const attempt = row.attempts + 1;
-  const counted = attempt - row.rate_limited;
   const readsReply = row.sender === 'connector_push' || row.sender === 'test';
   const status = result.statusCode;
   const base = {
     deliveryId: row.id, attempt, statusCode: status, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null,
     endpoint: status !== null && status >= 200 && status < 300 ? 'answered' : 'failed', rateLimited: false, pauseEndpointUntil: null,
   } as const;
-  const retryOrFail = (error: string | null): AttemptOutcome => {
-    if (counted < row.max_attempts) {
-      return { ...base, error, branch: 'pending', nextAttemptAt: new Date(now + retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, counted, result.retryAfterMs)) };
-    }
-    const waits = row.rate_limited > 0 ? ` and ${row.rate_limited} answers 429 that did not count` : '';
-    return { ...base, error: counted > 1 ? `${error ?? 'failed'} (gave up after ${counted} attempts${waits})` : error, branch: 'Failed' };
+  const retryOrFail = (error: string | null, delayMs = retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, attempt, result.retryAfterMs)): AttemptOutcome => {
+    if (attempt < row.max_attempts) return { ...base, error, branch: 'pending', nextAttemptAt: new Date(now + delayMs) };
+    return { ...base, error: attempt > 1 ? `${error ?? 'failed'} (gave up after ${attempt} attempts)` : error, branch: 'Failed' };
   };
 
   if (result.refused) return { ...base, error: result.error, branch: 'Failed' };
@@ -137,12 +128,13 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
   }
   if (status >= 300 && status < 400) return { ...base, error: `HTTP ${status}: redirects are never followed`, branch: 'Failed' };
   // A Send test is never retried, so it never waits either.
+  // A 429 is a retryable failure like a 5xx and spends this delivery's attempt (every retryable
+  // failure is attempted exactly max_attempts times); what it spares are the endpoint's other
+  // deliveries, which wait out the pause instead of being sent into it.
   if (status === 429 && row.sender !== 'test') {
-    const pauseMs = rateLimitPauseMs(config.WEBHOOK_RETRY_BASE_MS, row.rate_limited + 1, result.retryAfterMs);
-    const pause = { pauseEndpointUntil: new Date(now + pauseMs) };
-    if (row.rate_limited >= RATE_LIMITED_WAITS) return { ...retryOrFail('HTTP 429 from the receiver'), ...pause };
-    const error = `HTTP 429 from the receiver: its deliveries wait ${Math.round(pauseMs / 1000)} s; not counted as an attempt`;
-    return { ...base, ...pause, error, branch: 'pending', nextAttemptAt: pause.pauseEndpointUntil, rateLimited: true };
+    const pauseMs = rateLimitPauseMs(config.WEBHOOK_RETRY_BASE_MS, attempt, result.retryAfterMs);
+    const outcome = retryOrFail('HTTP 429 from the receiver', pauseMs);
+    return { ...outcome, rateLimited: true, pauseEndpointUntil: new Date(now + pauseMs) };
   }
   if (isRetryableStatus(status)) return retryOrFail(`HTTP ${status} from the receiver`);
   return { ...base, error: `HTTP ${status} from the receiver`, branch: 'Failed' };

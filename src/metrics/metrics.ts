@@ -125,7 +125,7 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
   const retries = new Counter({ name: `${PREFIX}delivery_retries_scheduled_total`, help: 'Delivery attempts that failed in a retryable way and scheduled another attempt.', registers });
   const rateLimitWaits = new Counter({
     name: `${PREFIX}delivery_rate_limit_waits_total`,
-    help: 'Answers 429 that postponed a delivery (and paused its endpoint) without counting as an attempt.',
+    help: 'Answers 429 that paused their endpoint for the Retry-After (each also one of its delivery\'s attempts).',
     registers,
   });
   const deferrals = new Counter({

@@ -8,7 +8,7 @@ import type { WorkerMetrics } from '../metrics/metrics.js';
 export function countRecordedAttempt(metrics: WorkerMetrics, sender: string, outcome: AttemptOutcome): void {
   metrics.attemptTimed(outcome.durationMs / 1000);
   if (outcome.rateLimited) metrics.rateLimitWaited();
-  else if (outcome.branch === 'pending') metrics.retryScheduled();
+  if (outcome.branch === 'pending') metrics.retryScheduled();
   else metrics.deliveryFinished(sender, outcome.branch);
 }
 

@@ -14,8 +14,7 @@ import { sql, type Kysely } from 'kysely';
 //   `queued_until` is where the next delivery that found no free slot is scheduled, so that
 //   a burst is spread over time in order instead of all of it coming due again at once.
 //
-// `deliveries.rate_limited`: answers 429 of the current series that postponed the delivery
-// without counting as an attempt.
+// `deliveries.rate_limited`: how many attempts of the current series the receiver answered 429.
 //
 // Touches only this table and that column: independent of other migrations.
 export async function up(db: Kysely<unknown>): Promise<void> {
