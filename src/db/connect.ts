@@ -29,14 +29,6 @@ export interface PoolOptions {
   /** Names the pool in the log: `api`, `worker`, `cli`, ... */
   name: string;
   /**
-   * For the outbound worker only: its commits (claims, attempt records) do not wait for the
-   * WAL flush. A database crash or a failover can then forget the last moments of that
-   * bookkeeping, which re-sends a delivery under the same webhook-id but never loses one;
-   * the fan-out, which mints the webhook-ids, and everything the API acknowledges are
-   * committed synchronously.
-   */
-  asynchronousCommit?: boolean;
-  /**
    * Longest wait for a connection, whether a new one is being opened or every one is busy
    * (default CONNECT_TIMEOUT_MS). The API sets it below its 2 s answer budget.
    */
@@ -72,7 +64,6 @@ const EXHAUSTED_LOG_EVERY_MS = 60_000;
 export function createPool(connectionString: string, max: number, options: PoolOptions): pg.Pool {
   const settings = [
     '-c TimeZone=UTC',
-    ...(options.asynchronousCommit ? ['-c synchronous_commit=off'] : []),
     ...(options.statementTimeoutMs ? [`-c statement_timeout=${options.statementTimeoutMs}`, `-c idle_in_transaction_session_timeout=${options.statementTimeoutMs}`] : []),
   ].join(' ');
   const pool = new pg.Pool({

@@ -8,8 +8,6 @@ import { migrateToLatest } from './migrate.js';
 export interface PoolSettings {
   /** Counted in these metrics under the pool's name (a process serving /metrics). */
   metrics?: Metrics;
-  /** The worker's bookkeeping (see PoolOptions in connect.ts). */
-  asynchronousCommit?: boolean;
 }
 
 /**
@@ -36,7 +34,7 @@ export class ProcessDatabase {
 
   /** A pool of this process, named in its log lines and metrics; closed by close(). */
   pool(name: string, size: number, settings: PoolSettings = {}): Db {
-    const pool = createPool(this.url, size, { logger: this.logger, name, asynchronousCommit: settings.asynchronousCommit });
+    const pool = createPool(this.url, size, { logger: this.logger, name });
     settings.metrics?.watchPool(name, pool);
     const db = createDb(pool);
     this.pools.push(db);

@@ -50,10 +50,14 @@ export class WorkerContext {
     this.housekeeping = housekeepingTask(this.jobs);
   }
 
-  /** The worker of a process, on a pool of its own (asynchronous commit, see db/connect.ts). */
+  /**
+   * The worker of a process, on a pool of its own. Its commits wait for the WAL flush and the
+   * synchronous standby like the API's: a claim or an attempt record a failover forgot would
+   * send a delivery twice.
+   */
   static fromConfig(config: Config, options: WorkerContextOptions): WorkerContext {
     const metrics = options.metrics ?? createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
-    const db = options.database.pool('worker', options.poolSize ?? config.DATABASE_POOL_SIZE, { metrics, asynchronousCommit: true });
+    const db = options.database.pool('worker', options.poolSize ?? config.DATABASE_POOL_SIZE, { metrics });
     return new WorkerContext({ config, db, logger: options.logger, metrics });
   }
 

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { findConnectors } from '../connectors/repository.js';
 import type { Db } from '../db/connect.js';
 import type { NewDelivery, WorkflowRow } from '../db/schema.js';
@@ -28,12 +27,6 @@ function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
  */
 export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAttempts: number; metrics: WorkerMetrics }): Promise<number> {
   const fannedOut = await db.transaction().execute(async (trx) => {
-    // The worker's commits are asynchronous (db/connect.ts), but this one mints webhook-ids:
-    // lost in a crash or a failover to a standby that had not received it, after its
-    // deliveries went out, the events would be fanned out again under new webhook-ids, which
-    // no receiver can tell from new deliveries. It waits for the flush and the synchronous
-    // standby like the API's commits.
-    await sql`SET LOCAL synchronous_commit = on`.execute(trx);
     const events = await lockDueLeadEvents(trx, options.limit);
     if (events.length === 0) return { events: 0, deliveries: [] };
 
