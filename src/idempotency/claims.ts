@@ -48,10 +48,12 @@ export async function claimKeys(trx: Executor, requests: readonly KeyedRequest[]
     }
   };
 
-  const together = await attempt(requests, requests.length === 1 ? IN_PROGRESS_WAIT : SET_CLAIM_WAIT);
+  const alone = requests.length === 1;
+  const together = await attempt(requests, alone ? IN_PROGRESS_WAIT : SET_CLAIM_WAIT);
   const decided: Array<Claim | 'read'> = [];
   for (const request of requests) {
-    const claimed = together ?? (await attempt([request], IN_PROGRESS_WAIT));
+    // A lone request has already waited its full window: waiting again would double it.
+    const claimed = together ?? (alone ? null : await attempt([request], IN_PROGRESS_WAIT));
     if (claimed === null) decided.push({ refused: inProgress() });
     else decided.push(claimed.some((row) => row.apiKeyId === request.apiKeyId && row.key === request.key) ? { runs: true } : 'read');
   }
