@@ -12,5 +12,7 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   testTimeout: 30000,
-  maxWorkers: 2,
+  // The suite mostly waits on servers, receivers and child processes: a third worker fills
+  // the two cores the other two leave idle.
+  maxWorkers: 3,
 };
