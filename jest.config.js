@@ -12,7 +12,7 @@ export default {
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
   testTimeout: 30000,
-  // The suite mostly waits on servers, receivers and child processes: a third worker fills
-  // the two cores the other two leave idle.
+  // The suite mostly waits on servers, receivers and child processes, so one more file at a
+  // time than there are cores keeps them busy.
   maxWorkers: 3,
 };
