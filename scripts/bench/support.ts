@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
 import type { OpenLoopResult, OpenLoopSpec } from './open-loop.js';
+
+export { freePort } from '../../test/support/ports.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -21,17 +22,6 @@ export function nodeFlagsOf(script: string): string[] {
   const match = /(?:^|&&\s*)(?:exec\s+)?node\s+((?:--\S+\s+)*)dist\//.exec(scripts[script] ?? '');
   if (!match) throw new Error(`package.json scripts.${script} does not run \`node [flags] dist/...\``);
   return match[1]!.split(/\s+/).filter(Boolean);
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 /** Resident set size of a process in bytes (Linux /proc), or null when unavailable. */
