@@ -69,6 +69,8 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
   const registry = new Registry();
   const registers = [registry];
   if (options.processMetrics) collectDefaultMetrics({ register: registry });
+  const counter = <Label extends string = never>(name: string, help: string, labelNames: readonly Label[] = []) =>
+    new Counter<Label>({ name: `${PREFIX}${name}`, help, labelNames, registers });
 
   const requestDuration = new Histogram({
     name: `${PREFIX}http_request_duration_seconds`,
@@ -89,20 +91,10 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
       child.observe(seconds);
     };
   };
-  const rateLimited = new Counter({ name: `${PREFIX}http_rate_limited_requests_total`, help: 'Requests refused with 429 by the per-key rate limit.', registers });
+  const rateLimited = counter('http_rate_limited_requests_total', 'Requests refused with 429 by the per-key rate limit.');
 
-  const intakeRows = new Counter({
-    name: `${PREFIX}intake_rows_total`,
-    help: 'Lead rows written by POST /leads and POST /leads/batch (dry runs and replays excluded), by outcome.',
-    labelNames: ['operation', 'outcome'] as const,
-    registers,
-  });
-  const replays = new Counter({
-    name: `${PREFIX}idempotent_replays_total`,
-    help: 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.',
-    labelNames: ['operation'] as const,
-    registers,
-  });
+  const intakeRows = counter('intake_rows_total', 'Lead rows written by POST /leads and POST /leads/batch (dry runs and replays excluded), by outcome.', ['operation', 'outcome']);
+  const replays = counter('idempotent_replays_total', 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.', ['operation']);
   const groupSize = new Histogram({
     name: `${PREFIX}write_group_requests`,
     help: 'Write requests per group run in one transaction (concurrent POST /leads calls share one; a batch or dry run is a group of one).',
@@ -110,41 +102,18 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     registers,
   });
 
-  const deliveries = new Counter({
-    name: `${PREFIX}deliveries_total`,
-    help: 'Deliveries that reached a final branch, by branch (Delivered, Failed) and sender.',
-    labelNames: ['branch', 'sender'] as const,
-    registers,
-  });
+  const deliveries = counter('deliveries_total', 'Deliveries that reached a final branch, by branch (Delivered, Failed) and sender.', ['branch', 'sender']);
   const attemptDuration = new Histogram({
     name: `${PREFIX}delivery_attempt_duration_seconds`,
     help: 'The HTTP exchange of each delivery attempt made by the worker.',
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers,
   });
-  const retries = new Counter({ name: `${PREFIX}delivery_retries_scheduled_total`, help: 'Delivery attempts that failed in a retryable way and scheduled another attempt.', registers });
-  const rateLimitWaits = new Counter({
-    name: `${PREFIX}delivery_rate_limit_waits_total`,
-    help: 'Answers 429 that paused their endpoint for the Retry-After (each also one of its delivery\'s attempts).',
-    registers,
-  });
-  const deferrals = new Counter({
-    name: `${PREFIX}delivery_deferrals_total`,
-    help: 'Due deliveries of a capped or 429-paused endpoint that found no free slot and were rescheduled instead of claimed.',
-    registers,
-  });
-  const disabledEndpoints = new Counter({
-    name: `${PREFIX}endpoints_disabled_total`,
-    help: 'Endpoints this process disabled because every attempt to them failed for ENDPOINT_DISABLE_AFTER_DAYS, by kind (connector, workflow).',
-    labelNames: ['kind'] as const,
-    registers,
-  });
-  const analyses = new Counter({
-    name: `${PREFIX}website_analyses_total`,
-    help: 'Company website analyses finished, by result (analyzed, failed).',
-    labelNames: ['result'] as const,
-    registers,
-  });
+  const retries = counter('delivery_retries_scheduled_total', 'Delivery attempts that failed in a retryable way and scheduled another attempt.');
+  const rateLimitWaits = counter('delivery_rate_limit_waits_total', 'Answers 429 that paused their endpoint for the Retry-After (each also one of its delivery\'s attempts).');
+  const deferrals = counter('delivery_deferrals_total', 'Due deliveries of a capped or 429-paused endpoint that found no free slot and were rescheduled instead of claimed.');
+  const disabledEndpoints = counter('endpoints_disabled_total', 'Endpoints this process disabled because every attempt to them failed for ENDPOINT_DISABLE_AFTER_DAYS, by kind (connector, workflow).', ['kind']);
+  const analyses = counter('website_analyses_total', 'Company website analyses finished, by result (analyzed, failed).', ['result']);
 
   const pools = new Map<string, pg.Pool>();
   const poolGauge = (name: string, help: string, value: (pool: pg.Pool) => number) => new Gauge({
