@@ -34,7 +34,7 @@ export const reusedKey = () => new IdempotencyConflict('idempotency_key_reuse', 
 /**
  * Claims the keys of these requests (distinct keys) in one statement. A key still held by a
  * request running elsewhere makes the set wait briefly, then each key is claimed alone, so
- * only the request sharing that key waits out the in-progress window.
+ * only the request sharing that key waits out the in-progress window, once.
  */
 export async function claimKeys(trx: Executor, requests: readonly KeyedRequest[]): Promise<Claim[]> {
   if (requests.length === 0) return [];
@@ -48,12 +48,11 @@ export async function claimKeys(trx: Executor, requests: readonly KeyedRequest[]
     }
   };
 
-  const alone = requests.length === 1;
-  const together = await attempt(requests, alone ? IN_PROGRESS_WAIT : SET_CLAIM_WAIT);
+  // A lone request goes straight to its own claim: the set's brief try would only repeat it.
+  const together = requests.length > 1 ? await attempt(requests, SET_CLAIM_WAIT) : null;
   const decided: Array<Claim | 'read'> = [];
   for (const request of requests) {
-    // A lone request has already waited its full window: waiting again would double it.
-    const claimed = together ?? (alone ? null : await attempt([request], IN_PROGRESS_WAIT));
+    const claimed = together ?? (await attempt([request], IN_PROGRESS_WAIT));
     if (claimed === null) decided.push({ refused: inProgress() });
     else decided.push(claimed.some((row) => row.apiKeyId === request.apiKeyId && row.key === request.key) ? { runs: true } : 'read');
   }
