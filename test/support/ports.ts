@@ -19,16 +19,19 @@ function ephemeralPortsStart(): number {
   return 32_768;
 }
 
-async function canListen(port: number): Promise<boolean> {
+/** Listens on the port (0: one the system picks) and lets go of it: the port it got, or null if it was taken. */
+async function listenAndRelease(port: number): Promise<number | null> {
   const server = net.createServer();
   server.listen(port, '127.0.0.1');
   try {
-    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => { throw error; })]);
+    // once() rejects when the server emits 'error' (EADDRINUSE) instead.
+    await once(server, 'listening');
   } catch {
-    return false;
+    return null;
   }
+  const bound = (server.address() as net.AddressInfo).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return true;
+  return bound;
 }
 
 /**
@@ -38,15 +41,11 @@ async function canListen(port: number): Promise<boolean> {
  * check and the server's bind. Below that range only another listener can take it.
  */
 export async function freePort(): Promise<number> {
-  const end = ephemeralPortsStart();
-  for (let attempt = 0; end - LOWEST_PORT > 1_000 && attempt < 50; attempt += 1) {
-    const port = LOWEST_PORT + Math.floor(Math.random() * (end - LOWEST_PORT));
-    if (await canListen(port)) return port;
+  const candidates = ephemeralPortsStart() - LOWEST_PORT;
+  for (let attempt = 0; candidates > 0 && attempt < 50; attempt += 1) {
+    const port = await listenAndRelease(LOWEST_PORT + Math.floor(Math.random() * candidates));
+    if (port !== null) return port;
   }
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  // No room below the ephemeral range on this system: let it pick.
+  return (await listenAndRelease(0))!;
 }
