@@ -30,17 +30,39 @@ export function touchLastUsed(db: Executor, keyId: number, intervalSeconds: numb
     .executeTakeFirst();
 }
 
-export function insertKey(db: Executor, key: {
-  workspace_id: number; user_id: number; name: string; prefix: string; token_hash: Buffer; scopes: string[]; expires_at: string | null;
-}) {
-  return db.insertInto('api_keys').values(key)
-    .returning(['id', 'name', 'prefix', 'scopes', 'expires_at'])
-    .executeTakeFirstOrThrow();
+/**
+ * Tells every API process that these keys changed (their caches and prefix views listen). The
+ * statements that change keys call it themselves: on Citus api_keys is a reference table, which
+ * may have no trigger, and a notification sent on a worker node never reaches the coordinator's
+ * listeners. On plain PostgreSQL the table's trigger (migration 0004) notifies as well, which
+ * also covers keys changed outside the service; a second notification only refreshes a cache.
+ */
+export async function notifyKeysChanged(db: Executor, prefixes: readonly string[]): Promise<void> {
+  if (prefixes.length === 0) return;
+  await sql`SELECT pg_notify('api_key_changed', p) FROM unnest(${[...prefixes]}::text[]) AS p`.execute(db);
 }
 
-export function revokeKey(db: Executor, keyId: number) {
-  return db.updateTable('api_keys').set({ revoked_at: sql`coalesce(revoked_at, now())` })
-    .where('id', '=', keyId).returning('id').executeTakeFirst();
+export async function insertKey(db: Executor, key: {
+  workspace_id: number; user_id: number; name: string; prefix: string; token_hash: Buffer; scopes: string[]; expires_at: string | null;
+}) {
+  const inserted = await db.insertInto('api_keys').values(key)
+    .returning(['id', 'name', 'prefix', 'scopes', 'expires_at'])
+    .executeTakeFirstOrThrow();
+  await notifyKeysChanged(db, [inserted.prefix]);
+  return inserted;
+}
+
+// least(), not coalesce(): Citus refuses now() inside COALESCE or CASE in a modification.
+export async function revokeKey(db: Executor, keyId: number) {
+  const revoked = await db.updateTable('api_keys').set({ revoked_at: sql`least(revoked_at, now())` })
+    .where('id', '=', keyId).returning(['id', 'prefix']).executeTakeFirst();
+  if (revoked) await notifyKeysChanged(db, [revoked.prefix]);
+  return revoked && { id: revoked.id };
+}
+
+/** The prefixes of a user's keys (their creator's deletion orphans them: see deleteUser). */
+export async function prefixesOfUser(db: Executor, userId: number): Promise<string[]> {
+  return (await db.selectFrom('api_keys').where('user_id', '=', userId).select('prefix').execute()).map((row) => row.prefix);
 }
 
 export function listKeys(db: Executor, workspaceId: number) {
@@ -57,11 +79,12 @@ export function listKeys(db: Executor, workspaceId: number) {
  * Bit 4 of tgtype is TRIGGER_TYPE_INSERT; tgenabled 'D' is a disabled trigger.
  */
 export async function keyCreationIsNotified(db: Executor): Promise<boolean> {
+  // On Citus (src/db/distribution.ts) the trigger is gone and insertKey notifies.
   const { rows } = await sql<{ notified: boolean }>`
     SELECT EXISTS (
       SELECT 1 FROM pg_trigger
       WHERE tgrelid = to_regclass('api_keys') AND tgname = 'api_keys_changed' AND tgtype & 4 <> 0 AND tgenabled <> 'D'
-    ) AS notified
+    ) OR (to_regclass('api_keys') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')) AS notified
   `.execute(db);
   return rows[0]!.notified;
 }

@@ -9,6 +9,8 @@ import * as deliveryTools from './migrations/0006_delivery_tools.js';
 import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 import * as endpoints from './migrations/0009_endpoints.js';
+import * as workspaceKeys from './migrations/0013_workspace_keys.js';
+import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -22,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0007_seal_credential_headers': sealCredentialHeaders,
   '0008_delivery_recovery': deliveryRecovery,
   '0009_endpoints': endpoints,
+  '0013_workspace_keys': workspaceKeys,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
@@ -35,5 +38,6 @@ export const createMigrator = (db: Db) => new Migrator({ db, provider, allowUnor
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const { error, results } = await createMigrator(db).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
+  await distributeTables(db);
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }

@@ -97,6 +97,7 @@ export interface DeliveriesTable {
 }
 
 export interface DeliveryAttemptsTable {
+  workspace_id: number;
   delivery_id: number;
   series: Generated<number>;
   attempt: number;
@@ -112,6 +113,7 @@ export type EndpointKind = 'connector' | 'workflow';
 
 /** What the worker keeps about an endpoint (migration 0009): its health, its cap and the cap's slots. */
 export interface EndpointsTable {
+  workspace_id: number;
   kind: EndpointKind;
   endpoint_id: number;
   /** Deliveries per second at most; null: no cap. */

@@ -64,7 +64,7 @@ export interface CompaniesTable {
   updated_at: Timestamp;
 }
 
-export interface CompanyTagsTable { company_id: number; tag_id: number; created_at: Timestamp }
+export interface CompanyTagsTable { workspace_id: number; company_id: number; tag_id: number; created_at: Timestamp }
 
 export interface LeadsTable {
   id: Generated<number>;
@@ -94,9 +94,10 @@ export type IdentityKind = 'email' | 'linkedin' | 'phone';
 
 export interface LeadIdentitiesTable { workspace_id: number; kind: IdentityKind; value: string; lead_id: number }
 
-export interface LeadTagsTable { lead_id: number; tag_id: number; created_at: Timestamp }
+export interface LeadTagsTable { workspace_id: number; lead_id: number; tag_id: number; created_at: Timestamp }
 
 export interface IdempotencyRecordsTable {
+  workspace_id: number;
   api_key_id: number;
   key: string;
   fingerprint: string;

@@ -75,32 +75,32 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
       finished_at = CASE WHEN i.branch = 'pending' THEN NULL ELSE now() END
     FROM input AS i
     WHERE d.id = i.delivery_id AND d.locked_by = ${input.workerId}::text AND d.branch = 'pending'
-    RETURNING d.id, d.series, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
+    RETURNING d.id, d.workspace_id, d.series, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
   ), attempt AS (
-    INSERT INTO delivery_attempts (delivery_id, series, attempt, status_code, error, reply, duration_ms)
-    SELECT i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+    INSERT INTO delivery_attempts (workspace_id, delivery_id, series, attempt, status_code, error, reply, duration_ms)
+    SELECT u.workspace_id, i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
     ON CONFLICT DO NOTHING
   ), synced AS (
     UPDATE leads AS l SET crm_record_id = i.crm_record_id
     FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
     WHERE l.id = i.crm_lead_id AND i.crm_record_id IS NOT NULL
   ), outcome AS (
-    SELECT u.endpoint_kind AS kind, u.endpoint_id, bool_or(i.endpoint = 'answered') AS answered,
+    SELECT u.workspace_id, u.endpoint_kind AS kind, u.endpoint_id, bool_or(i.endpoint = 'answered') AS answered,
       count(*) FILTER (WHERE i.endpoint = 'failed') AS failures, max(i.pause_until) AS pause_until,
       (array_agg(i.error ORDER BY i.delivery_id) FILTER (WHERE i.endpoint = 'failed'))[1] AS last_error
     FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
     WHERE u.endpoint_kind IS NOT NULL AND i.endpoint IS NOT NULL
-    GROUP BY u.endpoint_kind, u.endpoint_id
+    GROUP BY u.workspace_id, u.endpoint_kind, u.endpoint_id
   ), health AS (
     -- In key order, as the claim locks them: two statements never wait on each other's rows crosswise.
-    INSERT INTO endpoints AS e (kind, endpoint_id, failing_since, consecutive_failures, next_slot_at)
-    SELECT o.kind, o.endpoint_id, CASE WHEN o.answered THEN NULL ELSE now() END, CASE WHEN o.answered THEN 0 ELSE o.failures END,
+    INSERT INTO endpoints AS e (workspace_id, kind, endpoint_id, failing_since, consecutive_failures, next_slot_at)
+    SELECT o.workspace_id, o.kind, o.endpoint_id, CASE WHEN o.answered THEN NULL ELSE now() END, CASE WHEN o.answered THEN 0 ELSE o.failures END,
       coalesce(o.pause_until, now())
     FROM outcome AS o
     WHERE NOT o.answered OR o.pause_until IS NOT NULL
-      OR EXISTS (SELECT 1 FROM endpoints AS f WHERE f.kind = o.kind AND f.endpoint_id = o.endpoint_id AND f.failing_since IS NOT NULL)
+      OR EXISTS (SELECT 1 FROM endpoints AS f WHERE f.workspace_id = o.workspace_id AND f.kind = o.kind AND f.endpoint_id = o.endpoint_id AND f.failing_since IS NOT NULL)
     ORDER BY o.kind, o.endpoint_id
-    ON CONFLICT (kind, endpoint_id) DO UPDATE SET
+    ON CONFLICT (kind, endpoint_id, workspace_id) DO UPDATE SET
       failing_since = CASE WHEN excluded.failing_since IS NULL THEN NULL ELSE coalesce(e.failing_since, excluded.failing_since) END,
       consecutive_failures = CASE WHEN excluded.failing_since IS NULL THEN 0 ELSE e.consecutive_failures + excluded.consecutive_failures END,
       next_slot_at = greatest(e.next_slot_at, excluded.next_slot_at)

@@ -13,7 +13,7 @@ export async function insertDeliveries(db: Executor, rows: readonly NewDelivery[
   const ids: number[] = [];
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
     const inserted = await db.insertInto('deliveries').values(rows.slice(start, start + INSERT_CHUNK))
-      .onConflict((conflict) => conflict.columns(['outbox_id', 'workflow_id']).where('outbox_id', 'is not', null).where('workflow_id', 'is not', null).doNothing())
+      .onConflict((conflict) => conflict.columns(['outbox_id', 'workflow_id', 'workspace_id']).where('outbox_id', 'is not', null).where('workflow_id', 'is not', null).doNothing())
       .returning('id').execute();
     ids.push(...inserted.map((row) => row.id));
   }

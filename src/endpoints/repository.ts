@@ -69,8 +69,13 @@ export async function setEndpointCap(db: Executor, endpoint: EndpointRef, maxPer
     await db.updateTable('endpoints').set(changed).where('kind', '=', endpoint.kind).where('endpoint_id', '=', endpoint.id).execute();
     return;
   }
-  await db.insertInto('endpoints').values({ kind: endpoint.kind, endpoint_id: endpoint.id, max_per_second: maxPerSecond })
-    .onConflict((conflict) => conflict.columns(['kind', 'endpoint_id']).doUpdateSet(changed))
+  // The row takes its workspace from the connector or workflow it describes (the CLI names only the id).
+  const owners = endpoint.kind === 'connector' ? 'connectors' : 'workflows';
+  await db.insertInto('endpoints')
+    .columns(['workspace_id', 'kind', 'endpoint_id', 'max_per_second'])
+    .expression((eb) => eb.selectFrom(owners).where('id', '=', endpoint.id)
+      .select(['workspace_id', sql.lit(endpoint.kind).as('kind'), 'id', sql<number>`${maxPerSecond}::float8`.as('max_per_second')]))
+    .onConflict((conflict) => conflict.columns(['kind', 'endpoint_id', 'workspace_id']).doUpdateSet(changed))
     .execute();
 }
 

@@ -7,6 +7,8 @@ import type { Executor } from '../db/connect.js';
 const REPLAY_WINDOW = sql`interval '24 hours'`;
 
 export interface IdempotencyRecordKey {
+  /** The API key's workspace: every statement names it (the table is distributed by it on Citus). */
+  workspaceId: number;
   apiKeyId: number;
   key: string;
 }
@@ -19,19 +21,19 @@ export interface IdempotencyRecordKey {
  */
 export async function claimRecords(db: Executor, claims: ReadonlyArray<IdempotencyRecordKey & { fingerprint: string }>): Promise<IdempotencyRecordKey[]> {
   if (claims.length === 0) return [];
-  const { rows } = await sql<{ apiKeyId: number; key: string }>`
-    INSERT INTO idempotency_records (api_key_id, key, fingerprint)
-    SELECT * FROM unnest(${claims.map((claim) => claim.apiKeyId)}::bigint[], ${claims.map((claim) => claim.key)}::text[],
+  const { rows } = await sql<{ workspaceId: number; apiKeyId: number; key: string }>`
+    INSERT INTO idempotency_records (workspace_id, api_key_id, key, fingerprint)
+    SELECT * FROM unnest(${claims.map((claim) => claim.workspaceId)}::bigint[], ${claims.map((claim) => claim.apiKeyId)}::bigint[], ${claims.map((claim) => claim.key)}::text[],
       ${claims.map((claim) => claim.fingerprint)}::text[])
-    ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, status_code = NULL, response_body = NULL, created_at = now()
+    ON CONFLICT (api_key_id, key, workspace_id) DO UPDATE SET fingerprint = excluded.fingerprint, status_code = NULL, response_body = NULL, created_at = now()
     WHERE idempotency_records.created_at < now() - ${REPLAY_WINDOW}
-    RETURNING api_key_id AS "apiKeyId", key`.execute(db);
+    RETURNING workspace_id AS "workspaceId", api_key_id AS "apiKeyId", key`.execute(db);
   return rows;
 }
 
 export function findRecord(db: Executor, record: IdempotencyRecordKey) {
   return db.selectFrom('idempotency_records')
-    .where('api_key_id', '=', record.apiKeyId).where('key', '=', record.key)
+    .where('workspace_id', '=', record.workspaceId).where('api_key_id', '=', record.apiKeyId).where('key', '=', record.key)
     .select(['fingerprint', 'status_code', 'response_body'])
     .executeTakeFirstOrThrow();
 }
@@ -44,13 +46,13 @@ export async function settleRecords(
   await sql`
     WITH stored AS (
       UPDATE idempotency_records AS r SET status_code = a.status, response_body = a.body::jsonb
-      FROM unnest(${answers.map((answer) => answer.apiKeyId)}::bigint[], ${answers.map((answer) => answer.key)}::text[],
-        ${answers.map((answer) => answer.status)}::int[], ${answers.map((answer) => JSON.stringify(answer.body))}::text[]) AS a(api_key_id, key, status, body)
-      WHERE r.api_key_id = a.api_key_id AND r.key = a.key
+      FROM unnest(${answers.map((answer) => answer.workspaceId)}::bigint[], ${answers.map((answer) => answer.apiKeyId)}::bigint[], ${answers.map((answer) => answer.key)}::text[],
+        ${answers.map((answer) => answer.status)}::int[], ${answers.map((answer) => JSON.stringify(answer.body))}::text[]) AS a(workspace_id, api_key_id, key, status, body)
+      WHERE r.workspace_id = a.workspace_id AND r.api_key_id = a.api_key_id AND r.key = a.key
     )
     DELETE FROM idempotency_records AS r
-    USING unnest(${failed.map((record) => record.apiKeyId)}::bigint[], ${failed.map((record) => record.key)}::text[]) AS f(api_key_id, key)
-    WHERE r.api_key_id = f.api_key_id AND r.key = f.key`.execute(db);
+    USING unnest(${failed.map((record) => record.workspaceId)}::bigint[], ${failed.map((record) => record.apiKeyId)}::bigint[], ${failed.map((record) => record.key)}::text[]) AS f(workspace_id, api_key_id, key)
+    WHERE r.workspace_id = f.workspace_id AND r.api_key_id = f.api_key_id AND r.key = f.key`.execute(db);
 }
 
 /** Deletes the records past the replay window. */

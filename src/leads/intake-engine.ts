@@ -138,7 +138,7 @@ async function writeRun(
   if (lost.length === 0) return;
   // A concurrent request created one of these people after the lookup: undo the new lead
   // (its claimed keys go with it), keep the events of companies this row created, match again.
-  await deleteLeads(db, written.filter((row) => !row.complete).map((row) => row.id));
+  await deleteLeads(db, workspaceId, written.filter((row) => !row.complete).map((row) => row.id));
   await enqueue(db, workspaceId, lost.flatMap((row) => analyzeEvents.get(row.index) ?? []));
   for (const row of lost) await alone(row.index);
 }

@@ -50,7 +50,7 @@ function maskPreviewIds(lead: Lead, outcome: RowOutcome): Lead {
 
 function idempotencyScope(caller: Caller, operation: string, idempotency: Idempotency): WriteRequest<unknown>['idempotency'] {
   if (idempotency.key === undefined) return null;
-  return { apiKeyId: caller.apiKeyId, key: idempotency.key, fingerprint: fingerprintRequest(operation, idempotency.bodyAsSent) };
+  return { workspaceId: caller.workspaceId, apiKeyId: caller.apiKeyId, key: idempotency.key, fingerprint: fingerprintRequest(operation, idempotency.bodyAsSent) };
 }
 
 /** POST /leads: creates, updates or skips one lead; concurrent calls share a group's transaction, a dry run runs alone. */

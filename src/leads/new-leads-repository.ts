@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { companyJson } from '../companies/columns.js';
 import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
-import { PreparedStatement } from '../db/prepared.js';
+import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import type { CompanyRow, TagRow } from '../db/schema.js';
 import { jsonParameter } from '../db/sql.js';
 import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
@@ -41,10 +41,10 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
 function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean; named: boolean }) {
-  const answer = options.records
+  const answer = (input: Placeholders<NewLeadsInput>) => options.records
     ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
-        coalesce((SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')}) FROM tags AS t WHERE t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
-        (SELECT ${companyJson('c')} FROM companies AS c WHERE c.id = lead.company_id) AS company
+        coalesce((SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')}) FROM tags AS t WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
+        (SELECT ${companyJson('c')} FROM companies AS c WHERE c.workspace_id = ${input.workspaceId} AND c.id = lead.company_id) AS company
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
   return new PreparedStatement<NewLeadsInput, Row>((input) => sql`
@@ -52,6 +52,13 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
       SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
     ), ids AS (
       SELECT r.ord, nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
+    ), lead AS (
+      INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
+      OVERRIDING SYSTEM VALUE
+      SELECT ids.id, ${input.workspaceId}, ${INSERTED_VALUES}
+      FROM r JOIN ids USING (ord)
+      ORDER BY r.ord
+      RETURNING *
     ), claimed AS (
       INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
       SELECT ${input.workspaceId}, k.kind, k.value, ids.id
@@ -65,23 +72,16 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
     ), complete AS (
       SELECT ids.ord, ids.id FROM ids JOIN r USING (ord) LEFT JOIN claimed_count AS c ON c.lead_id = ids.id
       WHERE r.key_count = coalesce(c.n, 0)
-    ), lead AS (
-      INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
-      OVERRIDING SYSTEM VALUE
-      SELECT ids.id, ${input.workspaceId}, ${INSERTED_VALUES}
-      FROM r JOIN ids USING (ord)
-      ORDER BY r.ord
-      RETURNING *
     ), tag_rows AS (
       SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) AS t(ord, tag_id)
     ), tagged AS (
-      INSERT INTO lead_tags (lead_id, tag_id)
-      SELECT complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
+      INSERT INTO lead_tags (workspace_id, lead_id, tag_id)
+      SELECT ${input.workspaceId}, complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
       ON CONFLICT DO NOTHING
     ), queued AS (
       ${newLeadEvents(input.workspaceId, 'complete', input)}
     )
-    SELECT ${answer}
+    SELECT ${answer(input)}
     ORDER BY ids.ord`, { named: options.named });
 }
 

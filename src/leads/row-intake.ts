@@ -116,7 +116,7 @@ async function createLead(db: Executor, workspaceId: number, lead: PreparedLead,
   });
   if (!complete) {
     // A concurrent request created this person after our lookup: undo and match again.
-    await deleteLeads(db, [record.id]);
+    await deleteLeads(db, workspaceId, [record.id]);
     return null;
   }
   return {
@@ -130,7 +130,7 @@ async function updateLead(
 ): Promise<RowOutcome> {
   const { leadId } = match;
   const warnings = [...lead.warnings];
-  await lockLead(db, leadId);
+  await lockLead(db, workspaceId, leadId);
   // Keys another lead already holds stay with that lead: they are not merged in here.
   const foreign = matches.filter((match) => match.lead_id !== leadId);
   const heldElsewhere = (kind: string, value: string) => foreign.some((match) => match.kind === kind && match.value === value);
@@ -140,12 +140,12 @@ async function updateLead(
     warnings.push(`${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`);
   }
 
-  await mergeIntoLead(db, leadId, {
+  await mergeIntoLead(db, workspaceId, leadId, {
     ...leadValues({ ...lead, emails, phones }, resolution.company?.id ?? null),
     fillCompanyOnly: !lead.company?.explicit,
   });
   await claimIdentities(db, workspaceId, leadId, lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)));
-  const added = await attachTags(db, leadId, resolution.tagIds);
+  const added = await attachTags(db, workspaceId, leadId, resolution.tagIds);
   await enqueue(db, workspaceId, [
     ...resolution.events,
     ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })),

@@ -9,9 +9,9 @@ import type { MatchKey } from './lookup.js';
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
 /** Undoes leads that lost the race for one of their match keys (their claimed keys go with them). */
-export async function deleteLeads(db: Executor, leadIds: readonly number[]): Promise<void> {
+export async function deleteLeads(db: Executor, workspaceId: number, leadIds: readonly number[]): Promise<void> {
   if (leadIds.length === 0) return;
-  await db.deleteFrom('leads').where('id', 'in', [...leadIds]).execute();
+  await db.deleteFrom('leads').where('workspace_id', '=', workspaceId).where('id', 'in', [...leadIds]).execute();
 }
 
 /**
@@ -28,12 +28,12 @@ export async function claimIdentities(db: Executor, workspaceId: number, leadId:
     .execute();
 }
 
-export function lockLead(db: Executor, leadId: number) {
-  return db.selectFrom('leads').where('id', '=', leadId).select(['id', 'company_id']).forUpdate().executeTakeFirstOrThrow();
+export function lockLead(db: Executor, workspaceId: number, leadId: number) {
+  return db.selectFrom('leads').where('workspace_id', '=', workspaceId).where('id', '=', leadId).select(['id', 'company_id']).forUpdate().executeTakeFirstOrThrow();
 }
 
 /** Merges an update: provided scalars overwrite, lists gain what they lack, location fills gaps. */
-export function mergeIntoLead(db: Executor, leadId: number, lead: LeadValues & { fillCompanyOnly: boolean }) {
+export function mergeIntoLead(db: Executor, workspaceId: number, leadId: number, lead: LeadValues & { fillCompanyOnly: boolean }) {
   const { name, company_id: companyId, emails, phones, links, locations: [location], custom_fields: customFields, fillCompanyOnly, ...scalars } = lead;
   return db.updateTable('leads')
     .set({
@@ -53,16 +53,17 @@ export function mergeIntoLead(db: Executor, leadId: number, lead: LeadValues & {
       custom_fields: sql`custom_fields || ${JSON.stringify(customFields)}::jsonb`,
       updated_at: sql`now()`,
     })
+    .where('workspace_id', '=', workspaceId)
     .where('id', '=', leadId)
     .execute();
 }
 
 /** Attaches tags and returns the ids that were not attached before. */
-export async function attachTags(db: Executor, leadId: number, tagIds: readonly number[]): Promise<number[]> {
+export async function attachTags(db: Executor, workspaceId: number, leadId: number, tagIds: readonly number[]): Promise<number[]> {
   if (tagIds.length === 0) return [];
   const inserted = await db.insertInto('lead_tags')
-    .values(tagIds.map((tagId) => ({ lead_id: leadId, tag_id: tagId })))
-    .onConflict((oc) => oc.columns(['lead_id', 'tag_id']).doNothing())
+    .values(tagIds.map((tagId) => ({ workspace_id: workspaceId, lead_id: leadId, tag_id: tagId })))
+    .onConflict((oc) => oc.columns(['lead_id', 'tag_id', 'workspace_id']).doNothing())
     .returning('tag_id')
     .execute();
   return inserted.map((row) => row.tag_id);

@@ -184,7 +184,7 @@ describe('Idempotency-Key under concurrency', () => {
     try {
       // Another request's claim, uncommitted: the service waits on it once, for the documented 10 s, and gives up.
       await holder.query('BEGIN');
-      await holder.query('INSERT INTO idempotency_records (api_key_id, key, fingerprint) VALUES ($1, $2, $3)', [tenant.keyId, idempotencyKey, 'other']);
+      await holder.query('INSERT INTO idempotency_records (workspace_id, api_key_id, key, fingerprint) VALUES ($1, $2, $3, $4)', [tenant.workspaceId, tenant.keyId, idempotencyKey, 'other']);
       const sentAt = Date.now();
       const response = await post('/api/v1/leads', person(), idempotencyKey);
       const waitedSeconds = (Date.now() - sentAt) / 1000;

@@ -29,7 +29,7 @@ describe('delivery retention', () => {
     const oldFailed = await insert(3, 45, 'Failed');
     const oldPending = await insert(2, 40, 'pending');
     const young = await insert(4, 29, 'Delivered');
-    await sql`INSERT INTO delivery_attempts (delivery_id, attempt, duration_ms) SELECT id, 1, 5 FROM deliveries`.execute(t.ctx.db);
+    await sql`INSERT INTO delivery_attempts (workspace_id, delivery_id, attempt, duration_ms) SELECT workspace_id, id, 1, 5 FROM deliveries`.execute(t.ctx.db);
 
     await housekeeping(t.ctx.db, 30);
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { scopeValues, type Scope } from '../../../generated/api.js';
-import { listKeys, revokeKey } from '../../api-keys/repository.js';
+import { listKeys, notifyKeysChanged, prefixesOfUser, revokeKey } from '../../api-keys/repository.js';
 import { createApiKey } from '../../api-keys/service.js';
 import { createCompany } from '../../companies/service.js';
 import { Refused } from '../../refused.js';
@@ -44,8 +44,11 @@ export function registerCoreCommands(program: Command): void {
     }));
   user.command('delete').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(async ({ db }) => {
-      const deleted = await deleteUser(db, positiveId(options.id, '--id'));
+      const userId = positiveId(options.id, '--id');
+      const orphaned = await prefixesOfUser(db, userId);
+      const deleted = await deleteUser(db, userId);
       if (!deleted) throw new Refused('not_found', `User ${options.id} does not exist.`);
+      await notifyKeysChanged(db, orphaned);
       return { id: deleted.id, deleted: true };
     }));
 
