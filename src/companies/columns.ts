@@ -20,6 +20,6 @@ export const companyJson = (companies: string): RawBuilder<CompanyRecord | null>
   const column = (name: string) => sql.ref(`${companies}.${name}`);
   return sql`CASE WHEN ${column('id')} IS NULL THEN NULL ELSE json_build_object(
     ${sql.join(RECORD_COLUMNS.map((name) => sql`${sql.lit(name)}, ${column(name)}`))}, 'created_at', ${apiTimestamp(column('created_at'))},
-    'tags', ${tagsJsonOf('company_tags', 'company_id', column('id'))}
+    'tags', ${tagsJsonOf('company_tags', 'company_id', column('id'), column('workspace_id'))}
   ) END`;
 };

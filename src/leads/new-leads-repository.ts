@@ -41,12 +41,24 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
 function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean; named: boolean }) {
-  const answer = (input: Placeholders<NewLeadsInput>) => options.records
+  // The records read companies and tags through CTEs of their own, never a subquery correlated
+  // with the written rows: Citus runs the final SELECT over the CTEs' results on the coordinator.
+  const answer = options.records
     ? sql`ids.ord, complete.id IS NOT NULL AS complete, ${leadColumns('lead')},
-        coalesce((SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')}) FROM tags AS t WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
-        (SELECT ${companyJson('c')} FROM companies AS c WHERE c.workspace_id = ${input.workspaceId} AND c.id = lead.company_id) AS company
+        coalesce((SELECT json_agg(tr.tag ORDER BY tr.position) FROM tag_records AS tr
+          WHERE tr.id IN (SELECT tag_id FROM tag_rows WHERE tag_rows.ord = ids.ord)), '[]'::json) AS tags,
+        (SELECT cr.company FROM company_records AS cr WHERE cr.id = lead.company_id) AS company
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
+  const records = (input: Placeholders<NewLeadsInput>) => options.records
+    ? sql`, company_records AS (
+      SELECT c.id, ${companyJson('c')} AS company FROM companies AS c
+      WHERE c.workspace_id = ${input.workspaceId} AND c.id IN (SELECT company_id FROM r)
+    ), tag_records AS (
+      SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
+      WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM tag_rows)
+    )`
+    : sql``;
   return new PreparedStatement<NewLeadsInput, Row>((input) => sql`
     WITH r AS (
       SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
@@ -80,8 +92,8 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
       ON CONFLICT DO NOTHING
     ), queued AS (
       ${newLeadEvents(input.workspaceId, 'complete', input)}
-    )
-    SELECT ${answer(input)}
+    )${records(input)}
+    SELECT ${answer}
     ORDER BY ids.ord`, { named: options.named });
 }
 

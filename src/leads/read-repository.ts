@@ -9,10 +9,10 @@ import { leadColumns, type LeadRecord } from './columns.js';
 // company's tags. Confined to the workspace so a foreign id reads exactly like a missing one.
 export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: number[] }, LeadRecord>((input) => sql`
   SELECT ${leadColumns('l')},
-    ${tagsJsonOf('lead_tags', 'lead_id', sql.ref('l.id'))} AS tags,
+    ${tagsJsonOf('lead_tags', 'lead_id', sql.ref('l.id'), sql.ref('l.workspace_id'))} AS tags,
     ${companyJson('c')} AS company
   FROM leads AS l
-  LEFT JOIN companies AS c ON c.id = l.company_id
+  LEFT JOIN companies AS c ON c.workspace_id = l.workspace_id AND c.id = l.company_id
   WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.ids}::bigint[])
 `);
 

@@ -19,12 +19,16 @@ export const tagJson = (tags: string): RawBuilder<StoredTag> =>
 export const tagOrder = (tags: string): RawBuilder<unknown> =>
   sql`lower(${column(tags, 'name')}), ${column(tags, 'name')}, ${column(tags, 'id')}`;
 
-/** The tags of one lead or company (its `ownerId`), through its join table, as a JSON array in tag order. */
+/**
+ * The tags of one lead or company (its `ownerId` in workspace `workspaceId`), through its join
+ * table, as a JSON array in tag order. Every table is matched on the workspace too, so Citus
+ * keeps the subquery on the owner's node.
+ */
 export const tagsJsonOf = (
-  joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: RawBuilder<unknown>,
+  joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: RawBuilder<unknown>, workspaceId: RawBuilder<unknown>,
 ): RawBuilder<StoredTag[]> => sql`
   coalesce((
     SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')})
-    FROM ${sql.table(joinTable)} AS j JOIN tags AS t ON t.id = j.tag_id
-    WHERE j.${sql.ref(ownerColumn)} = ${ownerId}
+    FROM ${sql.table(joinTable)} AS j JOIN tags AS t ON t.workspace_id = j.workspace_id AND t.id = j.tag_id
+    WHERE j.workspace_id = ${workspaceId} AND j.${sql.ref(ownerColumn)} = ${ownerId}
   ), '[]'::json)`;

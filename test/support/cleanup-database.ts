@@ -1,8 +1,13 @@
 import pg from 'pg';
+import { dropCitusDatabases } from './citus-databases.js';
 import { readTestEnvironment } from './env.js';
 
 export default async function cleanupDatabase(): Promise<void> {
   const env = readTestEnvironment();
+  if (env.citus) {
+    await dropCitusDatabases(env.adminUrl, `lead_intake_test_${env.runId}_`);
+    return;
+  }
   const admin = new pg.Client({ connectionString: env.adminUrl });
   await admin.connect();
   try {

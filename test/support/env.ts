@@ -4,6 +4,8 @@ export interface TestEnvironment {
   adminUrl: string;
   runId: string;
   templateDatabase: string;
+  /** The server is a Citus coordinator: test databases are made on every node (test/support/citus-databases.ts). */
+  citus: boolean;
   redisUrl: string | null;
 }
 

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { createDb, createPool } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { databaseUrl } from '../../scripts/database-url.js';
+import { isCitusCoordinator } from './citus-databases.js';
 import { writeTestEnvironment } from './env.js';
 import { startPrivatePostgres, type PrivatePostgres } from './private-postgres.js';
 
@@ -27,6 +28,11 @@ export default async function prepareDatabase(): Promise<void> {
     process.stderr.write('REDIS_URL is not set: SKIPPING the Redis rate-limit store tests (the in-process store is tested).\n');
   }
   const templateDatabase = `lead_intake_test_${runId}_template`;
+  if (await isCitusCoordinator(adminUrl)) {
+    process.stderr.write(`\nDATABASE_URL is a Citus coordinator: each jest worker migrates a database of its own on every node and empties it between files.\n`);
+    writeTestEnvironment({ adminUrl, runId, templateDatabase, citus: true, redisUrl: process.env.REDIS_URL ?? null });
+    return;
+  }
   const admin = new pg.Client({ connectionString: adminUrl });
   admin.on('error', () => {});
   await admin.connect();
@@ -38,5 +44,5 @@ export default async function prepareDatabase(): Promise<void> {
   const db = createDb(createPool(databaseUrl(adminUrl, templateDatabase), 1, { logger: pino({ level: 'warn' }), name: 'test-template' }));
   await migrateToLatest(db);
   await db.destroy();
-  writeTestEnvironment({ adminUrl, runId, templateDatabase, redisUrl: process.env.REDIS_URL ?? null });
+  writeTestEnvironment({ adminUrl, runId, templateDatabase, citus: false, redisUrl: process.env.REDIS_URL ?? null });
 }
