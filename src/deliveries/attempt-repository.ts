@@ -11,6 +11,8 @@ import { deliveryEndpoint, failingLongEnough, type HealthPolicy } from '../endpo
 export type EndpointSignal = 'answered' | 'failed' | null;
 
 export interface AttemptOutcome {
+  /** The delivery's workspace: outcomes are recorded one workspace per statement. */
+  workspaceId: number;
   deliveryId: number;
   /** The attempt's number in its series: every call counts here, a 429 that waited too. */
   attempt: number;
@@ -41,6 +43,7 @@ export interface FailingEndpoint {
 }
 
 interface RecordInput {
+  workspaceId: number;
   workerId: string;
   outcomes: string;
   failingForSeconds: number;
@@ -58,7 +61,8 @@ const endpoint = deliveryEndpoint('d');
  */
 const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[]; failing: FailingEndpoint[] }>((input) => sql`
   WITH input AS (
-    SELECT * FROM jsonb_to_recordset(${input.outcomes}::jsonb) AS r(delivery_id bigint, attempt int, status_code int, error text, reply text,
+    -- recorded_at: Citus refuses now() inside CASE or COALESCE in a modification; a column is fine.
+    SELECT *, now() AS recorded_at FROM jsonb_to_recordset(${input.outcomes}::jsonb) AS r(delivery_id bigint, attempt int, status_code int, error text, reply text,
       duration_ms int, branch text, next_attempt_at timestamptz, crm_lead_id bigint, crm_record_id text,
       endpoint text, rate_limited boolean, pause_until timestamptz)
   ), updated AS (
@@ -72,25 +76,25 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
       next_attempt_at = coalesce(i.next_attempt_at, d.next_attempt_at),
       locked_by = NULL,
       locked_until = NULL,
-      finished_at = CASE WHEN i.branch = 'pending' THEN NULL ELSE now() END
+      finished_at = CASE WHEN i.branch = 'pending' THEN NULL ELSE i.recorded_at END
     FROM input AS i
-    WHERE d.id = i.delivery_id AND d.locked_by = ${input.workerId}::text AND d.branch = 'pending'
+    WHERE d.workspace_id = ${input.workspaceId} AND d.id = i.delivery_id AND d.locked_by = ${input.workerId}::text AND d.branch = 'pending'
     RETURNING d.id, d.workspace_id, d.series, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
   ), attempt AS (
     INSERT INTO delivery_attempts (workspace_id, delivery_id, series, attempt, status_code, error, reply, duration_ms)
-    SELECT u.workspace_id, i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+    SELECT ${input.workspaceId}::bigint, i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
     ON CONFLICT DO NOTHING
   ), synced AS (
     UPDATE leads AS l SET crm_record_id = i.crm_record_id
     FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
-    WHERE l.id = i.crm_lead_id AND i.crm_record_id IS NOT NULL
+    WHERE l.workspace_id = ${input.workspaceId} AND l.id = i.crm_lead_id AND i.crm_record_id IS NOT NULL
   ), outcome AS (
-    SELECT u.workspace_id, u.endpoint_kind AS kind, u.endpoint_id, bool_or(i.endpoint = 'answered') AS answered,
+    SELECT ${input.workspaceId}::bigint AS workspace_id, u.endpoint_kind AS kind, u.endpoint_id, bool_or(i.endpoint = 'answered') AS answered,
       count(*) FILTER (WHERE i.endpoint = 'failed') AS failures, max(i.pause_until) AS pause_until,
       (array_agg(i.error ORDER BY i.delivery_id) FILTER (WHERE i.endpoint = 'failed'))[1] AS last_error
     FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
     WHERE u.endpoint_kind IS NOT NULL AND i.endpoint IS NOT NULL
-    GROUP BY u.workspace_id, u.endpoint_kind, u.endpoint_id
+    GROUP BY u.endpoint_kind, u.endpoint_id
   ), health AS (
     -- In key order, as the claim locks them: two statements never wait on each other's rows crosswise.
     INSERT INTO endpoints AS e (workspace_id, kind, endpoint_id, failing_since, consecutive_failures, next_slot_at)
@@ -98,7 +102,7 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
       coalesce(o.pause_until, now())
     FROM outcome AS o
     WHERE NOT o.answered OR o.pause_until IS NOT NULL
-      OR EXISTS (SELECT 1 FROM endpoints AS f WHERE f.workspace_id = o.workspace_id AND f.kind = o.kind AND f.endpoint_id = o.endpoint_id AND f.failing_since IS NOT NULL)
+      OR EXISTS (SELECT 1 FROM endpoints AS f WHERE f.workspace_id = ${input.workspaceId} AND f.kind = o.kind AND f.endpoint_id = o.endpoint_id AND f.failing_since IS NOT NULL)
     ORDER BY o.kind, o.endpoint_id
     ON CONFLICT (kind, endpoint_id, workspace_id) DO UPDATE SET
       failing_since = CASE WHEN excluded.failing_since IS NULL THEN NULL ELSE coalesce(e.failing_since, excluded.failing_since) END,
@@ -119,7 +123,20 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
  * and the endpoints that now meet `policy`'s rule for disabling (not disabled here).
  */
 export async function recordAttempts(db: Executor, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
-  if (outcomes.length === 0) return { recorded: [], failing: [] };
+  const byWorkspace = new Map<number, AttemptOutcome[]>();
+  for (const outcome of outcomes) byWorkspace.set(outcome.workspaceId, [...(byWorkspace.get(outcome.workspaceId) ?? []), outcome]);
+  const recorded: number[] = [];
+  const failing: FailingEndpoint[] = [];
+  for (const [workspaceId, ofWorkspace] of byWorkspace) {
+    const row = await recordWorkspaceAttempts(db, workspaceId, workerId, ofWorkspace, policy);
+    recorded.push(...row.recorded);
+    failing.push(...row.failing);
+  }
+  return { recorded, failing };
+}
+
+/** One workspace's outcomes in one statement (see RECORD_ATTEMPTS). */
+async function recordWorkspaceAttempts(db: Executor, workspaceId: number, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
   const input = JSON.stringify(outcomes.map((outcome) => ({
     delivery_id: outcome.deliveryId,
     attempt: outcome.attempt,
@@ -135,6 +152,6 @@ export async function recordAttempts(db: Executor, workerId: string, outcomes: r
     rate_limited: outcome.rateLimited,
     pause_until: outcome.pauseEndpointUntil?.toISOString() ?? null,
   })));
-  const [row] = await RECORD_ATTEMPTS.execute(db, { workerId, outcomes: input, ...policy });
+  const [row] = await RECORD_ATTEMPTS.execute(db, { workspaceId, workerId, outcomes: input, ...policy });
   return row!;
 }

@@ -108,7 +108,7 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
   const readsReply = row.sender === 'connector_push' || row.sender === 'test';
   const status = result.statusCode;
   const base = {
-    deliveryId: row.id, attempt, statusCode: status, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null,
+    workspaceId: row.workspace_id, deliveryId: row.id, attempt, statusCode: status, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null,
     endpoint: status !== null && status >= 200 && status < 300 ? 'answered' : 'failed', rateLimited: false, pauseEndpointUntil: null,
   } as const;
   const retryOrFail = (error: string | null, delayMs = retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, attempt, result.retryAfterMs)): AttemptOutcome => {
@@ -143,7 +143,7 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
 /** An attempt that makes no call: recorded Failed with the reason; it says nothing of the endpoint. */
 function notSent(row: DeliveryRow, error: string): AttemptOutcome {
   return {
-    deliveryId: row.id, attempt: row.attempts + 1, statusCode: null, reply: null, durationMs: 0, crmRecord: null, nextAttemptAt: null,
+    workspaceId: row.workspace_id, deliveryId: row.id, attempt: row.attempts + 1, statusCode: null, reply: null, durationMs: 0, crmRecord: null, nextAttemptAt: null,
     error, branch: 'Failed', endpoint: null, rateLimited: false, pauseEndpointUntil: null,
   };
 }

@@ -38,32 +38,33 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-// This jest worker's Citus databases that no test holds (each made and migrated once per run).
-const idle: string[] = [];
-let made = 0;
-
+// A jest worker's Citus databases are made and migrated once per run and reused by its later
+// test files. Module state does not outlive a test file, so a database is taken by holding an
+// advisory lock on the coordinator for as long as the file uses it, and emptied when taken.
 async function takeCitusDatabase(): Promise<TestDatabase> {
   const env = readTestEnvironment();
-  let url = idle.pop();
-  if (url === undefined) {
-    url = await createCitusDatabase(env.adminUrl, `lead_intake_test_${env.runId}_w${process.env.JEST_WORKER_ID ?? '0'}_${made++}`);
-    const db = createDb(createPool(url, 1, { logger: pino({ level: 'warn' }), name: 'test-citus' }));
-    await migrateToLatest(db).finally(() => db.destroy());
+  const holder = new pg.Client({ connectionString: env.adminUrl });
+  holder.on('error', () => {});
+  await holder.connect();
+  for (let index = 0; ; index++) {
+    const name = `lead_intake_test_${env.runId}_w${process.env.JEST_WORKER_ID ?? '0'}_${index}`;
+    const taken = (await holder.query<{ taken: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS taken', [name])).rows[0]!.taken;
+    if (!taken) continue;
+    const exists = (await holder.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
+    const url = exists ? databaseUrl(env.adminUrl, name) : await createCitusDatabase(env.adminUrl, name);
+    if (exists) {
+      await emptyDatabase(url);
+    } else {
+      const db = createDb(createPool(url, 1, { logger: pino({ level: 'warn' }), name: 'test-citus' }));
+      await migrateToLatest(db).finally(() => db.destroy());
+    }
+    return {
+      url,
+      async drop() {
+        // What a killed child process left connected is ended; the lock goes with the holder.
+        await holder.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+        await holder.end();
+      },
+    };
   }
-  const taken = url;
-  return {
-    url: taken,
-    async drop() {
-      // The test's connections are closed by now; what a killed child left is ended here.
-      const client = new pg.Client({ connectionString: env.adminUrl });
-      await client.connect();
-      try {
-        await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [new URL(taken).pathname.slice(1)]);
-      } finally {
-        await client.end();
-      }
-      await emptyDatabase(taken);
-      idle.push(taken);
-    },
-  };
 }
