@@ -69,7 +69,7 @@ export async function giveDomainToNamedCompany(db: Executor, workspaceId: number
       domain = ${domain},
       status = CASE WHEN ${analyze} AND target.status = 'not_analyzed' THEN 'pending' ELSE c.status END,
       updated_at = now()
-    FROM target WHERE c.id = target.id
+    FROM target WHERE c.workspace_id = ${workspaceId} AND c.id = target.id
     RETURNING c.id, (${analyze} AND target.status = 'not_analyzed') AS queued
   `.execute(db);
   return rows[0];
@@ -93,7 +93,7 @@ export function companiesOfDomainsInsert(db: Executor, workspaceId: number, doma
 }
 
 /** Fills what the company does not have yet; never overwrites. */
-export function fillCompany(db: Executor, companyId: number, details: Omit<CompanyDetails, 'status' | 'domain'>) {
+export function fillCompany(db: Executor, workspaceId: number, companyId: number, details: Omit<CompanyDetails, 'status' | 'domain'>) {
   return db.updateTable('companies')
     .set({
       name: sql`coalesce(name, ${details.name})`,
@@ -107,6 +107,7 @@ export function fillCompany(db: Executor, companyId: number, details: Omit<Compa
       locations: sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${JSON.stringify(details.locations)}::jsonb ELSE locations END`,
       updated_at: sql`now()`,
     })
+    .where('workspace_id', '=', workspaceId)
     .where('id', '=', companyId)
     .execute();
 }

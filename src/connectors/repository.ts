@@ -43,9 +43,14 @@ export async function insertConnector(db: Executor, connector: NewConnector): Pr
 }
 
 /** Any connector by id, whatever its workspace or state: callers report why it is unusable. */
-export async function findConnectors(db: Executor, ids: readonly number[]): Promise<Map<number, ConnectorRow>> {
+/**
+ * Connectors by id. With `workspaceId` (the worker's statements), only that workspace's: a
+ * connector of another one reads as missing, which is what composing makes of it anyway.
+ */
+export async function findConnectors(db: Executor, ids: readonly number[], workspaceId?: number): Promise<Map<number, ConnectorRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('connectors').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  const rows = await db.selectFrom('connectors').selectAll().where('id', 'in', [...new Set(ids)])
+    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!)).execute();
   return new Map(rows.map((row) => [row.id, openConnector(row)]));
 }
 

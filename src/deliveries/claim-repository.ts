@@ -28,6 +28,7 @@ export interface Claim {
 const SLOT_HORIZON_MS = 1000;
 
 interface ClaimInput {
+  workspaceId: number;
   workerId: string;
   limit: number;
   leaseMs: number;
@@ -46,7 +47,10 @@ export const MAX_CLAIM = 64;
 const endpoint = deliveryEndpoint('d');
 
 /**
- * The claim, in one statement. Due deliveries are locked with SKIP LOCKED, so workers claim
+ * The claim of one workspace's deliveries, in one statement whose every table is matched on the
+ * workspace (on Citus it runs on that workspace's node; a FOR UPDATE over several shards is
+ * refused). A slot's time is never before the statement's now(), so greatest() gives it, or now()
+ * for an uncapped delivery (Citus refuses now() inside COALESCE in a modification). Due deliveries are locked with SKIP LOCKED, so workers claim
  * side by side. Those of an endpoint with a cap (or a 429 pause) share its slots with every
  * worker: its `endpoints` row is locked, each candidate in turn takes the next slot (one
  * `1 / max_per_second` after the other, none before `next_slot_at`), and the slot advances.
@@ -60,7 +64,7 @@ function claimStatement(only: boolean) {
     WITH locked_due AS (
       SELECT d.id, d.next_attempt_at, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
       FROM deliveries AS d
-      WHERE d.branch = 'pending' AND d.next_attempt_at <= now() AND (d.locked_until IS NULL OR d.locked_until < now())
+      WHERE d.workspace_id = ${input.workspaceId} AND d.branch = 'pending' AND d.next_attempt_at <= now() AND (d.locked_until IS NULL OR d.locked_until < now())
         ${only ? sql`AND d.id = ${input.onlyId}::bigint` : sql``}
       ORDER BY d.next_attempt_at, d.id
       LIMIT ${sql.lit(MAX_CLAIM)}
@@ -70,14 +74,14 @@ function claimStatement(only: boolean) {
     ), endpoint AS (
       SELECT due.id, due.next_attempt_at, e.kind, e.endpoint_id, e.disabled_at, e.disabled_reason,
         e.disabled_at IS NULL AND (e.max_per_second IS NOT NULL OR e.next_slot_at > now()) AS held
-      FROM due JOIN endpoints AS e ON e.kind = due.endpoint_kind AND e.endpoint_id = due.endpoint_id
+      FROM due JOIN endpoints AS e ON e.workspace_id = ${input.workspaceId} AND e.kind = due.endpoint_kind AND e.endpoint_id = due.endpoint_id
     ), held AS (
       SELECT id, kind, endpoint_id, row_number() OVER (PARTITION BY kind, endpoint_id ORDER BY next_attempt_at, id) - 1 AS position
       FROM endpoint WHERE held
     ), locked AS (
       SELECT kind, endpoint_id, greatest(next_slot_at, now()) AS base, queued_until, coalesce(1 / max_per_second, 0) AS spacing
       FROM endpoints
-      WHERE (kind, endpoint_id) IN (SELECT kind, endpoint_id FROM held)
+      WHERE workspace_id = ${input.workspaceId} AND (kind, endpoint_id) IN (SELECT kind, endpoint_id FROM held)
       ORDER BY kind, endpoint_id
       FOR UPDATE
     ), slot AS (
@@ -98,15 +102,15 @@ function claimStatement(only: boolean) {
       UPDATE endpoints AS e SET
         next_slot_at = p.base + make_interval(secs => p.sending * p.spacing),
         queued_until = CASE WHEN p.wanted > p.sending THEN p.queue_from + make_interval(secs => (p.wanted - p.sending) * p.spacing) ELSE e.queued_until END
-      FROM plan AS p WHERE e.kind = p.kind AND e.endpoint_id = p.endpoint_id
+      FROM plan AS p WHERE e.workspace_id = ${input.workspaceId} AND e.kind = p.kind AND e.endpoint_id = p.endpoint_id
     ), deferred AS (
       UPDATE deliveries AS d SET next_attempt_at = (SELECT p.at FROM placed AS p WHERE p.id = d.id)
-      WHERE d.id = ANY (ARRAY(SELECT id FROM placed WHERE NOT soon))
+      WHERE d.workspace_id = ${input.workspaceId} AND d.id = ANY (ARRAY(SELECT id FROM placed WHERE NOT soon))
       RETURNING d.id
     ), claimed AS (
       UPDATE deliveries AS d SET locked_by = ${input.workerId}::text,
-        locked_until = coalesce((SELECT p.at FROM placed AS p WHERE p.id = d.id), now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000)
-      WHERE d.id = ANY (ARRAY(SELECT id FROM due EXCEPT SELECT id FROM placed WHERE NOT soon))
+        locked_until = greatest((SELECT p.at FROM placed AS p WHERE p.id = d.id), now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000)
+      WHERE d.workspace_id = ${input.workspaceId} AND d.id = ANY (ARRAY(SELECT id FROM due EXCEPT SELECT id FROM placed WHERE NOT soon))
       RETURNING d.*
     )
     SELECT c.*, greatest(0, ceil(extract(epoch FROM p.at - clock_timestamp()) * 1000))::int AS wait_ms,
@@ -126,13 +130,28 @@ const CLAIM_ONE = claimStatement(true);
  * transaction stays open across HTTP (see claimStatement). A claim whose lease ran out (its
  * worker died) is claimable again. `onlyId`: that delivery only (Send test, Push to CRM).
  */
-export async function claimDueDeliveries(db: Executor, workerId: string, limit: number, leaseMs: number, onlyId?: number): Promise<Claim> {
+export async function claimDueDeliveries(db: Executor, workspaceId: number, workerId: string, limit: number, leaseMs: number, onlyId?: number): Promise<Claim> {
   if (limit > MAX_CLAIM) throw new Error(`a claim takes at most ${MAX_CLAIM} deliveries, not ${limit}`);
   const statement = onlyId === undefined ? CLAIM_DUE : CLAIM_ONE;
-  const rows = await statement.execute(db, { workerId, limit, leaseMs, horizonMs: SLOT_HORIZON_MS, onlyId: onlyId ?? 0 });
+  const rows = await statement.execute(db, { workspaceId, workerId, limit, leaseMs, horizonMs: SLOT_HORIZON_MS, onlyId: onlyId ?? 0 });
   return {
     // Without a claimed row the statement still answers one row, for the count of deferred ones.
     rows: rows.filter((row) => row.id !== null).map(({ deferred, ...row }) => openDelivery(row)),
     deferred: rows[0]?.deferred ?? 0,
   };
+}
+
+/**
+ * The workspaces with due deliveries, those after `after` first (then from the lowest), at
+ * most `limit` (see src/worker/workspace-turns.ts). Reads every shard on Citus, locking nothing.
+ */
+export async function dueDeliveryWorkspaces(db: Executor, after: number, limit: number): Promise<number[]> {
+  const { rows } = await sql<{ workspace_id: number }>`
+    SELECT workspace_id FROM deliveries
+    WHERE branch = 'pending' AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now())
+    GROUP BY workspace_id
+    ORDER BY workspace_id <= ${after}, workspace_id
+    LIMIT ${limit}
+  `.execute(db);
+  return rows.map((row) => row.workspace_id);
 }

@@ -30,7 +30,7 @@ export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credent
   const failed = { delivery_id: id!, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
   if (delivery.branch === 'Failed') return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
   const workerId = newWorkerId();
-  const { rows: [row], deferred } = await claimDueDeliveries(deps.db, workerId, 1, leaseMs(deps.config), id);
+  const { rows: [row], deferred } = await claimDueDeliveries(deps.db, delivery.workspace_id, workerId, 1, leaseMs(deps.config), id);
   if (deferred > 0) return { ...failed, error: 'held back by the connector\'s --max-per-second cap: the worker sends it in its turn', branch: 'pending' };
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
   const policy = healthPolicy(deps.config);

@@ -17,16 +17,17 @@ export interface IdempotencyRecordKey {
  * Claims the keys for these requests, in one statement: inserts each record, or takes over
  * one older than the replay window. Returns the records claimed; for the others a live record
  * exists (then read it). Waits on a concurrent claim of any of the keys until that transaction
- * ends or the caller's lock_timeout. The keys must be distinct.
+ * ends or the caller's lock_timeout. The keys must be distinct. The time comes from the SELECT:
+ * Citus refuses now() in ON CONFLICT DO UPDATE.
  */
 export async function claimRecords(db: Executor, claims: ReadonlyArray<IdempotencyRecordKey & { fingerprint: string }>): Promise<IdempotencyRecordKey[]> {
   if (claims.length === 0) return [];
   const { rows } = await sql<{ workspaceId: number; apiKeyId: number; key: string }>`
-    INSERT INTO idempotency_records (workspace_id, api_key_id, key, fingerprint)
-    SELECT * FROM unnest(${claims.map((claim) => claim.workspaceId)}::bigint[], ${claims.map((claim) => claim.apiKeyId)}::bigint[], ${claims.map((claim) => claim.key)}::text[],
+    INSERT INTO idempotency_records (workspace_id, api_key_id, key, fingerprint, created_at)
+    SELECT *, now() FROM unnest(${claims.map((claim) => claim.workspaceId)}::bigint[], ${claims.map((claim) => claim.apiKeyId)}::bigint[], ${claims.map((claim) => claim.key)}::text[],
       ${claims.map((claim) => claim.fingerprint)}::text[])
-    ON CONFLICT (api_key_id, key, workspace_id) DO UPDATE SET fingerprint = excluded.fingerprint, status_code = NULL, response_body = NULL, created_at = now()
-    WHERE idempotency_records.created_at < now() - ${REPLAY_WINDOW}
+    ON CONFLICT (api_key_id, key, workspace_id) DO UPDATE SET fingerprint = excluded.fingerprint, status_code = NULL, response_body = NULL, created_at = excluded.created_at
+    WHERE idempotency_records.created_at < excluded.created_at - ${REPLAY_WINDOW}
     RETURNING workspace_id AS "workspaceId", api_key_id AS "apiKeyId", key`.execute(db);
   return rows;
 }

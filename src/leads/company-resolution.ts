@@ -44,7 +44,7 @@ export async function resolveCompany(
   const details = companyDetails(company);
   const hasDetails = companyHasDetails(company);
   const fill = async (id: number) => {
-    if (hasDetails) await fillCompany(db, id, details);
+    if (hasDetails) await fillCompany(db, workspaceId, id, details);
     return { id, created: false };
   };
 
@@ -65,7 +65,7 @@ export async function resolveCompany(
     const adopted = await giveDomainByName(db, workspaceId, name, domain, analyze);
     if (adopted) {
       if (adopted.queued) events.push({ topic: 'company.analyze', payload: { company_id: adopted.id } });
-      await fillCompany(db, adopted.id, { ...details, links });
+      await fillCompany(db, workspaceId, adopted.id, { ...details, links });
       return { id: adopted.id, created: false };
     }
   }

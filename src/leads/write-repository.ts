@@ -75,22 +75,22 @@ export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;
  * Marks leads analyzed unless their company's website analysis is still pending; returns
  * only the leads this call moved, so each lead is auto-pushed once however events interleave.
  */
-export async function markLeadsAnalyzed(db: Executor, leadIds: readonly number[]): Promise<LeadRef[]> {
+export async function markLeadsAnalyzed(db: Executor, workspaceId: number, leadIds: readonly number[]): Promise<LeadRef[]> {
   if (leadIds.length === 0) return [];
   const result = await sql<LeadRef>`
     UPDATE leads AS l SET analyzed_at = now()
-    WHERE l.id = ANY(${sql.val([...leadIds])}::bigint[]) AND l.analyzed_at IS NULL
-      AND NOT EXISTS (SELECT 1 FROM companies AS c WHERE c.id = l.company_id AND c.status = 'pending')
+    WHERE l.workspace_id = ${workspaceId} AND l.id = ANY(${sql.val([...leadIds])}::bigint[]) AND l.analyzed_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM companies AS c WHERE c.workspace_id = ${workspaceId} AND c.id = l.company_id AND c.status = 'pending')
     RETURNING l.id, l.workspace_id
   `.execute(db);
   return result.rows;
 }
 
 /** Marks the not yet analyzed leads of a company analyzed (its analysis finished); returns them. */
-export async function markCompanyLeadsAnalyzed(db: Executor, companyId: number): Promise<LeadRef[]> {
+export async function markCompanyLeadsAnalyzed(db: Executor, workspaceId: number, companyId: number): Promise<LeadRef[]> {
   const result = await sql<LeadRef>`
     UPDATE leads SET analyzed_at = now()
-    WHERE company_id = ${companyId} AND analyzed_at IS NULL
+    WHERE workspace_id = ${workspaceId} AND company_id = ${companyId} AND analyzed_at IS NULL
     RETURNING id, workspace_id
   `.execute(db);
   return result.rows;

@@ -63,54 +63,74 @@ export function newLeadEvents(workspaceId: RawBuilder<number>, leads: string, in
 /** A lead event with when it occurred (a paused workflow skips what occurred before it was resumed). */
 export type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'> & { created_at: string };
 
-export async function lockDueLeadEvents(trx: Executor, limit: number): Promise<LeadEvent[]> {
+export async function lockDueLeadEvents(trx: Executor, workspaceId: number, limit: number): Promise<LeadEvent[]> {
   const { rows } = await sql<LeadEvent>`
     SELECT id, workspace_id, attempts, topic, payload, created_at FROM outbox
-    WHERE processed_at IS NULL AND available_at <= now() AND topic IN ('lead.created', 'lead.tag_added')
+    WHERE workspace_id = ${workspaceId} AND processed_at IS NULL AND available_at <= now() AND topic IN ('lead.created', 'lead.tag_added')
     ORDER BY id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED
   `.execute(trx);
   return rows;
 }
 
-export async function markProcessed(db: Executor, ids: readonly number[]): Promise<void> {
+export async function markProcessed(db: Executor, workspaceId: number, ids: readonly number[]): Promise<void> {
   await db.updateTable('outbox').set({ processed_at: new Date(), locked_by: null, locked_until: null })
-    .where('id', 'in', [...ids]).execute();
+    .where('workspace_id', '=', workspaceId).where('id', 'in', [...ids]).execute();
 }
 
 /**
  * Claims due website analyses for this worker under a lease, committed at once (the analysis
  * calls the network); a claim whose lease ran out (its worker died) is claimable again.
  */
-export async function claimAnalyses(db: Db, workerId: string, limit: number, leaseMs: number): Promise<Array<StoredEvent<'company.analyze'>>> {
+export async function claimAnalyses(db: Db, workspaceId: number, workerId: string, limit: number, leaseMs: number): Promise<Array<StoredEvent<'company.analyze'>>> {
   const { rows } = await sql<StoredEvent<'company.analyze'>>`
     UPDATE outbox AS o
     SET locked_by = ${workerId}, locked_until = now() + make_interval(secs => ${leaseMs / 1000}), attempts = o.attempts + 1
     FROM (
       SELECT id FROM outbox
-      WHERE processed_at IS NULL AND topic = 'company.analyze' AND available_at <= now()
+      WHERE workspace_id = ${workspaceId} AND processed_at IS NULL AND topic = 'company.analyze' AND available_at <= now()
         AND (locked_until IS NULL OR locked_until < now())
       ORDER BY id LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     ) AS due
-    WHERE o.id = due.id
+    WHERE o.workspace_id = ${workspaceId} AND o.id = due.id
     RETURNING o.id, o.workspace_id, o.attempts, o.topic, o.payload
   `.execute(db);
   return rows;
 }
 
 /** Marks a claimed event processed while this worker still holds it; false when it no longer does. */
-export async function finishClaimed(db: Executor, id: number, workerId: string, lastError: string | null): Promise<boolean> {
+export async function finishClaimed(db: Executor, event: EventRef, workerId: string, lastError: string | null): Promise<boolean> {
   const finished = await db.updateTable('outbox').set({ processed_at: new Date(), locked_by: null, locked_until: null, last_error: lastError })
-    .where('id', '=', id).where('locked_by', '=', workerId).where('processed_at', 'is', null).returning('id').executeTakeFirst();
+    .where('workspace_id', '=', event.workspace_id).where('id', '=', event.id).where('locked_by', '=', workerId).where('processed_at', 'is', null).returning('id').executeTakeFirst();
   return finished !== undefined;
 }
 
 /** Gives a claimed event back to be tried again after `delaySeconds`, while this worker still holds it. */
-export async function retryClaimedLater(db: Executor, id: number, workerId: string, reason: string, delaySeconds: number): Promise<void> {
+export async function retryClaimedLater(db: Executor, event: EventRef, workerId: string, reason: string, delaySeconds: number): Promise<void> {
   await db.updateTable('outbox')
     .set({ locked_by: null, locked_until: null, last_error: reason.slice(0, 500), available_at: sql`now() + make_interval(secs => ${delaySeconds})` })
-    .where('id', '=', id).where('locked_by', '=', workerId).execute();
+    .where('workspace_id', '=', event.workspace_id).where('id', '=', event.id).where('locked_by', '=', workerId).execute();
+}
+
+/** An event by its key. */
+export interface EventRef { id: number; workspace_id: number }
+
+/**
+ * The workspaces with due events of these topics, those after `after` first (then from the
+ * lowest), at most `limit`: the worker serves them in turn, so one busy workspace never holds
+ * the others back. Reads every shard on Citus, without locking anything.
+ */
+export async function dueEventWorkspaces(db: Executor, topics: readonly OutboxTopic[], after: number, limit: number): Promise<number[]> {
+  const { rows } = await sql<{ workspace_id: number }>`
+    SELECT workspace_id FROM outbox
+    WHERE processed_at IS NULL AND available_at <= now() AND topic = ANY(${[...topics]}::text[])
+      AND (locked_until IS NULL OR locked_until < now())
+    GROUP BY workspace_id
+    ORDER BY workspace_id <= ${after}, workspace_id
+    LIMIT ${limit}
+  `.execute(db);
+  return rows.map((row) => row.workspace_id);
 }
 
 /** Gives back the claims this worker holds (shutdown): another worker may take them at once. */

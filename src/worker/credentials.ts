@@ -5,12 +5,12 @@ import { connectorCredentials, workflowCredentials, type Credentials } from '../
 import { findWorkflows } from '../workflows/repository.js';
 
 /**
- * The credentials of each claimed delivery by id, two queries for the batch: its connector's,
+ * The credentials of each claimed delivery of one workspace by id, two queries for the batch: its connector's,
  * or for a Custom URL block its workflow's. A delivery whose connector or workflow is gone has none.
  */
-export async function loadCredentials(db: Executor, rows: readonly DeliveryRow[], now = new Date()): Promise<Map<number, Credentials>> {
-  const connectors = await findConnectors(db, rows.flatMap((row) => (row.connector_id === null ? [] : [row.connector_id])));
-  const workflows = await findWorkflows(db, rows.flatMap((row) => (row.connector_id === null && row.workflow_id !== null ? [row.workflow_id] : [])));
+export async function loadCredentials(db: Executor, workspaceId: number, rows: readonly DeliveryRow[], now = new Date()): Promise<Map<number, Credentials>> {
+  const connectors = await findConnectors(db, rows.flatMap((row) => (row.connector_id === null ? [] : [row.connector_id])), workspaceId);
+  const workflows = await findWorkflows(db, rows.flatMap((row) => (row.connector_id === null && row.workflow_id !== null ? [row.workflow_id] : [])), workspaceId);
   const credentials = new Map<number, Credentials>();
   for (const row of rows) {
     const connector = row.connector_id === null ? undefined : connectors.get(row.connector_id);

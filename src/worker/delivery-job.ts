@@ -1,13 +1,14 @@
 import type { OutageLog } from '../db/availability.js';
 import { deliverClaimed } from '../deliveries/deliver.js';
 import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
-import { claimDueDeliveries, MAX_CLAIM } from '../deliveries/claim-repository.js';
+import { claimDueDeliveries, dueDeliveryWorkspaces, MAX_CLAIM } from '../deliveries/claim-repository.js';
 import { healthPolicy } from '../deliveries/endpoint-health.js';
 import { AttemptRecorder } from './attempt-recorder.js';
 import { countRecordedAttempt } from './delivery-counts.js';
 import { disableFailingEndpoints } from './disable-endpoints.js';
 import type { WorkerDeps } from './worker-deps.js';
 import { loadCredentials } from './credentials.js';
+import { WorkspaceTurns } from './workspace-turns.js';
 
 /** Deliveries in flight at once per worker process. */
 const DELIVERY_CONCURRENCY = 64;
@@ -19,8 +20,10 @@ const DELIVERY_CONCURRENCY = 64;
 export class DeliveryJob {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly recorder: AttemptRecorder;
+  private readonly turns: WorkspaceTurns;
 
   constructor(private readonly deps: WorkerDeps, private readonly workerId: string, private readonly leaseMs: number, private readonly outage?: OutageLog) {
+    this.turns = new WorkspaceTurns((after, limit) => dueDeliveryWorkspaces(deps.db, after, limit));
     this.recorder = new AttemptRecorder(deps.db, workerId, {
       policy: healthPolicy(deps.config),
       failing: (endpoints) => disableFailingEndpoints(deps, endpoints),
@@ -42,11 +45,23 @@ export class DeliveryJob {
    * way the due queue moved, so the loop goes on at once to what lies behind them.
    */
   async claimAndStart(): Promise<number> {
-    const free = Math.min(MAX_CLAIM, DELIVERY_CONCURRENCY - this.inFlight.size);
-    const { rows, deferred } = await claimDueDeliveries(this.deps.db, this.workerId, free, this.leaseMs);
+    let dealt = 0;
+    const workspaces = await this.turns.next();
+    for (const [index, workspaceId] of workspaces.entries()) {
+      const room = Math.min(MAX_CLAIM, DELIVERY_CONCURRENCY - this.inFlight.size);
+      if (room <= 0) break;
+      // The room is shared by the workspaces still to serve, so each gets its part this step.
+      dealt += await this.claimWorkspace(workspaceId, Math.max(1, Math.floor(room / (workspaces.length - index))));
+      this.turns.served(workspaceId);
+    }
+    return dealt;
+  }
+
+  private async claimWorkspace(workspaceId: number, free: number): Promise<number> {
+    const { rows, deferred } = await claimDueDeliveries(this.deps.db, workspaceId, this.workerId, free, this.leaseMs);
     this.deps.metrics.worker.deliveriesDeferred(deferred);
     // Should this fail (the database went away), the claims expire with their lease.
-    const credentials = await loadCredentials(this.deps.db, rows);
+    const credentials = await loadCredentials(this.deps.db, workspaceId, rows);
     for (const row of rows) {
       const record = async (outcome: AttemptOutcome) => {
         const recorded = await this.recorder.record(outcome);

@@ -5,11 +5,12 @@ import { composeConnectorDelivery, composeCustomUrlDelivery } from '../deliverie
 import { insertDeliveries } from '../deliveries/repository.js';
 import { loadLeads } from '../leads/read-service.js';
 import { markLeadsAnalyzed } from '../leads/write-repository.js';
-import { lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
+import { dueEventWorkspaces, lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
 import type { WorkerMetrics } from '../metrics/metrics.js';
 import { findActiveWorkflows } from '../workflows/repository.js';
 import { composeAutoPushes } from './auto-push.js';
 import { countFailedAtOnce } from './delivery-counts.js';
+import type { WorkspaceTurns } from './workspace-turns.js';
 
 function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
   if (workflow.workspace_id !== event.workspace_id) return false;
@@ -25,19 +26,34 @@ function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
  * Claiming the events, writing the deliveries and marking the events processed happen in
  * one transaction, so an event is fanned out exactly once even with many workers.
  */
-export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAttempts: number; metrics: WorkerMetrics }): Promise<number> {
+export async function fanOutLeadEvents(db: Db, turns: WorkspaceTurns, options: FanOutOptions): Promise<number> {
+  let events = 0;
+  for (const workspaceId of await turns.next()) {
+    events += await fanOutWorkspaceEvents(db, workspaceId, options);
+    turns.served(workspaceId);
+  }
+  return events;
+}
+
+/** The workspaces whose lead events are due, in turn (see WorkspaceTurns). */
+export const dueLeadEventWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['lead.created', 'lead.tag_added'], after, limit);
+
+interface FanOutOptions { limit: number; maxAttempts: number; metrics: WorkerMetrics }
+
+/** One workspace's due lead events, up to `limit`, in one transaction whose every statement names the workspace. */
+async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOutOptions): Promise<number> {
   const fannedOut = await db.transaction().execute(async (trx) => {
-    const events = await lockDueLeadEvents(trx, options.limit);
+    const events = await lockDueLeadEvents(trx, workspaceId, options.limit);
     if (events.length === 0) return { events: 0, deliveries: [] };
 
-    const workflows = await findActiveWorkflows(trx, events.map((event) => event.workspace_id));
+    const workflows = await findActiveWorkflows(trx, [workspaceId]);
     const runs = events.flatMap((event) => workflows.filter((workflow) => firesFor(workflow, event)).map((workflow) => ({ event, workflow })));
     const created = events.filter((event) => event.topic === 'lead.created');
-    const analyzed = await markLeadsAnalyzed(trx, created.map((event) => event.payload.lead_id));
+    const analyzed = await markLeadsAnalyzed(trx, workspaceId, created.map((event) => event.payload.lead_id));
 
     const leads = await loadLeads(trx, [...runs.map(({ event }) => ({ id: event.payload.lead_id, workspace_id: event.workspace_id })), ...analyzed]);
     const connectorIds = runs.flatMap(({ workflow }) => (workflow.block.endpoint === 'url' ? [] : [workflow.block.connector_id]));
-    const connectors = await findConnectors(trx, connectorIds);
+    const connectors = await findConnectors(trx, connectorIds, workspaceId);
 
     const deliveries: NewDelivery[] = runs.map(({ event, workflow }) => {
       const origin = { workspaceId: event.workspace_id, trigger: workflow.trigger, outboxId: event.id, maxAttempts: options.maxAttempts };
@@ -62,7 +78,7 @@ export async function fanOutLeadEvents(db: Db, options: { limit: number; maxAtte
     const createdBy = new Map(created.map((event) => [event.payload.lead_id, event.id]));
     deliveries.push(...await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads));
     await insertDeliveries(trx, deliveries);
-    await markProcessed(trx, events.map((event) => event.id));
+    await markProcessed(trx, workspaceId, events.map((event) => event.id));
     return { events: events.length, deliveries };
   });
   countFailedAtOnce(options.metrics, fannedOut.deliveries);

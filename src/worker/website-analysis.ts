@@ -1,10 +1,12 @@
 import { analyzeCompanyWebsite, recordWebsiteAnalysis, type WebsiteAnalysis } from '../companies/website.js';
 import { insertDeliveries } from '../deliveries/repository.js';
 import { markCompanyLeadsAnalyzed } from '../leads/write-repository.js';
-import { claimAnalyses, finishClaimed, retryClaimedLater, type StoredEvent } from '../outbox/repository.js';
+import type { Db } from '../db/connect.js';
+import { claimAnalyses, dueEventWorkspaces, finishClaimed, retryClaimedLater, type StoredEvent } from '../outbox/repository.js';
 import { composeAutoPushes } from './auto-push.js';
 import { countFailedAtOnce } from './delivery-counts.js';
 import type { JobDeps } from './worker-deps.js';
+import type { WorkspaceTurns } from './workspace-turns.js';
 
 const MAX_ANALYSIS_TRIES = 5;
 
@@ -16,10 +18,10 @@ type AnalysisEvent = StoredEvent<'company.analyze'>;
  */
 async function finishAnalysis(deps: JobDeps, event: AnalysisEvent, analysis: WebsiteAnalysis): Promise<void> {
   const finished = await deps.db.transaction().execute(async (trx) => {
-    if (!(await finishClaimed(trx, event.id, deps.workerId, analysis.ok ? null : analysis.reason))) return null;
+    if (!(await finishClaimed(trx, event, deps.workerId, analysis.ok ? null : analysis.reason))) return null;
     const companyId = event.payload.company_id;
     if (!(await recordWebsiteAnalysis(trx, event.workspace_id, companyId, analysis))) return null;
-    const analyzed = await markCompanyLeadsAnalyzed(trx, companyId);
+    const analyzed = await markCompanyLeadsAnalyzed(trx, event.workspace_id, companyId);
     const autoPushes = await composeAutoPushes(trx, analyzed, () => event.id, deps.config.WEBHOOK_MAX_ATTEMPTS);
     await insertDeliveries(trx, autoPushes);
     return autoPushes;
@@ -29,9 +31,20 @@ async function finishAnalysis(deps: JobDeps, event: AnalysisEvent, analysis: Web
   countFailedAtOnce(deps.metrics.worker, finished);
 }
 
-/** Claims up to `limit` queued website analyses, runs them concurrently, records each. Returns how many ran. */
-export async function runWebsiteAnalyses(deps: JobDeps, limit: number): Promise<number> {
-  const events = await claimAnalyses(deps.db, deps.workerId, limit, deps.leaseMs);
+/** The workspaces whose website analyses are due, in turn (see WorkspaceTurns). */
+export const dueAnalysisWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['company.analyze'], after, limit);
+
+/**
+ * Claims up to `limit` queued website analyses, workspace by workspace in turn, runs them
+ * concurrently, records each. Returns how many ran.
+ */
+export async function runWebsiteAnalyses(deps: JobDeps, turns: WorkspaceTurns, limit: number): Promise<number> {
+  const events: AnalysisEvent[] = [];
+  for (const workspaceId of await turns.next()) {
+    if (events.length >= limit) break;
+    events.push(...await claimAnalyses(deps.db, workspaceId, deps.workerId, limit - events.length, deps.leaseMs));
+    turns.served(workspaceId);
+  }
   await Promise.all(events.map(async (event) => {
     try {
       const analysis = await analyzeCompanyWebsite(deps.db, deps.config, event.workspace_id, event.payload.company_id);
@@ -43,7 +56,7 @@ export async function runWebsiteAnalyses(deps: JobDeps, limit: number): Promise<
       if (event.attempts >= MAX_ANALYSIS_TRIES) {
         await finishAnalysis(deps, event, { ok: false, reason }).catch(() => {});
       } else {
-        await retryClaimedLater(deps.db, event.id, deps.workerId, reason, 2 ** event.attempts * 5).catch(() => {});
+        await retryClaimedLater(deps.db, event, deps.workerId, reason, 2 ** event.attempts * 5).catch(() => {});
       }
     }
   }));

@@ -36,9 +36,11 @@ export async function resealWorkflows(db: Executor): Promise<number> {
   return rows.length;
 }
 
-export async function findWorkflows(db: Executor, ids: readonly number[]): Promise<Map<number, WorkflowRow>> {
+/** Workflows by id; with `workspaceId` (the worker's statements), only that workspace's. */
+export async function findWorkflows(db: Executor, ids: readonly number[], workspaceId?: number): Promise<Map<number, WorkflowRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)]).execute();
+  const rows = await db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)])
+    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!)).execute();
   return new Map(rows.map((row) => [row.id, openWorkflow(row)]));
 }
 

@@ -45,7 +45,7 @@ async function lockedLead(): Promise<{ email: string; release(): Promise<void> }
   client.on('error', () => {});
   await client.connect();
   await client.query('BEGIN');
-  await client.query('SELECT id FROM leads WHERE id = $1 FOR UPDATE', [created.body.data.id]);
+  await client.query('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [tenant.workspaceId, created.body.data.id]);
   return {
     email: created.body.data.emails[0],
     release: async () => {
