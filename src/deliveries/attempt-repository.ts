@@ -34,6 +34,7 @@ export interface AttemptOutcome {
 
 /** An endpoint whose failures, as just recorded, meet the disabling rule (src/deliveries/endpoint-health.ts). */
 export interface FailingEndpoint {
+  workspace_id: number;
   kind: EndpointKind;
   id: number;
   failing_since: string;
@@ -112,7 +113,7 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
   )
   SELECT
     (SELECT coalesce(json_agg(id), '[]'::json) FROM updated) AS recorded,
-    (SELECT coalesce(json_agg(json_build_object('kind', h.kind, 'id', h.endpoint_id, 'failing_since', h.failing_since,
+    (SELECT coalesce(json_agg(json_build_object('workspace_id', ${input.workspaceId}::bigint, 'kind', h.kind, 'id', h.endpoint_id, 'failing_since', h.failing_since,
         'consecutive_failures', h.consecutive_failures, 'last_error', o.last_error)), '[]'::json)
       FROM health AS h JOIN outcome AS o USING (kind, endpoint_id)
       WHERE h.disabled_at IS NULL AND ${failingLongEnough('h', input)}) AS failing

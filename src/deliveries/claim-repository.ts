@@ -50,7 +50,8 @@ const endpoint = deliveryEndpoint('d');
  * The claim of one workspace's deliveries, in one statement whose every table is matched on the
  * workspace (on Citus it runs on that workspace's node; a FOR UPDATE over several shards is
  * refused). A slot's time is never before the statement's now(), so greatest() gives it, or now()
- * for an uncapped delivery (Citus refuses now() inside COALESCE in a modification). Due deliveries are locked with SKIP LOCKED, so workers claim
+ * for an uncapped delivery; every time is computed in a CTE, never in an UPDATE's SET (Citus
+ * refuses STABLE functions, timestamptz arithmetic included, over columns there). Due deliveries are locked with SKIP LOCKED, so workers claim
  * side by side. Those of an endpoint with a cap (or a 429 pause) share its slots with every
  * worker: its `endpoints` row is locked, each candidate in turn takes the next slot (one
  * `1 / max_per_second` after the other, none before `next_slot_at`), and the slot advances.
@@ -98,19 +99,24 @@ function claimStatement(only: boolean) {
       SELECT s.id, s.soon, CASE WHEN s.soon THEN p.base + make_interval(secs => s.position * p.spacing)
         ELSE p.queue_from + make_interval(secs => (s.position - p.sending) * p.spacing) END AS at
       FROM slot AS s JOIN plan AS p USING (kind, endpoint_id)
+    ), slots AS (
+      SELECT kind, endpoint_id, base + make_interval(secs => sending * spacing) AS next_slot_at,
+        CASE WHEN wanted > sending THEN queue_from + make_interval(secs => (wanted - sending) * spacing) END AS queued_until
+      FROM plan
+    ), leases AS (
+      SELECT due.id, greatest(p.at, now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000) AS locked_until
+      FROM due LEFT JOIN placed AS p USING (id)
+      WHERE p.soon IS NOT false
     ), advanced AS (
-      UPDATE endpoints AS e SET
-        next_slot_at = p.base + make_interval(secs => p.sending * p.spacing),
-        queued_until = CASE WHEN p.wanted > p.sending THEN p.queue_from + make_interval(secs => (p.wanted - p.sending) * p.spacing) ELSE e.queued_until END
-      FROM plan AS p WHERE e.workspace_id = ${input.workspaceId} AND e.kind = p.kind AND e.endpoint_id = p.endpoint_id
+      UPDATE endpoints AS e SET next_slot_at = s.next_slot_at, queued_until = coalesce(s.queued_until, e.queued_until)
+      FROM slots AS s WHERE e.workspace_id = ${input.workspaceId} AND e.kind = s.kind AND e.endpoint_id = s.endpoint_id
     ), deferred AS (
-      UPDATE deliveries AS d SET next_attempt_at = (SELECT p.at FROM placed AS p WHERE p.id = d.id)
-      WHERE d.workspace_id = ${input.workspaceId} AND d.id = ANY (ARRAY(SELECT id FROM placed WHERE NOT soon))
+      UPDATE deliveries AS d SET next_attempt_at = p.at
+      FROM placed AS p WHERE d.workspace_id = ${input.workspaceId} AND d.id = p.id AND NOT p.soon
       RETURNING d.id
     ), claimed AS (
-      UPDATE deliveries AS d SET locked_by = ${input.workerId}::text,
-        locked_until = greatest((SELECT p.at FROM placed AS p WHERE p.id = d.id), now()) + make_interval(secs => ${input.leaseMs}::float8 / 1000)
-      WHERE d.workspace_id = ${input.workspaceId} AND d.id = ANY (ARRAY(SELECT id FROM due EXCEPT SELECT id FROM placed WHERE NOT soon))
+      UPDATE deliveries AS d SET locked_by = ${input.workerId}::text, locked_until = l.locked_until
+      FROM leases AS l WHERE d.workspace_id = ${input.workspaceId} AND d.id = l.id
       RETURNING d.*
     )
     SELECT c.*, greatest(0, ceil(extract(epoch FROM p.at - clock_timestamp()) * 1000))::int AS wait_ms,

@@ -108,11 +108,13 @@ export interface DisabledEndpoint extends EndpointRef {
  * this call disabled it. Of several workers trying at once, one does: the others find it
  * disabled once the first commits.
  */
-export async function disableEndpoint(db: Executor, endpoint: EndpointRef, reason: string, policy: HealthPolicy): Promise<DisabledEndpoint | undefined> {
+export async function disableEndpoint(
+  db: Executor, endpoint: EndpointRef & { workspace_id: number }, reason: string, policy: HealthPolicy,
+): Promise<DisabledEndpoint | undefined> {
   const row = await db.updateTable('endpoints as e').set({ disabled_at: sql<string>`now()`, disabled_reason: reason })
-    .where('e.kind', '=', endpoint.kind).where('e.endpoint_id', '=', endpoint.id).where('e.disabled_at', 'is', null)
+    .where('e.workspace_id', '=', endpoint.workspace_id).where('e.kind', '=', endpoint.kind).where('e.endpoint_id', '=', endpoint.id).where('e.disabled_at', 'is', null)
     .where(failingLongEnough('e', policy))
     .returning(['e.disabled_at', 'e.disabled_reason', 'e.failing_since', 'e.consecutive_failures'])
     .executeTakeFirst();
-  return row && { ...endpoint, ...row } as DisabledEndpoint;
+  return row && { kind: endpoint.kind, id: endpoint.id, ...row } as DisabledEndpoint;
 }

@@ -17,8 +17,8 @@ export interface IdempotencyRecordKey {
  * Claims the keys for these requests, in one statement: inserts each record, or takes over
  * one older than the replay window. Returns the records claimed; for the others a live record
  * exists (then read it). Waits on a concurrent claim of any of the keys until that transaction
- * ends or the caller's lock_timeout. The keys must be distinct. The time comes from the SELECT:
- * Citus refuses now() in ON CONFLICT DO UPDATE.
+ * ends or the caller's lock_timeout. The keys must be distinct. The time comes from the SELECT and
+ * the window is taken in UTC: Citus refuses now() and timestamptz arithmetic (STABLE) in ON CONFLICT.
  */
 export async function claimRecords(db: Executor, claims: ReadonlyArray<IdempotencyRecordKey & { fingerprint: string }>): Promise<IdempotencyRecordKey[]> {
   if (claims.length === 0) return [];
@@ -27,7 +27,7 @@ export async function claimRecords(db: Executor, claims: ReadonlyArray<Idempoten
     SELECT *, now() FROM unnest(${claims.map((claim) => claim.workspaceId)}::bigint[], ${claims.map((claim) => claim.apiKeyId)}::bigint[], ${claims.map((claim) => claim.key)}::text[],
       ${claims.map((claim) => claim.fingerprint)}::text[])
     ON CONFLICT (api_key_id, key, workspace_id) DO UPDATE SET fingerprint = excluded.fingerprint, status_code = NULL, response_body = NULL, created_at = excluded.created_at
-    WHERE idempotency_records.created_at < excluded.created_at - ${REPLAY_WINDOW}
+    WHERE idempotency_records.created_at AT TIME ZONE 'UTC' < (excluded.created_at AT TIME ZONE 'UTC') - ${REPLAY_WINDOW}
     RETURNING workspace_id AS "workspaceId", api_key_id AS "apiKeyId", key`.execute(db);
   return rows;
 }

@@ -47,7 +47,8 @@ export function mergeIntoLead(db: Executor, workspaceId: number, leadId: number,
       links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
       locations: location
-        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN jsonb_build_array(${JSON.stringify(location)}::jsonb)
+        // The list built here, not with jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
+        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${JSON.stringify([location])}::jsonb
             ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${JSON.stringify(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
         : sql`locations`,
       custom_fields: sql`custom_fields || ${JSON.stringify(customFields)}::jsonb`,

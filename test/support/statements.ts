@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { eventually } from './eventually.js';
+import { readTestEnvironment } from './env.js';
 
 /**
  * Watches the statements other connections run on one database, live from pg_stat_activity
@@ -51,8 +52,10 @@ export class StatementWatch {
  */
 export async function lockWaitOf(pool: pg.Pool, fragment: string, timeoutMs = 5000): Promise<void> {
   await eventually(async () => {
+    // On Citus the statement waits on a worker node: citus_lock_waits reports it by its coordinator query.
     const { rows } = await pool.query(
-      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`, [`%${fragment}%`],
+      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1
+      ${readTestEnvironment().citus ? 'UNION ALL SELECT 1 FROM citus_lock_waits WHERE waiting_query LIKE $1' : ''}`, [`%${fragment}%`],
     );
     return rows.length > 0;
   }, timeoutMs);
