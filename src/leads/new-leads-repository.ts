@@ -52,7 +52,7 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
   const records = (input: Placeholders<NewLeadsInput>) => options.records
     ? sql`, company_records AS (
-      SELECT c.id, ${companyJson('c')} AS company FROM companies AS c
+      SELECT c.id, ${companyJson('c', input.workspaceId)} AS company FROM companies AS c
       WHERE c.workspace_id = ${input.workspaceId} AND c.id IN (SELECT company_id FROM r)
     ), tag_records AS (
       SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t

@@ -118,7 +118,10 @@ describeOnCitus('every statement on Citus', () => {
         const { rows } = await explainer.query(`EXPLAIN (FORMAT JSON) ${trimmed}`, values);
         explained++;
         const counts = taskCounts(rows[0]['QUERY PLAN']);
-        if (counts.some((count) => count !== 1)) fanningOut.push(`${counts.join(',')} tasks: ${trimmed.replace(/\s+/g, ' ').slice(0, 300)}`);
+        if (counts.some((count) => count !== 1)) {
+          fanningOut.push(`${counts.join(',')} tasks: ${trimmed.replace(/\s+/g, ' ').slice(0, 300)}`);
+          if (process.env.ROUTER_QUERIES_VERBOSE) process.stderr.write(`${trimmed}\n${JSON.stringify(rows[0]['QUERY PLAN'], null, 1)}\n`);
+        }
       }
     } finally {
       await explainer.end();
