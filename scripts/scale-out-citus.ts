@@ -129,12 +129,26 @@ async function main(): Promise<number> {
         const leads = await checkLeads(db, workspaceId, traffic[index]!.ledger, checked);
         await checkIdempotency(db, traffic[index]!.ledger, checked);
         await checkDeliveries(db, workspaceId, leads, receiver.requests.filter((request) => request.path.startsWith(`/w${index}/`)), checked, { exactlyOnce: true });
+        const { rows: retried } = await db.query<{ error: string; attempts: number }>(
+          "SELECT coalesce(error, status_code::text, '?') AS error, count(*)::int AS attempts FROM delivery_attempts WHERE workspace_id = $1 AND (error IS NOT NULL OR status_code >= 300) GROUP BY 1",
+          [workspaceId]);
+        checked.figures['failed attempts (retried)'] = retried.length === 0 ? 'none' : retried.map((row) => `${row.attempts} x ${row.error}`).join('; ');
         workspaces[`workspace w${index}`] = checked;
       }
     } finally {
       await db.end();
     }
     for (const service of [api, worker]) if (!service.alive()) verdict.failures.push(`a process exited: ${service.stderr.slice(-2000)}`);
+    // What the processes logged as warnings or errors, once each: what a failure above came from.
+    const logged = new Map<string, number>();
+    for (const [name, service] of [['api', api], ['worker', worker]] as const) {
+      for (const line of service.logs.filter((entry) => (entry.level ?? 0) >= 40)) {
+        const error = (line.err as { message?: string } | undefined)?.message;
+        const key = `${name}: ${line.msg ?? ''}${error ? ` (${error.split('\n')[0]})` : ''}`;
+        logged.set(key, (logged.get(key) ?? 0) + 1);
+      }
+    }
+    verdict.figures['warnings and errors logged'] = logged.size === 0 ? 'none' : [...logged].map(([line, count]) => `${count} x ${line}`).join('; ');
   } finally {
     await services.killAll();
     await receiver.close();

@@ -198,7 +198,8 @@ export class Traffic {
       answer.replayed = response.headers.get('idempotency-replayed') === 'true';
       try { answer.body = JSON.parse(text); } catch { answer.body = text; }
     } catch (error) {
-      answer.body = String(error);
+      const cause = (error as { cause?: unknown }).cause;
+      answer.body = cause === undefined ? String(error) : `${String(error)} (${String(cause)})`;
     }
     answer.ms = Date.now() - startedAt;
     this.ledger.answers.push(answer);

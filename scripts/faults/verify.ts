@@ -86,8 +86,9 @@ export async function checkLeads(db: pg.Client, workspaceId: number, ledger: Led
   const { rows } = await db.query<LeadRow>(`
     SELECT l.id::int, l.name, l.job_title, l.emails,
       coalesce(array_agg(t.name ORDER BY t.name) FILTER (WHERE t.name IS NOT NULL), '{}') AS tags
-    FROM leads l LEFT JOIN lead_tags lt ON lt.lead_id = l.id LEFT JOIN tags t ON t.id = lt.tag_id
-    WHERE l.workspace_id = $1 GROUP BY l.id`, [workspaceId]);
+    FROM leads l LEFT JOIN lead_tags lt ON lt.workspace_id = l.workspace_id AND lt.lead_id = l.id
+      LEFT JOIN tags t ON t.workspace_id = lt.workspace_id AND t.id = lt.tag_id
+    WHERE l.workspace_id = $1 GROUP BY l.id, l.workspace_id`, [workspaceId]);
   const byEmail = new Map<string, LeadRow[]>();
   for (const row of rows) for (const email of row.emails) byEmail.set(email, [...(byEmail.get(email) ?? []), row]);
 
