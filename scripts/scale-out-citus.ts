@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startReceiver } from '../test/support/receiver.js';
 import { ROOT } from '../test/support/service.js';
-import { drain, Services, tenant } from './faults/services.js';
+import { drain, Services, tenant, WORKER_ENV } from './faults/services.js';
 import { Traffic } from './faults/traffic.js';
 import { checkDeliveries, checkIdempotency, checkLeads, printVerdicts, type Verdict } from './faults/verify.js';
 
@@ -74,7 +74,10 @@ async function main(): Promise<number> {
   try {
     // The API migrates (and distributes) before it listens.
     const { service: api, url: apiUrl } = await services.startApi(url);
-    const worker = await services.startWorker(url);
+    // A receiver slower than the webhook timeout gets the delivery again (at least once, by design):
+    // a generous timeout keeps a busy machine from passing for a duplicate the move caused.
+    const worker = services.start('worker-main.js', url, { ...WORKER_ENV, WEBHOOK_TIMEOUT_MS: '15000' });
+    await worker.waitForLog('worker started');
     const placement = async () => query<{ node: string; shards: number }>(url,
       "SELECT nodename || ':' || nodeport AS node, count(*)::int AS shards FROM citus_shards WHERE citus_table_type = 'distributed' GROUP BY 1 ORDER BY 1");
     const tenants = [];
