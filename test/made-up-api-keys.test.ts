@@ -7,7 +7,13 @@ import { testBed } from './support/test-bed.js';
 import { cliJson } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import { createTenant, type Tenant } from './support/fixtures.js';
+import { readTestEnvironment } from './support/env.js';
 import { StatementWatch } from './support/statements.js';
+
+// On Citus api_keys has no trigger (the service's statements notify): keys inserted with plain
+// SQL, and switching the trigger off, are what these two tests need (docs/operations.md, "Citus").
+const itWithKeyTrigger = readTestEnvironment().citus ? it.skip : it;
+if (readTestEnvironment().citus) process.stderr.write('\nSKIPPED two tests of test/made-up-api-keys.test.ts on Citus: they insert keys with plain SQL and switch the api_keys trigger, which Citus does not have.\n');
 
 // Issue 16: a well-formed token whose prefix belongs to no key is refused without a query,
 // through the in-memory view of existing prefixes (src/api-keys/prefix-view.ts).
@@ -66,7 +72,7 @@ describe('made-up API keys', () => {
     await expectRefused(key.token, /revoked/i);
   });
 
-  it('do not shadow keys created after the load, also past the merge of new keys into the sorted view', async () => {
+  itWithKeyTrigger('do not shadow keys created after the load, also past the merge of new keys into the sorted view', async () => {
     const created = Array.from({ length: 1_100 }, () => generateToken());
     await t.ctx.db.insertInto('api_keys').values(created.map((token, index) => ({
       workspace_id: tenant.workspaceId, user_id: tenant.userId, name: `Bulk ${index}`, prefix: token.prefix, token_hash: token.hash, scopes: [],
@@ -79,7 +85,7 @@ describe('made-up API keys', () => {
     expect(await watch.connectionsWithStatementsSinceMark()).toBe(0);
   });
 
-  it('are looked up in the database while the view cannot be trusted, and valid keys keep working', async () => {
+  itWithKeyTrigger('are looked up in the database while the view cannot be trusted, and valid keys keep working', async () => {
     // Without the INSERT trigger the view cannot hear of new keys, so after the reconnect it
     // waits instead of loading: that holds it untrusted for as long as this test needs.
     await setKeyCreationNotified(false);
