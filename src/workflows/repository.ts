@@ -54,7 +54,8 @@ export async function findActiveWorkflows(db: Executor, workspaceIds: readonly n
 
 /** A workspace's workflows with their tag's name, in creation order. */
 export async function listWorkflows(db: Executor, workspaceId: number) {
-  return db.selectFrom('workflows').leftJoin('tags', 'tags.id', 'workflows.tag_id')
+  return db.selectFrom('workflows')
+    .leftJoin('tags', (join) => join.onRef('tags.workspace_id', '=', 'workflows.workspace_id').onRef('tags.id', '=', 'workflows.tag_id'))
     .select(['workflows.id', 'workflows.workspace_id', 'workflows.trigger', 'workflows.tag_id', 'tags.name as tag_name', 'workflows.block',
       'workflows.active', 'workflows.active_since', 'workflows.created_at'])
     .where('workflows.workspace_id', '=', workspaceId).orderBy('workflows.id').execute()

@@ -168,7 +168,7 @@ if (!redisUrl) {
       await eventually(async () => uniqueReceived() >= EVENTS && (await pendingDeliveries()) === 0, 120_000, 100);
       const deliveredMs = Date.now() - started;
       const { rows } = await admin.query<{ message_id: string; branch: string }>(
-        `SELECT d.message_id, d.branch FROM deliveries d JOIN leads l ON l.id = d.lead_id WHERE d.workspace_id = $1 AND l.name LIKE 'Bulk %'`, [workspaceId]);
+        `SELECT d.message_id, d.branch FROM deliveries d JOIN leads l ON l.workspace_id = d.workspace_id AND l.id = d.lead_id WHERE d.workspace_id = $1 AND l.name LIKE 'Bulk %'`, [workspaceId]);
       const received = receiver.requests.map((request) => String(request.headers['webhook-id']));
       expect(rows).toHaveLength(EVENTS);
       expect(rows.filter((row) => row.branch !== 'Delivered')).toEqual([]);
