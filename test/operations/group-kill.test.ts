@@ -40,7 +40,9 @@ async function lock(leadId: number): Promise<pg.Client> {
   client.on('error', () => {});
   await client.connect();
   await client.query('BEGIN');
-  await client.query('SELECT id FROM leads WHERE id = $1 FOR UPDATE', [leadId]);
+  // By its whole key: on Citus a FOR UPDATE must name the workspace (one shard).
+  const { rows: [lead] } = await client.query<{ workspace_id: number }>('SELECT workspace_id FROM leads WHERE id = $1', [leadId]);
+  await client.query('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [lead!.workspace_id, leadId]);
   return client;
 }
 
