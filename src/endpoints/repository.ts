@@ -71,11 +71,13 @@ export async function setEndpointCap(db: Executor, endpoint: EndpointRef, maxPer
   }
   // The row takes its workspace from the connector or workflow it describes (the CLI names only the id).
   const owners = endpoint.kind === 'connector' ? 'connectors' : 'workflows';
+  // The time comes from the SELECT: Citus refuses now() in ON CONFLICT DO UPDATE.
   await db.insertInto('endpoints')
-    .columns(['workspace_id', 'kind', 'endpoint_id', 'max_per_second'])
+    .columns(['workspace_id', 'kind', 'endpoint_id', 'max_per_second', 'queued_until'])
     .expression((eb) => eb.selectFrom(owners).where('id', '=', endpoint.id)
-      .select(['workspace_id', sql.lit(endpoint.kind).as('kind'), 'id', sql<number>`${maxPerSecond}::float8`.as('max_per_second')]))
-    .onConflict((conflict) => conflict.columns(['kind', 'endpoint_id', 'workspace_id']).doUpdateSet(changed))
+      .select(['workspace_id', sql.lit(endpoint.kind).as('kind'), 'id', sql<number>`${maxPerSecond}::float8`.as('max_per_second'), sql<string>`now()`.as('queued_until')]))
+    .onConflict((conflict) => conflict.columns(['kind', 'endpoint_id', 'workspace_id'])
+      .doUpdateSet((eb) => ({ max_per_second: eb.ref('excluded.max_per_second'), queued_until: eb.ref('excluded.queued_until') })))
     .execute();
 }
 
@@ -84,13 +86,17 @@ export async function setEndpointCap(db: Executor, endpoint: EndpointRef, maxPer
  * before. Returns when and why it had been disabled (nulls when it was not).
  */
 export async function enableEndpoint(db: Executor, endpoint: EndpointRef): Promise<{ disabled_at: string | null; disabled_reason: string | null }> {
+  // The CLI names the endpoint alone: its workspace is read first, as Citus locks a row only by it.
+  const owner = await db.selectFrom('endpoints').where('kind', '=', endpoint.kind).where('endpoint_id', '=', endpoint.id).select('workspace_id').executeTakeFirst();
+  if (!owner) return { disabled_at: null, disabled_reason: null };
   const { rows } = await sql<{ disabled_at: string | null; disabled_reason: string | null }>`
     WITH before AS (
-      SELECT kind, endpoint_id, disabled_at, disabled_reason FROM endpoints WHERE kind = ${endpoint.kind} AND endpoint_id = ${endpoint.id} FOR UPDATE
+      SELECT kind, endpoint_id, disabled_at, disabled_reason FROM endpoints
+      WHERE workspace_id = ${owner.workspace_id} AND kind = ${endpoint.kind} AND endpoint_id = ${endpoint.id} FOR UPDATE
     )
     UPDATE endpoints AS e SET disabled_at = NULL, disabled_reason = NULL, failing_since = NULL, consecutive_failures = 0,
       next_slot_at = now(), queued_until = now()
-    FROM before AS b WHERE e.kind = b.kind AND e.endpoint_id = b.endpoint_id
+    FROM before AS b WHERE e.workspace_id = ${owner.workspace_id} AND e.kind = b.kind AND e.endpoint_id = b.endpoint_id
     RETURNING b.disabled_at, b.disabled_reason
   `.execute(db);
   return rows[0] ?? { disabled_at: null, disabled_reason: null };

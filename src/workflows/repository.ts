@@ -67,7 +67,9 @@ export async function listWorkflows(db: Executor, workspaceId: number) {
  * occurred before are not fanned out to it); switching to the state it has changes nothing.
  */
 export async function setWorkflowActive(db: Executor, id: number, active: boolean): Promise<{ id: number; active: boolean } | undefined> {
-  const resume = { active: true, active_since: sql<string>`CASE WHEN active THEN active_since ELSE now() END` };
-  return db.updateTable('workflows').set(active ? resume : { active: false })
-    .where('id', '=', id).returning(['id', 'active']).executeTakeFirst();
+  if (!active) return db.updateTable('workflows').set({ active: false }).where('id', '=', id).returning(['id', 'active']).executeTakeFirst();
+  // Only a paused one is resumed (two statements: Citus refuses now() inside a CASE of an UPDATE).
+  const resumed = await db.updateTable('workflows').set({ active: true, active_since: sql<string>`now()` })
+    .where('id', '=', id).where('active', '=', false).returning(['id', 'active']).executeTakeFirst();
+  return resumed ?? db.selectFrom('workflows').where('id', '=', id).select(['id', 'active']).executeTakeFirst();
 }
