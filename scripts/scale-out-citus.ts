@@ -33,7 +33,7 @@ const { values: args } = parseArgs({
     json: { type: 'string' },
   },
 });
-const DATABASE = 'lead_intake_scale_out';
+const DATABASE = 'citus_scale_out';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (message: string) => process.stderr.write(`scale-out-citus: ${message}\n`);
 const run = (command: string, commandArgs: string[]) => execFileSync(command, commandArgs, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
