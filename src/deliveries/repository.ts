@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { DeliveryBranch, DeliveryRow, DeliverySender, NewDelivery } from '../db/schema.js';
+import { jsonParameter } from '../db/sql.js';
 import { mapCredentialHeaders } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
 
@@ -110,7 +111,7 @@ export async function resealDeliveries(db: Executor): Promise<number> {
     .where(sql<boolean>`headers::text LIKE '%"v1:%'`).orderBy('id').execute();
   for (const row of rows) {
     const headers = mapCredentialHeaders(mapCredentialHeaders(row.headers, openSecret), sealSecret);
-    await db.updateTable('deliveries').set({ headers: JSON.stringify(headers) }).where('id', '=', row.id).execute();
+    await db.updateTable('deliveries').set({ headers: jsonParameter(headers) }).where('id', '=', row.id).execute();
   }
   return rows.length;
 }

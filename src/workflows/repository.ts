@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import { jsonParameter } from '../db/sql.js';
 import type { WorkflowBlock, WorkflowRow, WorkflowTrigger } from '../db/schema.js';
 import { mapBlockCredentials } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
@@ -14,7 +15,7 @@ export interface NewWorkflow {
 
 export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promise<WorkflowRow> {
   const row = await db.insertInto('workflows')
-    .values({ ...workflow, block: JSON.stringify(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
+    .values({ ...workflow, block: jsonParameter(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
     .returningAll().executeTakeFirstOrThrow();
   return openWorkflow(row);
 }
@@ -29,7 +30,7 @@ export async function resealWorkflows(db: Executor): Promise<number> {
   const rows = await db.selectFrom('workflows').select(['id', 'block', 'signing_secret']).orderBy('id').execute();
   for (const row of rows) {
     await db.updateTable('workflows').set({
-      block: JSON.stringify(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
+      block: jsonParameter(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
       signing_secret: sealSecret(openSecret(row.signing_secret)),
     }).where('id', '=', row.id).execute();
   }
