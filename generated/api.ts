@@ -1820,11 +1820,11 @@ export interface components {
             zip_code?: components["schemas"]["ShortText"];
         };
         /**
-         * @description Up to 25 keys. Keys are slugified before storage (`"Is VIP"` becomes
-         *     `is_vip`). Strings, numbers, booleans and null are accepted; strings and
-         *     numbers are stored as text, booleans as `yes` / `no`. Objects and arrays
-         *     are dropped (not flattened) with a warning. String values: at most 1000
-         *     characters.
+         * @description Up to 25 keys of at most 100 characters each. Keys are slugified before
+         *     storage (`"Is VIP"` becomes `is_vip`; a slug is cut to 100 characters).
+         *     Strings, numbers, booleans and null are accepted; strings and numbers are
+         *     stored as text, booleans as `yes` / `no`. Objects and arrays are dropped
+         *     (not flattened) with a warning. String values: at most 1000 characters.
          */
         CustomFieldsInput: {
             [key: string]: unknown;

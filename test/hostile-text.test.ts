@@ -187,3 +187,30 @@ describe('text PostgreSQL cannot store, in every string of the write bodies', ()
     expect(failures).toEqual([]);
   }, 120_000);
 });
+
+describe('the rule the document states for such text', () => {
+  it('removes NUL and makes a lone surrogate U+FFFD, in values and keys, keeps a pair, and stores what it answers', async () => {
+    const created = await send(SINGLE, {
+      name: 'Ja\u0000ne 😀', email: `rule${++sequence}@gmail.com`, job_title: 'x\ud800y', location: { city: '\udc00Oslo' },
+      custom_fields: { 'Sco\u0000re': '9\udc00', '\ud800': 'dropped' }, enrich: false,
+    });
+    expect(created.status).toBe(201);
+    const expected = { name: 'Jane 😀', job_title: 'x\ufffdy', location: expect.objectContaining({ city: '\ufffdOslo' }), custom_fields: { score: '9\ufffd' } };
+    expect(created.body.data).toMatchObject(expected);
+    expect(created.body.meta.warnings).toEqual(['custom_fields: the key "\ufffd" has no letters or digits and was dropped.']);
+    expect((await t.http.get(`/api/v1/leads/${created.body.data.id}`).set(tenant.auth)).body.data).toMatchObject(expected);
+  });
+
+  it('validates what remains: a name of nothing but NUL is empty', async () => {
+    const response = await send(SINGLE, { name: '\u0000', email: `rule${++sequence}@gmail.com` });
+    expect([response.status, Object.keys(response.body.errors)]).toEqual([422, ['name']]);
+  });
+
+  it('applies again to a decoded LinkedIn handle: /in/a%00b is the handle ab', async () => {
+    const handle = `rule${++sequence}`;
+    const first = await send(SINGLE, { name: 'Encoded', linkedin_url: `https://www.linkedin.com/in/${handle.slice(0, 2)}%00${handle.slice(2)}`, enrich: false });
+    expect(first.status).toBe(201);
+    const second = await send(SINGLE, { name: 'Plain', linkedin_url: `https://www.linkedin.com/in/${handle}`, enrich: false });
+    expect([second.status, second.body.data.id, second.body.meta.match_kind]).toEqual([200, first.body.data.id, 'linkedin']);
+  });
+});
