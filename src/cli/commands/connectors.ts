@@ -117,7 +117,7 @@ export function registerConnectorCommands(program: Command): void {
   connector.command('enable').description('sends to a connector disabled for sustained failure again').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => enableConnector(db, positiveId(options.id, '--id'))));
 
-  connector.command('delete').requiredOption('--id <id>')
+  connector.command('delete').description('sends nothing more: its pending deliveries, retries included, end Failed unsent').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));
 
   connector.command('rotate-secret').requiredOption('--id <id>')
