@@ -111,7 +111,7 @@ describe('connector secrets', () => {
     // The flag, when given, wins over the environment.
     const both = await cliJson(t.databaseUrl, create(['--auth', 'bearer', '--token', '-']), env, 'tok_stdin_wins');
     expect(await storedAuth(both.id)).toEqual({ type: 'bearer', token: 'tok_stdin_wins' });
-  });
+  }, 90_000);
 
   it('still takes --token, --password and --header-value on the command line, with one JSON warning each on stderr', async () => {
     const result = await runCli(create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', 'hv_flag_1', '--token', 'unused_flag_2', '--password', 'unused_flag_3']),
@@ -133,5 +133,5 @@ describe('connector secrets', () => {
       .toEqual({ error: 'invalid_argument', message: expect.stringMatching(/^Only one secret can come from standard input, not --token and --password/) });
     expect(await cliError(t.databaseUrl, create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', '-']), {}, '\n'))
       .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/^--auth header needs --header-value/) });
-  });
+  }, 60_000);
 });
