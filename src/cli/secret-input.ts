@@ -39,10 +39,7 @@ const warnOnStderr = (message: string) => process.stderr.write(`${JSON.stringify
  * (standard input; only one flag may take it), its flag's value (warned about), its
  * environment variable. Undefined when none gives one.
  */
-export async function readConnectorSecrets(
-  flags: ConnectorSecrets,
-  io: { stdin: NodeJS.ReadableStream; env: NodeJS.ProcessEnv; warn: (message: string) => void } = { stdin: process.stdin, env: process.env, warn: warnOnStderr },
-): Promise<ConnectorSecrets> {
+export async function readConnectorSecrets(flags: ConnectorSecrets): Promise<ConnectorSecrets> {
   const names = Object.keys(CONNECTOR_SECRETS) as Array<keyof ConnectorSecrets>;
   const fromStdin = names.filter((name) => flags[name] === FROM_STDIN);
   if (fromStdin.length > 1) {
@@ -53,12 +50,12 @@ export async function readConnectorSecrets(
     const source = CONNECTOR_SECRETS[name];
     const value = flags[name];
     if (value === FROM_STDIN) {
-      secrets[name] = await readStandardInput(io.stdin);
+      secrets[name] = await readStandardInput(process.stdin);
     } else if (value !== undefined) {
-      io.warn(`${source.flag} on the command line is visible to other users in the process list (ps) and stays in shell history; ${otherWays(source)}.`);
+      warnOnStderr(`${source.flag} on the command line is visible to other users in the process list (ps) and stays in shell history; ${otherWays(source)}.`);
       secrets[name] = value;
     } else {
-      secrets[name] = io.env[source.env] === '' ? undefined : io.env[source.env];
+      secrets[name] = process.env[source.env] || undefined;
     }
   }
   return secrets;
