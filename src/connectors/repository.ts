@@ -63,6 +63,7 @@ export async function findAutoPushConnectors(db: Executor, workspaceIds: readonl
     .orderBy('id').execute().then((rows) => rows.map(openConnector));
 }
 
+/** Marks the connector deleted, auto-push off; undefined when there is no such connector not yet deleted. */
 export async function softDeleteConnector(db: Executor, id: number): Promise<{ id: number } | undefined> {
   return db.updateTable('connectors').set({ deleted_at: new Date(), auto_push: false })
     .where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
