@@ -34,7 +34,7 @@ export interface WriteGroupsOptions {
   queueLimit: number;
   /** Requests that run alone (batches, dry runs) hold a connection each for their whole run: they share these slots fairly. */
   slots: FairSlots<number>;
-  /** A group ran in one transaction (metrics). */
+  /** A group ran (metrics; its halves run again after a failure are not counted again). */
   groupRan(requests: number): void;
 }
 
@@ -120,7 +120,7 @@ export class WriteGroups {
    * as it arrived first).
    */
   private async run(group: Member[], isolating = false): Promise<void> {
-    this.options.groupRan(group.length);
+    if (!isolating) this.options.groupRan(group.length);
     let outcomes;
     try {
       outcomes = await runGroupTransaction(this.db, group.map((member) => member.request), this.log);
