@@ -43,7 +43,7 @@ const leadsNamed = async (workspaceId: number, names: string[]) =>
 
 describe('two workspaces writing at once', () => {
   it('answers every valid request of one exactly as alone while the other sends requests that fail', async () => {
-    const valid = Array.from({ length: 60 }, (_, n) => ({
+    const valid = Array.from({ length: 60 }, (_, n): { body: { name: string } & Record<string, unknown>; headers: Record<string, string> } => ({
       body: { name: `Victim ${n}`, email: `victim${n}@gmail.com`, job_title: 'Buyer', tags: ['isolation'], custom_fields: { plan: 'pro' } },
       headers: n % 2 === 0 ? { 'Idempotency-Key': `victim-${n}` } : {},
     }));

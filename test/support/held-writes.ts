@@ -32,12 +32,23 @@ export async function lockedLead(t: TestApp, tenant: Tenant): Promise<LockedLead
   };
 }
 
-/** Resolves once `count` statements of the app's database wait on a row lock taken FOR UPDATE. */
-export async function lockWaits(t: TestApp, count: number): Promise<void> {
-  await eventually(async () => {
-    const { rows } = await t.ctx.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
-    return rows.length === count;
-  }, 10_000, 5);
+/**
+ * Resolves once `until` holds for the number of statements of the app's database waiting on a
+ * row lock taken FOR UPDATE (a number: exactly that many). Asked over a connection of its
+ * own, so a pool the app has exhausted does not hold the question up.
+ */
+export async function lockWaits(t: TestApp, until: number | ((waits: number) => boolean)): Promise<void> {
+  const client = new pg.Client({ connectionString: t.databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await eventually(async () => {
+      const { rows } = await client.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
+      return typeof until === 'number' ? rows.length === until : until(rows.length);
+    }, 10_000, 5);
+  } finally {
+    await client.end();
+  }
 }
 
 /**
