@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { isUnavailable } from '../db/availability.js';
 import type { Db } from '../db/connect.js';
 import type { FairSlots } from '../db/fair-slots.js';
-import { RUN_AGAIN, runGroupTransaction, type Settled, type WriteRequest, type WriteResult } from './group-transaction.js';
+import { RUN_AGAIN, runGroupTransaction, type GroupOutcome, type Settled, type WriteRequest, type WriteResult } from './group-transaction.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
 // one group: one transaction (src/leads/group-transaction.ts), their rows through the intake
@@ -121,7 +121,7 @@ export class WriteGroups {
    */
   private async run(group: Member[], isolating = false): Promise<void> {
     if (!isolating) this.options.groupRan(group.length);
-    let outcomes;
+    let outcomes: GroupOutcome[];
     try {
       outcomes = await runGroupTransaction(this.db, group.map((member) => member.request), this.log);
     } catch (error) {
