@@ -9,6 +9,7 @@ import * as deliveryTools from './migrations/0006_delivery_tools.js';
 import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 import * as endpoints from './migrations/0009_endpoints.js';
+import * as deletedWorkflows from './migrations/0011_deleted_workflows.js';
 import * as workspaceKeys from './migrations/0013_workspace_keys.js';
 import { distributeTables } from './distribution.js';
 
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '0007_seal_credential_headers': sealCredentialHeaders,
   '0008_delivery_recovery': deliveryRecovery,
   '0009_endpoints': endpoints,
+  '0011_deleted_workflows': deletedWorkflows,
   '0013_workspace_keys': workspaceKeys,
 };
 

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
+import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import type { DeliveryBranch, EndpointKind } from '../db/schema.js';
 import { deliveryEndpoint, failingLongEnough, type HealthPolicy } from '../endpoints/repository.js';
 
@@ -46,7 +47,7 @@ export interface FailingEndpoint {
 interface RecordInput {
   workspaceId: number;
   workerId: string;
-  outcomes: string;
+  outcomes: JsonbParameter;
   failingForSeconds: number;
   minFailures: number;
 }
@@ -138,7 +139,7 @@ export async function recordAttempts(db: Executor, workerId: string, outcomes: r
 
 /** One workspace's outcomes in one statement (see RECORD_ATTEMPTS). */
 async function recordWorkspaceAttempts(db: Executor, workspaceId: number, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
-  const input = JSON.stringify(outcomes.map((outcome) => ({
+  const input = jsonParameter(outcomes.map((outcome) => ({
     delivery_id: outcome.deliveryId,
     attempt: outcome.attempt,
     status_code: outcome.statusCode,

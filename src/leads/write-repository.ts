@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
-import { appendDistinct } from '../db/sql.js';
+import { appendDistinct, jsonParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import type { LeadValues } from './columns.js';
 import type { MatchKey } from './lookup.js';
@@ -44,14 +44,14 @@ export function mergeIntoLead(db: Executor, workspaceId: number, leadId: number,
         : {}),
       emails: appendDistinct('emails', emails, MAX_EMAILS),
       phones: appendDistinct('phones', phones, MAX_PHONES),
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(links)}::jsonb) AS n
+      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${jsonParameter(links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
       locations: location
         // The list built here, not with jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
-        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${JSON.stringify([location])}::jsonb
-            ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${JSON.stringify(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
+        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${jsonParameter([location])}::jsonb
+            ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${jsonParameter(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
         : sql`locations`,
-      custom_fields: sql`custom_fields || ${JSON.stringify(customFields)}::jsonb`,
+      custom_fields: sql`custom_fields || ${jsonParameter(customFields)}::jsonb`,
       updated_at: sql`now()`,
     })
     .where('workspace_id', '=', workspaceId)
