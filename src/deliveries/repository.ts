@@ -22,10 +22,11 @@ export async function cancelPendingDeliveries(db: Executor, owner: DeliveryOwner
   const ownerId = 'connectorId' in owner ? owner.connectorId : owner.workflowId;
   const { rows } = await sql<{ id: number }>`
     UPDATE deliveries SET branch = 'Failed', error = ${error}, finished_at = now(), locked_by = NULL, locked_until = NULL,
-      headers = coalesce((
-        SELECT jsonb_agg(h.header ORDER BY h.position) FROM jsonb_array_elements(headers) WITH ORDINALITY AS h(header, position)
+      -- coalesce inside the subquery: Citus refuses a COALESCE around one in an UPDATE over several shards.
+      headers = (
+        SELECT coalesce(jsonb_agg(h.header ORDER BY h.position), '[]'::jsonb) FROM jsonb_array_elements(headers) WITH ORDINALITY AS h(header, position)
         WHERE NOT (h.header->>'name' ~* ${CREDENTIAL_NAME_PATTERN})
-      ), '[]'::jsonb)
+      )
     WHERE branch = 'pending' AND ${ownerColumn} = ${ownerId}
     RETURNING id
   `.execute(db);
