@@ -7,6 +7,7 @@ import { describeStartupFailure } from '../lifecycle.js';
 import { Refused } from '../refused.js';
 import { SecretKeyError } from '../secrets/keyring.js';
 import { registerConnectorCommands } from './commands/connectors.js';
+import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
 import { registerSecretsCommands } from './commands/secrets.js';
@@ -28,6 +29,7 @@ function buildProgram(): Command {
   registerWorkflowCommands(program);
   registerDeliveryCommands(program);
   registerSecretsCommands(program);
+  registerConsoleCommands(program);
   return program;
 }
 

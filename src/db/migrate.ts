@@ -9,6 +9,7 @@ import * as deliveryTools from './migrations/0006_delivery_tools.js';
 import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 import * as endpoints from './migrations/0009_endpoints.js';
+import * as consoleTables from './migrations/0012_console.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '0007_seal_credential_headers': sealCredentialHeaders,
   '0008_delivery_recovery': deliveryRecovery,
   '0009_endpoints': endpoints,
+  '0012_console': consoleTables,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
