@@ -1,0 +1,4 @@
+import type { Router } from 'express';
+import type { AppContext } from '../../context.js';
+
+export function addMemberRoutes(_router: Router, _ctx: AppContext): void {}
