@@ -12,6 +12,7 @@ import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
 import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
+import { registerWorkspaceAdminCommands } from './commands/workspace-admin.js';
 
 function fail(code: string, message: string): never {
   process.stderr.write(`${JSON.stringify({ error: code, message })}\n`);
@@ -30,6 +31,7 @@ function buildProgram(): Command {
   registerDeliveryCommands(program);
   registerSecretsCommands(program);
   registerConsoleCommands(program);
+  registerWorkspaceAdminCommands(program);
   return program;
 }
 
