@@ -32,6 +32,8 @@ export function consoleRouter(ctx: AppContext): Router {
       },
     },
     xFrameOptions: { action: 'deny' },
+    // Not no-referrer: under it Chromium sends `Origin: null` with form posts, which the Origin check must refuse.
+    referrerPolicy: { policy: 'same-origin' },
     strictTransportSecurity: ctx.config.PUBLIC_URL.startsWith('https://'),
   }));
   router.use('/static', express.static(STATIC_DIR, { index: false, maxAge: '1h', fallthrough: true }));
