@@ -204,6 +204,13 @@ maybe('the console in a browser', () => {
     await page.getByLabel('Custom URL (merge tags allowed)').fill(`${receiver.url}/wf?lead={{lead.id}}`);
     await page.getByRole('button', { name: 'Save workflow' }).click();
     await page.getByRole('heading', { name: 'Workflow saved' }).waitFor();
+    await page.getByRole('link', { name: 'All workflows' }).click();
+    await page.getByRole('button', { name: /^Edit workflow \d+$/ }).last().click();
+    await checkPage('workflow-edit');
+    await page.getByLabel('Trigger').selectOption('lead_created');
+    await page.getByRole('button', { name: 'Save workflow' }).click();
+    await page.getByRole('status').filter({ hasText: 'Workflow updated.' }).waitFor();
+    expect(await page.getByRole('heading', { name: /: lead created$/ }).count()).toBe(1);
     await visit('Tags', 'Tags', 'tags');
     await visit('Members', 'Members', 'members');
   }, 60_000);

@@ -6,6 +6,7 @@ import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
 import { listTags } from '../../tags/repository.js';
+import { editWorkflow } from '../../workflows/edit.js';
 import { createWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
@@ -31,6 +32,12 @@ async function blockOf(ctx: AppContext, workspaceId: number, body: unknown): Pro
   };
 }
 
+function triggerOf(body: unknown): 'lead_created' | 'tag_added' {
+  const trigger = text(body, 'trigger');
+  if (trigger !== 'lead_created' && trigger !== 'tag_added') throw new Refused('invalid_argument', `Trigger must be lead_created or tag_added, got "${trigger}".`);
+  return trigger;
+}
+
 export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
   router.get('/workflows', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
@@ -40,8 +47,7 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/workflows', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
-    const trigger = text(req.body, 'trigger');
-    if (trigger !== 'lead_created' && trigger !== 'tag_added') throw new Refused('invalid_argument', `Trigger must be lead_created or tag_added, got "${trigger}".`);
+    const trigger = triggerOf(req.body);
     const block = await blockOf(ctx, workspaceId, req.body);
     const maxPerSecond = capField(req.body, false);
     const input: NewWorkflowInput = trigger === 'tag_added'
@@ -49,6 +55,25 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
       : { workspaceId, block, maxPerSecond, trigger };
     const created = await createWorkflow(ctx.db, input);
     render(res, 'workflow-created', { title: 'Workflow saved', page: 'workflows', workflow: created }, 201);
+  });
+
+  router.get('/workflows/:id/edit', async (req, res) => {
+    const workspaceId = signedIn(res).user.workspaceId;
+    const id = await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(req.params.id));
+    const [workflows, connectors, tags] = await Promise.all([listWorkspaceWorkflows(ctx.db, workspaceId), listWorkspaceConnectors(ctx.db, workspaceId), listTags(ctx.db, workspaceId, false)]);
+    render(res, 'workflow-edit', { title: `Edit workflow ${id}`, page: 'workflows', editing: workflows.find((row) => row.id === id), connectors, tags, methods: METHODS });
+  });
+
+  router.post('/workflows/:id/edit', async (req, res) => {
+    const workspaceId = signedIn(res).user.workspaceId;
+    const id = await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(req.params.id));
+    const trigger = triggerOf(req.body);
+    const parsed = await blockOf(ctx, workspaceId, req.body);
+    // Left empty, the stored URL and headers stay: the page shows them masked, never to be sent back.
+    const block = parsed.endpoint !== 'url' ? parsed
+      : { ...parsed, url: parsed.url.trim() === '' ? undefined : parsed.url, headers: parsed.headers.length === 0 ? undefined : parsed.headers };
+    await editWorkflow(ctx.db, id, trigger === 'tag_added' ? { trigger, tagName: nonEmpty(text(req.body, 'tag'), 'Tag'), block } : { trigger, block });
+    res.redirect(303, '/console/workflows?notice=workflow-updated');
   });
 
   router.post('/workflows/:id/:action', async (req, res) => {
