@@ -24,7 +24,7 @@ export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
   const block: WorkflowBlock = input.block.endpoint !== 'url' ? input.block : {
     ...input.block,
     url: input.block.url ?? stored?.url ?? '',
-    headers: input.block.headers ?? [],
+    headers: input.block.headers ?? stored?.headers ?? [],
   };
   const warnings = await blockWarnings(db, workflow.workspace_id, block);
   return db.transaction().execute(async (trx) => {
