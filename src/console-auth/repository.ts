@@ -78,3 +78,12 @@ export function purgeSignInFailures(db: Executor, subjects: readonly string[], w
   return db.deleteFrom('console_sign_in_failures').where('subject', 'in', subjects)
     .where('created_at', '<=', sql<string>`now() - make_interval(secs => ${windowSeconds})`).execute();
 }
+
+/** Ended sessions, used or expired links and failures past the window, whoever they belong to (the worker's housekeeping). */
+export async function purgeEndedSignIns(db: Executor, idleSeconds: number, failureWindowSeconds: number): Promise<void> {
+  await db.deleteFrom('console_sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', sql<string>`now()`), eb('last_seen_at', '<=', sql<string>`now() - make_interval(secs => ${idleSeconds})`)]))
+    .execute();
+  await db.deleteFrom('console_sign_in_links').where((eb) => eb.or([eb('used_at', 'is not', null), eb('expires_at', '<=', sql<string>`now()`)])).execute();
+  await db.deleteFrom('console_sign_in_failures').where('created_at', '<=', sql<string>`now() - make_interval(secs => ${failureWindowSeconds})`).execute();
+}

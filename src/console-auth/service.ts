@@ -4,7 +4,7 @@ import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { checkPassword, hashPassword, verifyPassword } from './passwords.js';
 import {
-  countSignInFailures, deleteDeadSignIns, deleteSession, findLiveSession, findPasswordUsers, insertSession, insertSignInLink,
+  countSignInFailures, deleteDeadSignIns, purgeEndedSignIns, deleteSession, findLiveSession, findPasswordUsers, insertSession, insertSignInLink,
   purgeSignInFailures, recordSignInFailures, redeemSignInLink, setPasswordHash, touchSession,
 } from './repository.js';
 import { looksLikeToken, newToken, tokenHash } from './tokens.js';
@@ -126,3 +126,6 @@ export async function resolveSession(db: Executor, token: unknown): Promise<Cons
 export async function signOut(db: Executor, token: unknown): Promise<void> {
   if (looksLikeToken(token)) await deleteSession(db, tokenHash(token));
 }
+
+/** Housekeeping: what no sign-in can use any more. */
+export const purgeSignIns = (db: Executor): Promise<void> => purgeEndedSignIns(db, SESSION_IDLE_SECONDS, THROTTLE.windowSeconds);

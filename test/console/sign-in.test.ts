@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { sql } from 'kysely';
 import { SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
+import { housekeeping } from '../../src/worker/housekeeping.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { cliJson } from '../support/cli.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -134,6 +135,22 @@ describe('sessions', () => {
     const { rows: [after] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM console_sessions WHERE expires_at > now()`.execute(app.ctx.db);
     expect(after!.n).toBe(before!.n - 1);
     expect((await current.get('/console/leads')).status).toBe(303);
+  });
+
+  it('that ended, with used links and old failures, are deleted by the worker\'s housekeeping; live ones stay', async () => {
+    const live = await signInByLink(app, tenant.userId);
+    const ended = await signInByLink(app, tenant.userId);
+    await sql`UPDATE console_sessions SET last_seen_at = now() - interval '13 hours' WHERE token_hash = sha256(${ended.cookie.split('=')[1]!}::bytea)`.execute(app.ctx.db);
+    await linkToken(app.ctx.db, tenant.userId);
+    await sql`INSERT INTO console_sign_in_failures (subject, created_at) VALUES ('email:old@acme.test', now() - interval '16 minutes'), ('email:new@acme.test', now())`.execute(app.ctx.db);
+    await housekeeping(app.ctx.db, 30);
+    expect((await live.get('/console/leads')).status).toBe(200);
+    const { rows: [left] } = await sql<{ ended: number; used: number; unused: number; failures: string[] }>`SELECT
+      (SELECT count(*)::int FROM console_sessions WHERE last_seen_at < now() - interval '12 hours') AS ended,
+      (SELECT count(*)::int FROM console_sign_in_links WHERE used_at IS NOT NULL) AS used,
+      (SELECT count(*)::int FROM console_sign_in_links WHERE used_at IS NULL) AS unused,
+      (SELECT array_agg(subject) FROM console_sign_in_failures) AS failures`.execute(app.ctx.db);
+    expect(left).toEqual({ ended: 0, used: 0, unused: 1, failures: ['email:new@acme.test'] });
   });
 
   it('use a __Host- cookie with Secure when PUBLIC_URL is https', async () => {
