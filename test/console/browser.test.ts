@@ -74,7 +74,7 @@ maybe('the console in a browser', () => {
     await database?.drop();
   }, 60_000);
 
-  it('signs in by password: a wrong one is refused, the right one opens the console', async () => {
+  it('signs in by password: a wrong one is refused, the right one opens the console, with the keyboard alone', async () => {
     const passwordPage = await (await browser.newContext()).newPage();
     const user = await cli<{ id: number; email: string }>(['user', 'create', '--workspace', String(demo.workspace.id), '--email', 'pat@demo.example']);
     const { runCliWithInput } = await import('./cli-input.js');
@@ -86,9 +86,23 @@ maybe('the console in a browser', () => {
     await passwordPage.getByLabel('Password').fill('not it');
     await passwordPage.getByRole('button', { name: 'Sign in' }).click();
     await passwordPage.getByRole('alert').filter({ hasText: 'The email or password is wrong.' }).waitFor();
-    await passwordPage.getByLabel('Password').fill('a password for pat');
-    await passwordPage.getByRole('button', { name: 'Sign in' }).click();
+    // Then with the keyboard alone: the skip link first, then the fields in order, Enter to send.
+    await passwordPage.goto(`${base}/console/sign-in`);
+    await passwordPage.keyboard.press('Tab');
+    expect(await passwordPage.evaluate('document.activeElement.textContent')).toBe('Skip to content');
+    await passwordPage.keyboard.press('Tab');
+    await passwordPage.keyboard.type('pat@demo.example');
+    await passwordPage.keyboard.press('Tab');
+    await passwordPage.keyboard.type('a password for pat');
+    await passwordPage.keyboard.press('Enter');
     await passwordPage.getByRole('heading', { name: 'Overview' }).waitFor();
+    // Every link of the navigation is reached by Tab from the skip link, in order.
+    const reached: string[] = [];
+    for (let step = 0; step < 12 && !reached.includes('Members'); step += 1) {
+      await passwordPage.keyboard.press('Tab');
+      reached.push(String(await passwordPage.evaluate('document.activeElement.textContent')).trim());
+    }
+    expect(reached).toEqual(expect.arrayContaining(['Overview', 'Leads', 'Connectors', 'Workflows', 'Deliveries', 'API keys', 'Tags', 'Members']));
     await passwordPage.context().close();
   }, 60_000);
 
