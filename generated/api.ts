@@ -1820,11 +1820,11 @@ export interface components {
             zip_code?: components["schemas"]["ShortText"];
         };
         /**
-         * @description Up to 25 keys. Keys are slugified before storage (`"Is VIP"` becomes
-         *     `is_vip`). Strings, numbers, booleans and null are accepted; strings and
-         *     numbers are stored as text, booleans as `yes` / `no`. Objects and arrays
-         *     are dropped (not flattened) with a warning. String values: at most 1000
-         *     characters.
+         * @description Up to 25 keys of at most 100 characters each. Keys are slugified before
+         *     storage (`"Is VIP"` becomes `is_vip`; a slug is cut to 100 characters).
+         *     Strings, numbers, booleans and null are accepted; strings and numbers are
+         *     stored as text, booleans as `yes` / `no`. Objects and arrays are dropped
+         *     (not flattened) with a warning. String values: at most 1000 characters.
          */
         CustomFieldsInput: {
             [key: string]: unknown;
@@ -2449,8 +2449,9 @@ export interface components {
         /**
          * @description `service_unavailable`: the service cannot reach its database (a
          *     restart, a failover, an outage), or every database connection stayed
-         *     busy for longer than 1.5 s. Answered at once (within 2 s), never by
-         *     hanging, for every operation and whatever the key: a key cannot be
+         *     busy for longer than 1.5 s, or too many single writes are already
+         *     waiting on the server (then `Retry-After: 1`). Answered at once
+         *     (within 2 s), never by hanging, for every operation and whatever the key: a key cannot be
          *     checked either, so this comes before a `401` or `403`. Nothing was saved,
          *     unless a write's last step raced the outage: then retrying with the same
          *     `Idempotency-Key` replays the stored answer, and retrying a create
@@ -2647,8 +2648,10 @@ export interface components {
             };
         };
         /**
-         * @description `rate_limited`: the key used its 300 requests for the current minute.
-         *     Wait `Retry-After` seconds. Branch on the status.
+         * @description `rate_limited`: the key used its 300 requests for the current minute,
+         *     or it has as many requests in progress on the server as it may have at
+         *     once (64 by default; see "Requests in progress"). Wait `Retry-After`
+         *     seconds. Branch on the status.
          */
         RateLimited: {
             headers: {
@@ -2831,13 +2834,14 @@ export interface components {
          */
         "RateLimit-Policy": string;
         /**
-         * @description Seconds to wait before the key's window clears.
+         * @description Seconds to wait: until the key's window clears, or `1` when the key had
+         *     too many requests in progress.
          * @example 42
          */
         "Retry-After": number;
         /**
          * @description Seconds to wait before retrying: about as long as a database restart or
-         *     failover takes.
+         *     failover takes, or `1` when too many writes were waiting on the server.
          * @example 5
          */
         RetryAfterUnavailable: number;

@@ -16,6 +16,9 @@ export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 /** Characters of a short text field (a name, a job title, a company name). The document: `/components/schemas/ShortText/maxLength`. */
 export const SHORT_TEXT_MAX_LENGTH = 255;
 
+/** Characters of a `custom_fields` key, as sent and as stored (a longer slug is cut). The document: `/components/schemas/CustomFieldsInput/propertyNames/maxLength`. */
+export const CUSTOM_FIELD_KEY_MAX_LENGTH = 100;
+
 /** Characters of a long text field (a description). The document: `/components/schemas/LongText/maxLength`. */
 export const LONG_TEXT_MAX_LENGTH = 10000;
 

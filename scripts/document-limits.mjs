@@ -11,6 +11,7 @@ const LIMITS = [
   ['MAX_PHONES', 'Numbers in `phones`, also after `phone` is merged in.', '/components/schemas/LeadFields/properties/phones/maxItems'],
   ['IDEMPOTENCY_KEY_MAX_LENGTH', 'Characters of an `Idempotency-Key` header.', '/components/parameters/IdempotencyKey/schema/maxLength'],
   ['SHORT_TEXT_MAX_LENGTH', 'Characters of a short text field (a name, a job title, a company name).', '/components/schemas/ShortText/maxLength'],
+  ['CUSTOM_FIELD_KEY_MAX_LENGTH', 'Characters of a `custom_fields` key, as sent and as stored (a longer slug is cut).', '/components/schemas/CustomFieldsInput/propertyNames/maxLength'],
   ['LONG_TEXT_MAX_LENGTH', 'Characters of a long text field (a description).', '/components/schemas/LongText/maxLength'],
   ['REQUEST_BODY_MAX_BYTES', 'Bytes of a request body (`413 payload_too_large` beyond).', '/components/responses/PayloadTooLarge/x-max-request-body-bytes'],
 ];

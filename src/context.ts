@@ -9,6 +9,7 @@ import { PrefixView } from './api-keys/prefix-view.js';
 import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
 import { createDb, createPool, type Db } from './db/connect.js';
+import { FairSlots } from './db/fair-slots.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
 import { WriteGroups } from './leads/write-groups.js';
@@ -92,7 +93,11 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     logger,
     pool,
     db,
-    writeGroups: new WriteGroups(db, logger, metrics.intake.groupRan),
+    writeGroups: new WriteGroups(db, logger, {
+      queueLimit: config.WRITE_QUEUE_LIMIT,
+      slots: FairSlots.forPool(config.DATABASE_POOL_SIZE),
+      groupRan: metrics.intake.groupRan,
+    }),
     leadReads: new LeadReads(db),
     metrics,
     redis,

@@ -5,6 +5,7 @@ import path from 'node:path';
 import slugify from 'slugify';
 import { parse as parseHost } from 'tldts';
 import { MIN_PHONE_DIGITS, PHONE_MATCH_DIGITS } from './limits.js';
+import { storableText } from './storable-text.js';
 
 const require = createRequire(import.meta.url);
 
@@ -87,7 +88,11 @@ export function domainOfUrl(value: string): string | null {
   return host ? registrableDomain(host) : null;
 }
 
-/** The profile handle of a LinkedIn `/in/<handle>` URL, lower-cased; null for any other URL. */
+/**
+ * The profile handle of a LinkedIn `/in/<handle>` URL, percent-decoded and lower-cased; null
+ * for any other URL. Decoding can make text the database cannot store (`%00`): the text rule
+ * applies again to what it gives.
+ */
 export function linkedinHandle(value: string): string | null {
   const url = parseLooseUrl(value.trim());
   if (!url) return null;
@@ -101,7 +106,7 @@ export function linkedinHandle(value: string): string | null {
   } catch {
     handle = match[1]!;
   }
-  return handle.trim().toLowerCase() || null;
+  return storableText(handle).trim().toLowerCase() || null;
 }
 
 /** Digits only; null when fewer than 7 remain (such numbers are dropped silently). */

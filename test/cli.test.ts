@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { cliError, cliJson } from './support/cli.js';
+import { findConnectors } from '../src/connectors/repository.js';
+import { cliError, cliJson, runCli } from './support/cli.js';
 import { eventually } from './support/eventually.js';
 import type { TestApp } from './support/app.js';
 import { testBed } from './support/test-bed.js';
@@ -88,4 +89,49 @@ describe('admin CLI', () => {
     await refused(['key', 'revoke', '--id', '999999'], 'not_found');
     await refused(['nonsense'], 'invalid_arguments');
   });
+});
+
+describe('connector secrets', () => {
+  let workspace: string;
+  beforeAll(async () => { workspace = String((await ok(['workspace', 'create', '--name', 'Secrets'])).id); });
+  const create = (auth: string[]) => ['connector', 'create', '--workspace', workspace, '--url', 'https://crm.example.com/hook', ...auth];
+  const storedAuth = async (id: unknown) => (await findConnectors(t.ctx.db, [id as number])).get(id as number)!.auth;
+
+  it('reads a secret from standard input with `-`, or from its environment variable, and says nothing on stderr', async () => {
+    const fromStdin = await cliJson(t.databaseUrl, create(['--auth', 'bearer', '--token', '-']), {}, 'tok_stdin_0123456789\n');
+    expect(await storedAuth(fromStdin.id)).toEqual({ type: 'bearer', token: 'tok_stdin_0123456789' });
+    const header = await cliJson(t.databaseUrl, create(['--auth', 'header', '--header-name', 'X-Api-Key', '--header-value', '-']), {}, 'hv stdin, spaces kept ');
+    expect(await storedAuth(header.id)).toEqual({ type: 'header', name: 'X-Api-Key', value: 'hv stdin, spaces kept ' });
+
+    const env = { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_env_abcdef', LEAD_INTAKE_CONNECTOR_PASSWORD: 'pw_env_abcdef', LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'hv_env_abcdef' };
+    const fromEnv = async (auth: string[]) => storedAuth((await cliJson(t.databaseUrl, create(auth), env)).id);
+    expect(await fromEnv(['--auth', 'bearer'])).toEqual({ type: 'bearer', token: 'tok_env_abcdef' });
+    expect(await fromEnv(['--auth', 'basic', '--username', 'crm'])).toEqual({ type: 'basic', username: 'crm', password: 'pw_env_abcdef' });
+    expect(await fromEnv(['--auth', 'header', '--header-name', 'X-Key'])).toEqual({ type: 'header', name: 'X-Key', value: 'hv_env_abcdef' });
+    // The flag, when given, wins over the environment.
+    const both = await cliJson(t.databaseUrl, create(['--auth', 'bearer', '--token', '-']), env, 'tok_stdin_wins');
+    expect(await storedAuth(both.id)).toEqual({ type: 'bearer', token: 'tok_stdin_wins' });
+  }, 90_000);
+
+  it('still takes --token, --password and --header-value on the command line, with one JSON warning each on stderr', async () => {
+    const result = await runCli(create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', 'hv_flag_1', '--token', 'unused_flag_2', '--password', 'unused_flag_3']),
+      { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn' });
+    expect(result.code).toBe(0);
+    expect(await storedAuth((result.json as { id: number }).id)).toEqual({ type: 'header', name: 'X-Key', value: 'hv_flag_1' });
+    const warnings = result.stderr.trim().split('\n').map((line) => JSON.parse(line));
+    expect(warnings).toEqual(['--token', '--password', '--header-value'].map((flag) => ({
+      warning: 'secret_on_command_line', message: expect.stringMatching(new RegExp(`^${flag} on the command line is visible .*\\(ps\\).*shell history; \`${flag} -\` reads it from standard input, or set LEAD_INTAKE_CONNECTOR_`)),
+    })));
+    expect(result.stderr).not.toMatch(/hv_flag_1|unused_flag_2|unused_flag_3/);
+  });
+
+  it('refuses a missing secret naming every way to give it, two secrets from standard input, and an empty one', async () => {
+    expect(await cliError(t.databaseUrl, create(['--auth', 'bearer']))).toEqual({
+      error: 'invalid_argument', message: '--auth bearer needs --token (`--token -` reads it from standard input, or set LEAD_INTAKE_CONNECTOR_TOKEN).',
+    });
+    expect(await cliError(t.databaseUrl, create(['--auth', 'basic', '--username', 'u', '--password', '-', '--token', '-']), {}, 'x'))
+      .toEqual({ error: 'invalid_argument', message: expect.stringMatching(/^Only one secret can come from standard input, not --token and --password/) });
+    expect(await cliError(t.databaseUrl, create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', '-']), {}, '\n'))
+      .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/^--auth header needs --header-value/) });
+  }, 60_000);
 });

@@ -1,7 +1,7 @@
 import { sql, type OnConflictBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { Database } from '../db/schema.js';
-import { appendDistinct } from '../db/sql.js';
+import { appendDistinct, jsonParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import type { CompanyDetails } from './columns.js';
 import { newCompanyStatus, websiteLinkOfDomain } from './rules.js';
@@ -14,8 +14,8 @@ function companiesInsert(db: Executor, workspaceId: number, companies: readonly 
   return db.insertInto('companies').values(companies.map((company) => ({
     workspace_id: workspaceId,
     ...company,
-    links: company.links && JSON.stringify(company.links),
-    locations: company.locations && JSON.stringify(company.locations),
+    links: company.links && jsonParameter(company.links),
+    locations: company.locations && jsonParameter(company.locations),
   })));
 }
 
@@ -100,11 +100,11 @@ export function fillCompany(db: Executor, companyId: number, details: Omit<Compa
       industry: sql`coalesce(industry, ${details.industry})`,
       size: sql`coalesce(size, ${details.size})`,
       description: sql`coalesce(description, ${details.description})`,
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(details.links)}::jsonb) AS n
+      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${jsonParameter(details.links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'type' = n->>'type')), '[]'::jsonb)`,
       emails: appendDistinct('emails', details.emails, MAX_EMAILS),
       phones: appendDistinct('phones', details.phones, MAX_PHONES),
-      locations: sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${JSON.stringify(details.locations)}::jsonb ELSE locations END`,
+      locations: sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${jsonParameter(details.locations)}::jsonb ELSE locations END`,
       updated_at: sql`now()`,
     })
     .where('id', '=', companyId)

@@ -3,6 +3,7 @@ import { LONG_TEXT_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH } from '../../generated/lim
 import type { Config } from '../config.js';
 import type { Executor } from '../db/connect.js';
 import { firstLink } from '../links.js';
+import { storableText } from '../storable-text.js';
 import { sendRequest } from '../deliveries/http-sender.js';
 import { findCompanyForAnalysis, finishCompanyAnalysis } from './repository.js';
 import { websiteOfDomain } from './rules.js';
@@ -21,9 +22,10 @@ export interface WebsiteMetadata {
 /** What analysing a company's site found: the page's metadata, or why there is none. */
 export type WebsiteAnalysis = { ok: true; metadata: WebsiteMetadata } | { ok: false; reason: string };
 
+// A page is text from outside: the text rule applies (after clipping, which can split a surrogate pair).
 const clean = (value: string | undefined | null, limit: number) => {
   const text = value?.replace(/\s+/g, ' ').trim();
-  return text ? text.slice(0, limit) : null;
+  return text ? storableText(text.slice(0, limit)).trim() || null : null;
 };
 
 /** Title and description from the page head: `<title>`, meta description, then Open Graph / Twitter. */

@@ -1,4 +1,5 @@
 import type { Executor } from '../db/connect.js';
+import { jsonParameter } from '../db/sql.js';
 import type { ConnectorAuth, ConnectorRow, FieldMapping, KeyValue, WebhookMethod, BodyFormat } from '../db/schema.js';
 import { mapAuthSecret } from '../secrets/connector-auth.js';
 import { mapCredentialValues } from '../secrets/credential-headers.js';
@@ -35,10 +36,10 @@ export async function insertConnector(db: Executor, connector: NewConnector): Pr
   return openConnector(await db.insertInto('connectors').values({
     ...connector,
     signing_secret: sealSecret(connector.signing_secret),
-    auth: JSON.stringify(mapAuthSecret(connector.auth, sealSecret)),
-    mapping: JSON.stringify(connector.mapping),
-    fields: JSON.stringify(connector.fields),
-    headers: JSON.stringify(mapCredentialValues(connector.headers, sealSecret)),
+    auth: jsonParameter(mapAuthSecret(connector.auth, sealSecret)),
+    mapping: jsonParameter(connector.mapping),
+    fields: jsonParameter(connector.fields),
+    headers: jsonParameter(mapCredentialValues(connector.headers, sealSecret)),
   }).returningAll().executeTakeFirstOrThrow());
 }
 
@@ -62,6 +63,7 @@ export async function findAutoPushConnectors(db: Executor, workspaceIds: readonl
     .orderBy('id').execute().then((rows) => rows.map(openConnector));
 }
 
+/** Marks the connector deleted, auto-push off; undefined when there is no such connector not yet deleted. */
 export async function softDeleteConnector(db: Executor, id: number): Promise<{ id: number } | undefined> {
   return db.updateTable('connectors').set({ deleted_at: new Date(), auto_push: false })
     .where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
@@ -78,8 +80,8 @@ export async function resealConnectors(db: Executor): Promise<number> {
   const rows = await db.selectFrom('connectors').selectAll().orderBy('id').execute();
   for (const row of rows.map(openConnector)) {
     await db.updateTable('connectors').set({
-      auth: JSON.stringify(mapAuthSecret(row.auth, sealSecret)),
-      headers: JSON.stringify(mapCredentialValues(row.headers, sealSecret)),
+      auth: jsonParameter(mapAuthSecret(row.auth, sealSecret)),
+      headers: jsonParameter(mapCredentialValues(row.headers, sealSecret)),
       signing_secret: sealSecret(row.signing_secret),
       previous_signing_secret: row.previous_signing_secret === null ? null : sealSecret(row.previous_signing_secret),
     }).where('id', '=', row.id).execute();

@@ -8,10 +8,10 @@ import { droppedHeaderReason } from '../deliveries/headers.js';
 import { maskKeyValues, maskSecret as mask, maskUrl } from '../deliveries/masking.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
 import { findEndpointStates, setEndpointCap, type EndpointState } from '../endpoints/repository.js';
-import { enable } from '../endpoints/service.js';
+import { deleteEndpoint, enable } from '../endpoints/service.js';
 import { loadLeads } from '../leads/read-service.js';
 import { Refused } from '../refused.js';
-import { findConnectors, insertConnector, listConnectors, replaceSigningSecret, setAutoPush, softDeleteConnector, type NewConnector } from './repository.js';
+import { findConnectors, insertConnector, listConnectors, replaceSigningSecret, setAutoPush, type NewConnector } from './repository.js';
 
 // Webhook connectors as an operator manages them (the admin CLI): created with their own
 // signing secret, shown with credentials masked, tested and pushed to at once.
@@ -87,11 +87,8 @@ export async function enableConnector(db: Executor, id: number) {
   return enable(db, { kind: 'connector', id });
 }
 
-export async function deleteConnector(db: Executor, id: number) {
-  const deleted = await softDeleteConnector(db, id);
-  if (!deleted) throw new Refused('not_found', `Connector ${id} does not exist.`);
-  return { id: deleted.id, deleted: true };
-}
+/** `connector delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
+export const deleteConnector = (db: Db, id: number) => deleteEndpoint(db, { kind: 'connector', id });
 
 /**
  * A new signing secret. For `overlapHours` the previous one signs too (both signatures in

@@ -9,6 +9,7 @@ import * as deliveryTools from './migrations/0006_delivery_tools.js';
 import * as sealCredentialHeaders from './migrations/0007_seal_credential_headers.js';
 import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 import * as endpoints from './migrations/0009_endpoints.js';
+import * as deletedWorkflows from './migrations/0011_deleted_workflows.js';
 import * as consoleTables from './migrations/0012_console.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0007_seal_credential_headers': sealCredentialHeaders,
   '0008_delivery_recovery': deliveryRecovery,
   '0009_endpoints': endpoints,
+  '0011_deleted_workflows': deletedWorkflows,
   '0012_console': consoleTables,
 };
 

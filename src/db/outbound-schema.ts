@@ -52,6 +52,8 @@ export interface WorkflowsTable {
   active: Generated<boolean>;
   /** When last activated; null: active since created. Earlier events are not fanned out to it. */
   active_since: NullableTimestamp;
+  /** `workflow delete`: never fanned out to or sent for again; hidden from `workflow list`. */
+  deleted_at: NullableTimestamp;
   created_at: Timestamp;
 }
 

@@ -1,4 +1,5 @@
 import { sql, type Expression, type RawBuilder } from 'kysely';
+import { storableValue } from '../storable-text.js';
 
 // Timestamps nested inside json_build_object bypass the pg type parser, so they are
 // formatted in SQL into the same API shape (UTC, six fractional digits, `Z`).
@@ -19,13 +20,15 @@ export const isUniqueViolation = (error: unknown): boolean => sqlStateOf(error) 
 /** PostgreSQL refused a row whose foreign key names no row (SQLSTATE 23503). */
 export const isForeignKeyViolation = (error: unknown): boolean => sqlStateOf(error) === '23503';
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+declare const jsonbParameter: unique symbol;
+/** JSON text made by jsonParameter: the only thing a jsonb column or parameter takes. */
+export type JsonbParameter = string & { readonly [jsonbParameter]: true };
 
 /**
- * JSON text for a jsonb parameter. PostgreSQL refuses the escape of a lone UTF-16 surrogate
- * (`"\ud800"`, which JSON.stringify writes for one), so such a code unit becomes U+FFFD, as it
- * does in a text parameter (pg sends those as UTF-8).
+ * JSON text for a jsonb column or parameter, every jsonb write's one way in. jsonb refuses
+ * `\u0000` and the escape of a lone surrogate (JSON.stringify writes both), so the text rule
+ * of src/storable-text.ts is applied to every string in `value`, object keys included.
  */
-export function jsonParameter(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'string' ? item.replace(LONE_SURROGATE, '\ufffd') : item));
+export function jsonParameter(value: unknown): JsonbParameter {
+  return JSON.stringify(storableValue(value)) as JsonbParameter;
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
+import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import type { DeliveryBranch, EndpointKind } from '../db/schema.js';
 import { deliveryEndpoint, failingLongEnough, type HealthPolicy } from '../endpoints/repository.js';
 
@@ -42,7 +43,7 @@ export interface FailingEndpoint {
 
 interface RecordInput {
   workerId: string;
-  outcomes: string;
+  outcomes: JsonbParameter;
   failingForSeconds: number;
   minFailures: number;
 }
@@ -120,7 +121,7 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
  */
 export async function recordAttempts(db: Executor, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
   if (outcomes.length === 0) return { recorded: [], failing: [] };
-  const input = JSON.stringify(outcomes.map((outcome) => ({
+  const input = jsonParameter(outcomes.map((outcome) => ({
     delivery_id: outcome.deliveryId,
     attempt: outcome.attempt,
     status_code: outcome.statusCode,

@@ -151,14 +151,14 @@ function notSent(row: DeliveryRow, error: string): AttemptOutcome {
 /**
  * One attempt of a claimed delivery: add the credentials, sign, send under the network rules,
  * judge. A delivery of a disabled endpoint, or without credentials (its connector or workflow
- * is gone), fails without a call.
+ * is deleted or gone), fails without a call.
  */
 export async function attemptDelivery(row: ClaimedDelivery, credentials: Credentials | undefined, config: Config): Promise<AttemptOutcome> {
   if (row.endpoint_disabled_at !== null) {
     return notSent(row, `not sent: its endpoint is disabled since ${row.endpoint_disabled_at} (${row.endpoint_disabled_reason}); `
       + '`connector enable` / `workflow enable` turns it back on, `deliveries recover` sends again what failed meanwhile');
   }
-  if (!credentials) return notSent(row, 'its connector or workflow no longer exists, so it cannot be authenticated or signed');
+  if (!credentials) return notSent(row, 'not sent: its connector or workflow was deleted (or no longer exists)');
   const url = requestUrl(row);
   const carriesBody = methodCarriesBody(row.method);
   const headers = mergeHeaders(row.headers, credentials.headers);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import type { ConnectorRow, DeliveryEvent, DeliverySender, HeaderRow, KeyValue, NewDelivery, WorkflowBlock } from '../db/schema.js';
+import { jsonParameter } from '../db/sql.js';
 import { mapCredentialHeaders } from '../secrets/credential-headers.js';
 import { sealSecret } from '../secrets/keyring.js';
 import { mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
@@ -76,7 +77,7 @@ function request(origin: DeliveryOrigin, target: DeliveryTarget & {
   return {
     ...deliveryRow(origin, target),
     // Headers named like credentials are sealed in the row (src/secrets/credential-headers.ts).
-    headers: JSON.stringify(mapCredentialHeaders(Object.entries(headers).map(([name, value]) => ({ name, value })), sealSecret)),
+    headers: jsonParameter(mapCredentialHeaders(Object.entries(headers).map(([name, value]) => ({ name, value })), sealSecret)),
     body,
     content_type: carriesBody ? contentType : null,
   };

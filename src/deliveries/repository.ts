@@ -1,11 +1,36 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { DeliveryBranch, DeliveryRow, DeliverySender, NewDelivery } from '../db/schema.js';
-import { mapCredentialHeaders } from '../secrets/credential-headers.js';
+import { jsonParameter } from '../db/sql.js';
+import { CREDENTIAL_NAME_PATTERN, mapCredentialHeaders } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
 
 /** The stored row with its credential headers opened (sealed when composed, src/deliveries/compose.ts). */
 export const openDelivery = <Row extends DeliveryRow>(row: Row): Row => ({ ...row, headers: mapCredentialHeaders(row.headers, openSecret) });
+
+/** Whose deliveries: a connector's (a workflow's to that connector included), or a workflow's (to its Custom URL or to a connector). */
+export type DeliveryOwner = { connectorId: number } | { workflowId: number };
+
+/**
+ * Finishes every pending delivery of the owner, retries and claimed ones included, as `Failed`
+ * with `error` and without another attempt; their credential headers (sealed when composed) are
+ * dropped from the row, as they will never be sent. A worker holding one of them finds it
+ * finished when it records its attempt, and records nothing. Returns how many were finished.
+ */
+export async function cancelPendingDeliveries(db: Executor, owner: DeliveryOwner, error: string): Promise<number> {
+  const ownerColumn = 'connectorId' in owner ? sql.ref('connector_id') : sql.ref('workflow_id');
+  const ownerId = 'connectorId' in owner ? owner.connectorId : owner.workflowId;
+  const { rows } = await sql<{ id: number }>`
+    UPDATE deliveries SET branch = 'Failed', error = ${error}, finished_at = now(), locked_by = NULL, locked_until = NULL,
+      headers = coalesce((
+        SELECT jsonb_agg(h.header ORDER BY h.position) FROM jsonb_array_elements(headers) WITH ORDINALITY AS h(header, position)
+        WHERE NOT (h.header->>'name' ~* ${CREDENTIAL_NAME_PATTERN})
+      ), '[]'::jsonb)
+    WHERE branch = 'pending' AND ${ownerColumn} = ${ownerId}
+    RETURNING id
+  `.execute(db);
+  return rows.length;
+}
 
 const INSERT_CHUNK = 500;
 
@@ -110,7 +135,7 @@ export async function resealDeliveries(db: Executor): Promise<number> {
     .where(sql<boolean>`headers::text LIKE '%"v1:%'`).orderBy('id').execute();
   for (const row of rows) {
     const headers = mapCredentialHeaders(mapCredentialHeaders(row.headers, openSecret), sealSecret);
-    await db.updateTable('deliveries').set({ headers: JSON.stringify(headers) }).where('id', '=', row.id).execute();
+    await db.updateTable('deliveries').set({ headers: jsonParameter(headers) }).where('id', '=', row.id).execute();
   }
   return rows.length;
 }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import type { DeliveryOwner } from './repository.js';
 
 // A finished delivery sent again under its webhook-id as a new series of attempts: one by
 // `deliveries replay`, every Failed one of an endpoint's window by `deliveries recover`.
@@ -25,8 +26,6 @@ export async function startNewSeries(db: Executor, id: number) {
     .executeTakeFirst();
 }
 
-/** An endpoint whose deliveries are recovered: a connector's, or a workflow's. */
-export type RecoveryEndpoint = { connectorId: number } | { workflowId: number };
 
 export interface RecoveryWindow {
   /** Ended at or after this instant. */
@@ -43,7 +42,7 @@ export interface RecoveryWindow {
  * `skipped`: the endpoint's other deliveries that ended Failed in the window (already
  * recovered, or never sent).
  */
-export async function recoverFailedDeliveries(db: Executor, endpoint: RecoveryEndpoint, window: RecoveryWindow) {
+export async function recoverFailedDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow) {
   const failed = db.selectFrom('deliveries').select('id')
     .where((eb) => ('connectorId' in endpoint ? eb('connector_id', '=', endpoint.connectorId) : eb('workflow_id', '=', endpoint.workflowId)))
     .where('branch', '=', 'Failed').where('event', '!=', 'test')

@@ -7,8 +7,8 @@ import { requestUrl } from './attempt.js';
 import { maskHeaderRows, maskUrl } from './masking.js';
 import { methodCarriesBody } from './payload.js';
 import { findWorkflows } from '../workflows/repository.js';
-import { findDelivery, listDeliveryAttempts } from './repository.js';
-import { recoverFailedDeliveries, startNewSeries, type RecoveryEndpoint, type RecoveryWindow } from './series-repository.js';
+import { findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
+import { recoverFailedDeliveries, startNewSeries, type RecoveryWindow } from './series-repository.js';
 
 // Deliveries as an operator inspects and replays them (the admin CLI).
 
@@ -98,25 +98,25 @@ export async function replayDelivery(db: Executor, id: number) {
 }
 
 /** Where a recovery's deliveries go: the connector, or the workflow's block (its Custom URL, or the connector it sends to). */
-async function recoveryTarget(db: Executor, endpoint: RecoveryEndpoint): Promise<EndpointRef> {
+async function recoveryTarget(db: Executor, endpoint: DeliveryOwner): Promise<EndpointRef> {
   if ('connectorId' in endpoint) {
     const connector = (await findConnectors(db, [endpoint.connectorId])).get(endpoint.connectorId);
     if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${endpoint.connectorId} does not exist.`);
     return { kind: 'connector', id: connector.id };
   }
   const workflow = (await findWorkflows(db, [endpoint.workflowId])).get(endpoint.workflowId);
-  if (!workflow) throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
+  if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
   return workflow.block.endpoint === 'url' ? { kind: 'workflow', id: workflow.id } : { kind: 'connector', id: workflow.block.connector_id };
 }
 
 /**
  * Recovery after an outage: sends again, as replayDelivery does, every delivery of a connector
  * or of a workflow that ended `Failed` in the window and was not recovered before; a second
- * run sends nothing more. Refused for an unknown (or deleted) connector or an unknown workflow,
+ * run sends nothing more. Refused for an unknown or deleted connector or workflow,
  * and while the endpoint is disabled: every delivery would fail again at once and, being
  * recovered, never be recovered again.
  */
-export async function recoverDeliveries(db: Executor, endpoint: RecoveryEndpoint, window: RecoveryWindow) {
+export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow) {
   const target = await recoveryTarget(db, endpoint);
   const state = (await findEndpointStates(db, target.kind, [target.id])).get(target.id)!;
   if (state.disabled_at !== null) {

@@ -12,6 +12,7 @@ import { getLeadHandler } from './handlers/get-lead.js';
 import { getMeHandler } from './handlers/get-me.js';
 import { listTagsHandler } from './handlers/list-tags.js';
 import { authenticate, requireScope } from './middleware/auth.js';
+import { perKeyConcurrencyLimit } from './middleware/concurrency-limit.js';
 import { jsonBody } from './middleware/json-body.js';
 import { timeOperation } from './middleware/metrics.js';
 import { perKeyRateLimit } from './middleware/rate-limit.js';
@@ -52,13 +53,15 @@ export function createApp(ctx: AppContext): express.Express {
 
 /**
  * Each operation of the document, with the per-route steps in the check order: route and
- * method matched (else 404 / 405), start timing the request, authenticate, rate limit, scope, parse the body, reject
+ * method matched (else 404 / 405), start timing the request, authenticate, rate limit, the key's requests in flight,
+ * scope, parse the body, reject
  * unknown query parameters, validate, handler. Routes sit on the app itself rather than in a
  * mounted router, which would cost every API request a second round of prefix matching.
  */
 function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers): void {
   const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
   const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited());
+  const inFlight = perKeyConcurrencyLimit(ctx.config.CONCURRENT_REQUESTS_PER_KEY, () => ctx.metrics.http.concurrencyLimited());
   const validator = (validateRequests: boolean) => OpenApiValidator.middleware({
     apiSpec: OPENAPI_PATH,
     validateRequests: validateRequests && { allowUnknownQueryParameters: true, allErrors: true },
@@ -91,6 +94,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
       timeOperation(ctx.metrics.http, operation.operationId),
       auth,
       limit,
+      inFlight,
       ...operation.requiredScopes.map((scope) => requireScope(scope)),
       ...(operation.hasJsonBody ? jsonBody : []),
       rejectUnknownQueryParameters(operation),

@@ -8,13 +8,14 @@ import type {
 import { isUnavailable } from '../db/availability.js';
 import { IdempotencyConflict } from '../idempotency/claims.js';
 import { DuplicateRejected, RowRejected } from '../leads/rejections.js';
+import { WriteQueueFull } from '../leads/write-groups.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, REQUEST_BODY_MAX_BYTES } from '../limits.js';
 import { validationErrorsFromValidator } from './validation-errors.js';
 
 /** Every error body the OpenAPI document gives. */
 export type ErrorBody =
   | InvalidApiKeyError | InsufficientScopeError | NotFoundError | RoutingError | DuplicateLeadError | IdempotencyConflictError
-  | InvalidIdempotencyKeyError | ValidationError | RateLimitError | InternalError | RequestError;
+  | InvalidIdempotencyKeyError | ValidationError | RateLimitError | InternalError | RequestError | ServiceUnavailableError;
 
 // An error whose status and JSON body are part of the API contract.
 export class ApiError extends Error {
@@ -61,6 +62,14 @@ export const SERVICE_UNAVAILABLE_BODY: ServiceUnavailableError = {
   message: 'The service cannot reach its database right now; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
 };
 
+/** Seconds a client is asked to wait when this process has too much work queued: a group or two runs meanwhile. */
+export const BUSY_RETRY_AFTER_SECONDS = 1;
+
+const WRITE_QUEUE_FULL_BODY: ServiceUnavailableError = {
+  error: 'service_unavailable',
+  message: 'Too many writes are waiting on this server; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
+};
+
 export const routeNotFound: RequestHandler<ParamsDictionary, RoutingError> = (_req, res) => {
   res.status(404).json(ROUTE_NOT_FOUND_BODY);
 };
@@ -72,6 +81,7 @@ function fromDomain(error: unknown): ApiError | null {
     return new ApiError(409, { error: 'duplicate_lead', message: error.message, ...error.match });
   }
   if (error instanceof IdempotencyConflict) return new ApiError(409, { error: error.code, message: error.message });
+  if (error instanceof WriteQueueFull) return new ApiError(503, WRITE_QUEUE_FULL_BODY, { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) });
   return null;
 }
 

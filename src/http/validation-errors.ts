@@ -64,9 +64,11 @@ function humanName(field: string): string {
   return last.replaceAll('_', ' ');
 }
 
-function messageFor(field: string, error: ValidatorError): string {
+/** The message for one error; `ofKeys`: it is about the object's keys (see propertyNames below), not the field's value. */
+function messageFor(field: string, error: ValidatorError, ofKeys: boolean): string {
   const name = humanName(field);
   const raw = error.message ?? 'is invalid';
+  if (ofKeys && keywordOf(error) === 'maxLength') return `Each key of the ${name} field must not be greater than ${/(\d+)/.exec(raw)?.[1] ?? 'the allowed number of'} characters.`;
   switch (keywordOf(error)) {
     case 'required':
       return `The ${name} field is required.`;
@@ -132,8 +134,13 @@ export function validationErrorsFromValidator(rawErrors: unknown[], body: unknow
   // An anyOf failure on a lead object is the contact rule: file it under `<lead>.email`
   // and drop the per-branch noise Ajv reports beside it.
   const contactFailures = new Set<string>();
+  // A key breaking `propertyNames` (custom_fields keys) is reported at the object's path, as
+  // the key's own error and a `propertyNames` one that says only that a key is invalid: the
+  // first is answered as being about the keys, the second dropped.
+  const keyFailures = new Set<string>();
   for (const error of errors) {
     if (keywordOf(error) === 'anyOf') contactFailures.add(fieldKey(error.path ?? '').field);
+    if (keywordOf(error) === 'propertyNames') keyFailures.add(fieldKey(error.path ?? '').field);
   }
 
   for (const error of errors) {
@@ -153,13 +160,14 @@ export function validationErrorsFromValidator(rawErrors: unknown[], body: unknow
       result.add(field ? `${field}.email` : 'email', CONTACT_RULE_MESSAGE);
       continue;
     }
+    if (keyword === 'propertyNames') continue;
     const parent = field.split('.').slice(0, -1).join('.');
     const leaf = field.split('.').pop() ?? '';
     const isContactBranchNoise = (contactFailures.has(parent) && CONTACT_FIELDS.has(leaf) && keyword === 'required')
       || (contactFailures.has(field) && keyword === 'not');
     if (isContactBranchNoise) continue;
     const key = location === 'headers' ? field.toLowerCase() : field || location;
-    result.add(key, messageFor(key, error));
+    result.add(key, messageFor(key, error, keyFailures.has(field)));
   }
   if (result.isEmpty() && idempotencyKeyInvalid) return { kind: 'idempotencyKey' };
   return { kind: 'fields', errors: result.toObject() };

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import { jsonParameter } from '../db/sql.js';
 
 // The stored answers of Idempotency-Keys, one row per (API key, Idempotency-Key).
 
@@ -45,7 +46,7 @@ export async function settleRecords(
     WITH stored AS (
       UPDATE idempotency_records AS r SET status_code = a.status, response_body = a.body::jsonb
       FROM unnest(${answers.map((answer) => answer.apiKeyId)}::bigint[], ${answers.map((answer) => answer.key)}::text[],
-        ${answers.map((answer) => answer.status)}::int[], ${answers.map((answer) => JSON.stringify(answer.body))}::text[]) AS a(api_key_id, key, status, body)
+        ${answers.map((answer) => answer.status)}::int[], ${answers.map((answer) => jsonParameter(answer.body))}::text[]) AS a(api_key_id, key, status, body)
       WHERE r.api_key_id = a.api_key_id AND r.key = a.key
     )
     DELETE FROM idempotency_records AS r

@@ -30,7 +30,7 @@ export type RowResult =
   | { unexpected: unknown };
 
 /**
- * A set-based write failed as a whole. It is not in a savepoint of its own (that would cost
+ * A set-based write (or the lookup of the rows it plans) failed as a whole. It is not in a savepoint of its own (that would cost
  * every request two round trips): the caller reruns the whole transaction one row at a time.
  */
 export class SetBasedWriteFailed extends Error {
@@ -61,7 +61,10 @@ export async function runIntake(
     return results;
   }
 
-  const { plan, lookups } = await planBulkRows(db, workspaceId, rows.map((row) => row.lead), options);
+  // The lookup of every row at once fails for all of them: rerun, each row's lookup is its own.
+  const { plan, lookups } = await planBulkRows(db, workspaceId, rows.map((row) => row.lead), options).catch((error: unknown) => {
+    throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
+  });
   views = lookups;
   let run: BulkRow[] = [];
   const flush = async () => {

@@ -6,7 +6,8 @@ import { prepareLead } from './prepare.js';
 import { presentLead } from './present.js';
 import { DuplicateRejected } from './rejections.js';
 import type { IntakeOptions, RowOutcome } from './row-intake.js';
-import type { WriteGroups, WriteRequest, WriteResult } from './write-groups.js';
+import type { WriteRequest, WriteResult } from './group-transaction.js';
+import type { WriteGroups } from './write-groups.js';
 
 // Lead intake as the two POST operations ask for it: each call is a write request run by the
 // intake engine in a group's transaction (src/leads/write-groups.ts), made idempotent by its
@@ -58,6 +59,7 @@ export function createLead(groups: WriteGroups, caller: Caller, request: LeadCre
   const { options, dryRun } = switchesOf(request);
   const write: WriteRequest<LeadWriteResponse> = {
     workspaceId: caller.workspaceId,
+    apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads', idempotency),
     rows: [{ lead: prepareLead(request), wantsRecord: true }],
     options,
@@ -101,6 +103,7 @@ export function createLeadsBatch(groups: WriteGroups, caller: Caller, request: B
   const { options, dryRun } = switchesOf(request);
   return groups.alone<BatchResponse>({
     workspaceId: caller.workspaceId,
+    apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads/batch', idempotency),
     rows: request.leads.map((lead) => ({ lead: prepareLead(lead), wantsRecord: false })),
     options,

@@ -4,7 +4,7 @@ import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
 import type { CompanyRow, TagRow } from '../db/schema.js';
-import { jsonParameter } from '../db/sql.js';
+import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { missingTagsInsert } from '../tags/repository.js';
@@ -89,7 +89,7 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
 export type NewLeadsInput = {
   workspaceId: number;
   /** The leads' rows as JSON text (`ord`, `key_count` and the lead values). */
-  rows: string;
+  rows: JsonbParameter;
   keyOrds: number[];
   keyKinds: string[];
   keyValues: string[];

@@ -1,6 +1,6 @@
 import type { CompanyInput, LeadFields, LeadInput, Link, Location, LocationInput } from '../../generated/api.js';
 import type { IdentityKind } from '../db/schema.js';
-import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
+import { CUSTOM_FIELD_KEY_MAX_LENGTH, MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from '../normalize.js';
 import { LEAD_TEXT_COLUMNS, type LeadScalars } from './columns.js';
 
@@ -110,7 +110,8 @@ function prepareCustomFields(input: LeadInput['custom_fields'], warnings: string
   // Keys are client input: without a prototype no key (not even `__proto__`) can reach one.
   const fields: Record<string, string> = Object.create(null);
   for (const [rawKey, value] of Object.entries(input ?? {})) {
-    const key = slugifyKey(rawKey);
+    // A slug can be longer than the key (`₹` is `indian_rupee`): it is cut to the keys' limit.
+    const key = slugifyKey(rawKey).slice(0, CUSTOM_FIELD_KEY_MAX_LENGTH).replace(/_+$/, '');
     if (!key) {
       warnings.push(`custom_fields: the key "${rawKey}" has no letters or digits and was dropped.`);
     } else if (typeof value === 'boolean') {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
-import { appendDistinct } from '../db/sql.js';
+import { appendDistinct, jsonParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import type { LeadValues } from './columns.js';
 import type { MatchKey } from './lookup.js';
@@ -44,13 +44,13 @@ export function mergeIntoLead(db: Executor, leadId: number, lead: LeadValues & {
         : {}),
       emails: appendDistinct('emails', emails, MAX_EMAILS),
       phones: appendDistinct('phones', phones, MAX_PHONES),
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${JSON.stringify(links)}::jsonb) AS n
+      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${jsonParameter(links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
       locations: location
-        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN jsonb_build_array(${JSON.stringify(location)}::jsonb)
-            ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${JSON.stringify(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
+        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN jsonb_build_array(${jsonParameter(location)}::jsonb)
+            ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${jsonParameter(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
         : sql`locations`,
-      custom_fields: sql`custom_fields || ${JSON.stringify(customFields)}::jsonb`,
+      custom_fields: sql`custom_fields || ${jsonParameter(customFields)}::jsonb`,
       updated_at: sql`now()`,
     })
     .where('id', '=', leadId)

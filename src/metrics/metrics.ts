@@ -17,6 +17,7 @@ export interface HttpMetrics {
   /** Records the finished requests of one operation of the OpenAPI document (bound once per route). */
   operation(operationId: string): (status: number, seconds: number) => void;
   rateLimited(): void;
+  concurrencyLimited(): void;
 }
 
 /** What the two intake operations did with each row; `outcome` as in docs/operations.md. */
@@ -92,6 +93,7 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     };
   };
   const rateLimited = counter('http_rate_limited_requests_total', 'Requests refused with 429 by the per-key rate limit.');
+  const concurrencyLimited = counter('http_concurrency_limited_requests_total', 'Requests refused with 429 because their API key had CONCURRENT_REQUESTS_PER_KEY requests in progress in this process.');
 
   const intakeRows = counter('intake_rows_total', 'Lead rows written by POST /leads and POST /leads/batch (dry runs and replays excluded), by outcome.', ['operation', 'outcome']);
   const replays = counter('idempotent_replays_total', 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.', ['operation']);
@@ -169,6 +171,7 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     http: {
       operation: timeOperation,
       rateLimited: () => rateLimited.inc(),
+      concurrencyLimited: () => concurrencyLimited.inc(),
     },
     intake: {
       rows: (operationId, outcome, count = 1) => { if (count > 0) intakeRows.inc({ operation: operationId, outcome }, count); },

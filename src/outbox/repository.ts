@@ -1,6 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db, Executor } from '../db/connect.js';
 import type { Placeholders } from '../db/prepared.js';
+import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 
 // The outbox: events written in the same transaction as the change that caused them, and
 // drained by the worker. Every statement on the outbox table is in this file.
@@ -28,18 +29,18 @@ export type NewLeadEvent = { topic: 'lead.created' } | CompanyAnalyzeEvent;
 export async function enqueue(db: Executor, workspaceId: number, events: readonly OutboxEvent[]): Promise<void> {
   if (events.length === 0) return;
   await db.insertInto('outbox')
-    .values(events.map((event) => ({ workspace_id: workspaceId, topic: event.topic, payload: JSON.stringify(event.payload) })))
+    .values(events.map((event) => ({ workspace_id: workspaceId, topic: event.topic, payload: jsonParameter(event.payload) })))
     .execute();
 }
 
 /** The inputs of newLeadEvents, one entry per event: the lead's `ord`, the topic, the payload. */
-export interface NewLeadEventInputs { eventOrds: number[]; eventTopics: string[]; eventPayloads: Array<string | null> }
+export interface NewLeadEventInputs { eventOrds: number[]; eventTopics: string[]; eventPayloads: Array<JsonbParameter | null> }
 
 export function newLeadEventInputs(events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>): NewLeadEventInputs {
   return {
     eventOrds: events.map(({ ord }) => ord),
     eventTopics: events.map(({ event }) => event.topic),
-    eventPayloads: events.map(({ event }) => (event.topic === 'lead.created' ? null : JSON.stringify(event.payload))),
+    eventPayloads: events.map(({ event }) => (event.topic === 'lead.created' ? null : jsonParameter(event.payload))),
   };
 }
 

@@ -6,8 +6,13 @@ import type { HeaderRow, KeyValue, WorkflowBlock } from '../db/schema.js';
 // are sealed like the connector's auth in the connector, the workflow and every delivery row,
 // and opened in memory: for showing masked, and at send time.
 
-/** Names that carry credentials by convention: Authorization, X-Api-Key, X-Auth-Token, a password, a cookie... */
-const CREDENTIAL_NAME = /auth|token|secret|key|passw|cookie|credential|signature|session/i;
+/**
+ * Names that carry credentials by convention: Authorization, X-Api-Key, X-Auth-Token, a password,
+ * a cookie... As a pattern that PostgreSQL's `~*` reads the same way, for statements that find
+ * such headers in stored rows.
+ */
+export const CREDENTIAL_NAME_PATTERN = 'auth|token|secret|key|passw|cookie|credential|signature|session';
+const CREDENTIAL_NAME = new RegExp(CREDENTIAL_NAME_PATTERN, 'i');
 
 /** True for a header or parameter name that looks like it carries a credential, or is one of `alsoSecret` (any case). */
 export function isCredentialName(name: string, alsoSecret: readonly string[] = []): boolean {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import { jsonParameter } from '../db/sql.js';
 import type { WorkflowBlock, WorkflowRow, WorkflowTrigger } from '../db/schema.js';
 import { mapBlockCredentials } from '../secrets/credential-headers.js';
 import { openSecret, sealSecret } from '../secrets/keyring.js';
@@ -14,7 +15,7 @@ export interface NewWorkflow {
 
 export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promise<WorkflowRow> {
   const row = await db.insertInto('workflows')
-    .values({ ...workflow, block: JSON.stringify(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
+    .values({ ...workflow, block: jsonParameter(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
     .returningAll().executeTakeFirstOrThrow();
   return openWorkflow(row);
 }
@@ -29,7 +30,7 @@ export async function resealWorkflows(db: Executor): Promise<number> {
   const rows = await db.selectFrom('workflows').select(['id', 'block', 'signing_secret']).orderBy('id').execute();
   for (const row of rows) {
     await db.updateTable('workflows').set({
-      block: JSON.stringify(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
+      block: jsonParameter(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
       signing_secret: sealSecret(openSecret(row.signing_secret)),
     }).where('id', '=', row.id).execute();
   }
@@ -50,21 +51,28 @@ export async function findActiveWorkflows(db: Executor, workspaceIds: readonly n
     .orderBy('id').execute().then((rows) => rows.map(openWorkflow));
 }
 
-/** A workspace's workflows with their tag's name, in creation order. */
+/** A workspace's workflows that are not deleted, with their tag's name, in creation order. */
 export async function listWorkflows(db: Executor, workspaceId: number) {
   return db.selectFrom('workflows').leftJoin('tags', 'tags.id', 'workflows.tag_id')
     .select(['workflows.id', 'workflows.workspace_id', 'workflows.trigger', 'workflows.tag_id', 'tags.name as tag_name', 'workflows.block',
       'workflows.active', 'workflows.active_since', 'workflows.created_at'])
-    .where('workflows.workspace_id', '=', workspaceId).orderBy('workflows.id').execute()
+    .where('workflows.workspace_id', '=', workspaceId).where('workflows.deleted_at', 'is', null).orderBy('workflows.id').execute()
     .then((rows) => rows.map((row) => ({ ...row, block: mapBlockCredentials(row.block, openSecret) })));
 }
 
 /**
- * Pauses or resumes a workflow. Resuming a paused one sets `active_since` (events that
- * occurred before are not fanned out to it); switching to the state it has changes nothing.
+ * Pauses or resumes a workflow that is not deleted. Resuming a paused one sets `active_since`
+ * (events that occurred before are not fanned out to it); switching to the state it has
+ * changes nothing.
  */
 export async function setWorkflowActive(db: Executor, id: number, active: boolean): Promise<{ id: number; active: boolean } | undefined> {
   const resume = { active: true, active_since: sql<string>`CASE WHEN active THEN active_since ELSE now() END` };
   return db.updateTable('workflows').set(active ? resume : { active: false })
-    .where('id', '=', id).returning(['id', 'active']).executeTakeFirst();
+    .where('id', '=', id).where('deleted_at', 'is', null).returning(['id', 'active']).executeTakeFirst();
+}
+
+/** Marks the workflow deleted and inactive (nothing is fanned out to it any more); undefined when there is no such workflow not yet deleted. */
+export async function softDeleteWorkflow(db: Executor, id: number): Promise<{ id: number } | undefined> {
+  return db.updateTable('workflows').set({ deleted_at: sql<string>`now()`, active: false })
+    .where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
 }

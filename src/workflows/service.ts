@@ -6,7 +6,7 @@ import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
 import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
 import { findEndpointStates, setEndpointCap } from '../endpoints/repository.js';
-import { enable } from '../endpoints/service.js';
+import { deleteEndpoint, enable } from '../endpoints/service.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import { Refused } from '../refused.js';
 import { findWorkflows, insertWorkflow, listWorkflows, setWorkflowActive } from './repository.js';
@@ -85,7 +85,7 @@ function requireCustomUrl(block: WorkflowBlock, what: string): void {
 
 async function requireWorkflow(db: Db, id: number) {
   const workflow = (await findWorkflows(db, [id])).get(id);
-  if (!workflow) throw new Refused('not_found', `Workflow ${id} does not exist.`);
+  if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   return workflow;
 }
 
@@ -111,3 +111,6 @@ export async function switchWorkflow(db: Db, id: number, active: boolean) {
   if (!switched) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   return switched;
 }
+
+/** `workflow delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
+export const deleteWorkflow = (db: Db, id: number) => deleteEndpoint(db, { kind: 'workflow', id });

@@ -36,9 +36,11 @@ describe('the console\'s POSTs', () => {
     expect(refusals.every((answer) => /nothing was changed/.test(answer.text))).toBe(true);
     expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before);
 
+    // Text PostgreSQL cannot store is made storable, as the API does: an answer, never a 500.
+    expect((await admin.post('/console/tags', { name: 'nul\u0000tag' })).status).toBe(303);
     const accepted = await admin.post('/console/tags', { name: 'accepted' });
     expect(accepted.status).toBe(303);
-    expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before + 1);
+    expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before + 2);
   });
 
   it('take the token of their own session only', async () => {

@@ -28,11 +28,12 @@ interface Schema {
   maxProperties?: number;
   properties?: Record<string, Schema>;
   additionalProperties?: Schema | boolean;
+  propertyNames?: Schema;
   items?: Schema;
 }
 
-/** A bounded string or a capped array of the lead fields, by its path (array items at index 0). */
-type Limit = { path: Array<string | number>; schema: Schema } & ({ maxLength: number } | { maxItems: number } | { maxProperties: number });
+/** A bounded string, a capped array or object, or the bounded keys of an object of the lead fields, by its path (array items at index 0). */
+type Limit = { path: Array<string | number>; schema: Schema } & ({ maxLength: number } | { maxItems: number } | { maxProperties: number } | { keyMaxLength: number });
 
 function limitsOf(schema: Schema, path: Array<string | number> = []): Limit[] {
   const resolved = follow(schema);
@@ -40,6 +41,8 @@ function limitsOf(schema: Schema, path: Array<string | number> = []): Limit[] {
   if (resolved.maxLength !== undefined) own.push({ path, schema: resolved, maxLength: resolved.maxLength });
   if (resolved.maxItems !== undefined) own.push({ path, schema: resolved, maxItems: resolved.maxItems });
   if (resolved.maxProperties !== undefined) own.push({ path, schema: resolved, maxProperties: resolved.maxProperties });
+  const keys = resolved.propertyNames && follow(resolved.propertyNames);
+  if (keys?.maxLength !== undefined) own.push({ path, schema: keys, keyMaxLength: keys.maxLength });
   const nested = [
     ...Object.entries(resolved.properties ?? {}).flatMap(([name, property]) => limitsOf(property, [...path, name])),
     ...(typeof resolved.additionalProperties === 'object' ? limitsOf(resolved.additionalProperties, [...path, 'any_key']) : []),
@@ -108,11 +111,34 @@ describe('the limits the document sets on the lead fields', () => {
     },
   );
 
+  it('bounds the keys of custom_fields, not only their number', () => {
+    expect(LIMITS.filter((limit) => 'keyMaxLength' in limit).map((limit) => limit.path.join('.'))).toEqual(['custom_fields']);
+  });
+
+  it.each(LIMITS.filter((limit): limit is Limit & { keyMaxLength: number } => 'keyMaxLength' in limit).map((limit) => [limit.path.join('.'), limit] as const))(
+    'takes a key of %s at its maximum length and refuses one a character longer, naming the object',
+    async (field, limit) => {
+      const key = (length: number) => `${++sequence}${'k'.repeat(length - String(sequence).length)}`;
+      const atMost = key(limit.keyMaxLength);
+      const taken = await post(withValue(person(), limit.path, { [atMost]: 'value' }));
+      expect({ field, status: taken.status, stored: taken.body.data?.custom_fields }).toEqual({ field, status: 201, stored: { [atMost]: 'value' } });
+      const over = await post(withValue(person(), limit.path, { [key(limit.keyMaxLength + 1)]: 'value' }));
+      expect({ field, status: over.status, errors: over.body.errors }).toEqual({ field, status: 422, errors: { [field]: [expect.stringContaining(`${limit.keyMaxLength} characters`)] } });
+    },
+  );
+
+  it('cuts a slug longer than the keys\' limit to it: a key of 100 rupee signs is stored as 100 characters of indian_rupee', async () => {
+    const limit = LIMITS.find((each): each is Limit & { keyMaxLength: number } => 'keyMaxLength' in each)!;
+    const response = await post(withValue(person(), limit.path, { ['₹'.repeat(limit.keyMaxLength)]: 'value' }));
+    expect(response.status).toBe(201);
+    expect(Object.keys(response.body.data.custom_fields)).toEqual(['indian_rupee'.repeat(limit.keyMaxLength).slice(0, limit.keyMaxLength)]);
+  });
+
   /** One item (or key) past the cap of an array (or object). */
   const pastTheCap = (limit: Limit) => ('maxItems' in limit ? itemsOf(limit.schema, limit.maxItems + 1)
     : 'maxProperties' in limit ? Object.fromEntries(Array.from({ length: limit.maxProperties + 1 }, (_, index) => [`key_${index}`, 'value'])) : null);
 
-  it.each(LIMITS.filter((limit) => !('maxLength' in limit)).map((limit) => [limit.path.join('.'), limit] as const))(
+  it.each(LIMITS.filter((limit) => 'maxItems' in limit || 'maxProperties' in limit).map((limit) => [limit.path.join('.'), limit] as const))(
     'refuses %s one item (or key) over its cap, naming it',
     async (field, limit) => {
       const over = await post(withValue(person(), limit.path, pastTheCap(limit)));

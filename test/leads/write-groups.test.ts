@@ -1,15 +1,14 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import pg from 'pg';
 import type { Response } from 'supertest';
 import type { TestApp } from '../support/app.js';
-import { whileLeadsNamed } from '../support/faults.js';
+import { whileAnswersContaining, whileLeadsNamed } from '../support/faults.js';
 import { eventually } from '../support/eventually.js';
+import { lockedLead as heldLead, occupyGroups as occupyAllGroups } from '../support/held-writes.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
 import { inTransactionRetried } from '../../src/db/conflicts.js';
-import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
 import { postLead } from '../support/requests.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
@@ -38,36 +37,8 @@ async function groupSizes(): Promise<{ groups: number; requests: number }> {
   return { groups: samples.value('lead_intake_write_group_requests_count'), requests: samples.value('lead_intake_write_group_requests_sum') };
 }
 
-/** A lead, and a connection holding its row locked until `release`. */
-async function lockedLead(): Promise<{ email: string; release(): Promise<void> }> {
-  const created = await post(person());
-  const client = new pg.Client({ connectionString: t.databaseUrl });
-  client.on('error', () => {});
-  await client.connect();
-  await client.query('BEGIN');
-  await client.query('SELECT id FROM leads WHERE id = $1 FOR UPDATE', [created.body.data.id]);
-  return {
-    email: created.body.data.emails[0],
-    release: async () => {
-      await client.query('COMMIT');
-      await client.end();
-    },
-  };
-}
-
-/** Every group the process may run at once, each a request waiting on a lead the test holds locked. */
-async function occupyGroups(): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
-  const gates = await Promise.all(Array.from({ length: RUNNING_GROUPS }, () => lockedLead()));
-  const blockers = gates.map((gate) => post({ name: 'Blocker', email: gate.email }));
-  await eventually(async () => {
-    const { rows } = await t.ctx.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
-    return rows.length === RUNNING_GROUPS;
-  }, 10_000, 5);
-  return {
-    release: async () => { for (const gate of gates) await gate.release(); },
-    finished: async () => { for (const blocker of blockers) expect((await blocker).status).toBe(200); },
-  };
-}
+const lockedLead = () => heldLead(t, tenant);
+const occupyGroups = () => occupyAllGroups(t, tenant);
 
 /**
  * Sends `requests` (in this order, each after the one before is queued) while every group
@@ -241,6 +212,32 @@ describe('an unexpected failure of one request', () => {
       expect([a!.status, b!.status]).toEqual([201, 201]);
       for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
       expect(await countLeadsNamed('Explode')).toBe(0);
+    });
+  });
+
+  it('fails a request whose failure no row contains (its answer cannot be stored) alone; the others run again without it, exactly as alone', async () => {
+    await whileAnswersContaining(t.ctx.db, 'Unstorable', async () => {
+      const kept = [person(), person(), person()];
+      const keys = kept.map((_, index) => `isolated-${Date.now()}-${index}`);
+      const [a, b, failing, c] = await asOneGroup([
+        () => post(kept[0]!, { 'Idempotency-Key': keys[0]! }),
+        () => post(kept[1]!),
+        () => post(person({ name: 'Unstorable' }), { 'Idempotency-Key': `isolated-failing-${Date.now()}` }),
+        () => post(kept[2]!, { 'Idempotency-Key': keys[2]! }),
+      ]);
+      expect(failing!.status).toBe(500);
+      expect(failing!.body.error).toBe('internal_error');
+      for (const [answer, sent] of [[a, kept[0]], [b, kept[1]], [c, kept[2]]] as const) {
+        expect(answer!.status).toBe(201);
+        expect(answer!.body.data).toMatchObject({ name: sent!.name, emails: [sent!.email] });
+        expect(answer!.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
+      }
+      for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
+      expect(await countLeadsNamed('Unstorable')).toBe(0);
+      // Their answers were stored with them: a retry replays each.
+      const replayed = await post(kept[2]!, { 'Idempotency-Key': keys[2]! });
+      expect(replayed.headers['idempotency-replayed']).toBe('true');
+      expect(replayed.body).toEqual(c!.body);
     });
   });
 });

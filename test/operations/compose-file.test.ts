@@ -11,6 +11,8 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 interface Service {
   build?: unknown;
   image?: string;
+  command?: string[];
+  healthcheck?: { test: string[] };
   deploy?: { replicas?: number };
   ports?: string[];
   expose?: string[];
@@ -20,9 +22,25 @@ interface Service {
   volumes?: string[];
 }
 
-const compose = parse(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+type ComposeFile = { services: Record<string, Service>; volumes?: Record<string, unknown> };
+const text = readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
+const compose = parse(text) as ComposeFile;
 const { services } = compose;
 const replicated = Object.entries(services).filter(([, service]) => (service.deploy?.replicas ?? 1) > 1).map(([name]) => name);
+
+/**
+ * What Compose does to the file's text before reading it, for the forms the file uses:
+ * `$$` is a literal `$`, `${NAME:?message}` is NAME's value or stops Compose with the message
+ * when NAME is unset or empty, `${NAME}` is NAME's value.
+ */
+function interpolate(source: string, env: Record<string, string | undefined>): string {
+  return source.replace(/\$\$|\$\{([A-Z_]+)(?::\?([^}]*))?\}/g, (match, name?: string, message?: string) => {
+    if (match === '$$') return '$';
+    const value = env[name!];
+    if (message !== undefined && !value) throw new Error(`${name} is required: ${message}`);
+    return value ?? '';
+  });
+}
 
 describe('docker-compose.yml', () => {
   it('runs the API and the worker as more than one replica', () => {
@@ -48,7 +66,7 @@ describe('docker-compose.yml', () => {
   it('shares what several processes must share: one database, and Redis for the API replicas (their common rate limit)', () => {
     const databaseUrls = new Set(['api', 'worker'].map((name) => services[name]!.environment?.DATABASE_URL));
     expect(databaseUrls.size).toBe(1);
-    expect(services.api!.environment?.REDIS_URL).toMatch(/^redis:\/\/redis:/);
+    expect(services.api!.environment?.REDIS_URL).toMatch(/^redis:\/\/(.*@)?redis:/);
     expect(services.api!.environment?.WORKER).toBe('off');
   });
 
@@ -64,6 +82,33 @@ describe('docker-compose.yml', () => {
     const keys = new Set(['api', 'worker'].map((name) => services[name]!.environment?.SECRETS_KEY));
     expect(keys.size).toBe(1);
     expect([...keys][0]).toMatch(/^\$\{SECRETS_KEY:\?.+\}$/);
+  });
+
+  it('publishes PostgreSQL and Redis on 127.0.0.1 only, each with a password from the environment that has no default', () => {
+    for (const name of ['postgres', 'redis']) {
+      const ports = services[name]!.ports ?? [];
+      expect({ name, ports: ports.filter((port) => !port.startsWith('127.0.0.1:')) }).toEqual({ name, ports: [] });
+    }
+    expect(services.postgres!.environment?.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?.+\}$/);
+    expect(services.redis!.environment?.REDIS_PASSWORD).toMatch(/^\$\{REDIS_PASSWORD:\?.+\}$/);
+    expect(services.redis!.command!.join(' ')).toMatch(/--requirepass "\$\$REDIS_PASSWORD"/);
+    expect(services.redis!.healthcheck!.test.join(' ')).toMatch(/REDISCLI_AUTH="\$\$REDIS_PASSWORD" redis-cli ping/);
+  });
+
+  it('builds the API\'s and the worker\'s URLs from those passwords, and stops without them', () => {
+    const env = { SECRETS_KEY: 'key', POSTGRES_PASSWORD: 'pg0123abcd', REDIS_PASSWORD: 'rd4567efgh' };
+    const { services: resolved } = parse(interpolate(text, env)) as ComposeFile;
+    for (const name of ['api', 'worker']) {
+      const database = new URL(resolved[name]!.environment!.DATABASE_URL!);
+      expect({ name, host: database.host, user: database.username, password: database.password }).toEqual({ name, host: 'postgres:5432', user: 'postgres', password: 'pg0123abcd' });
+    }
+    const redis = new URL(resolved.api!.environment!.REDIS_URL!);
+    expect({ host: redis.host, user: redis.username, password: redis.password }).toEqual({ host: 'redis:6379', user: '', password: 'rd4567efgh' });
+    expect(resolved.redis!.command!.at(-1)).toMatch(/--requirepass "\$REDIS_PASSWORD"$/);
+    expect(text).not.toMatch(/postgres:postgres@/);
+    for (const missing of Object.keys(env)) {
+      expect(() => interpolate(text, { ...env, [missing]: undefined })).toThrow(new RegExp(`^${missing} is required: set ${missing}`));
+    }
   });
 
   it('refers only to services, volumes and files that exist', () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import path from 'node:path';
 import { pino } from 'pino';
 import { createDb, createPool, type Db } from '../../src/db/connect.js';
+import { jsonParameter } from '../../src/db/sql.js';
 import { cliJson } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
@@ -186,7 +187,7 @@ describe('GET /metrics of npm run worker', () => {
     await db.insertInto('outbox').values([0, 300].map((agoSeconds) => ({
       workspace_id: tenant.workspaceId,
       topic: 'lead.tag_added',
-      payload: JSON.stringify({ lead_id: 1, tag_id: 1 }),
+      payload: jsonParameter({ lead_id: 1, tag_id: 1 }),
       available_at: new Date(Date.now() + 3_600_000).toISOString(),
       created_at: new Date(Date.now() - 600_000 + agoSeconds * 1000).toISOString(),
     }))).execute();

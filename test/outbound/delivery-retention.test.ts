@@ -4,6 +4,7 @@ import type { TestApp } from '../support/app.js';
 import { createTenant } from '../support/fixtures.js';
 import { eventually } from '../support/eventually.js';
 import { testBed } from '../support/test-bed.js';
+import { jsonParameter } from '../../src/db/sql.js';
 import { WorkerContext } from '../../src/worker/context.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 
@@ -64,7 +65,7 @@ describe('the housekeeping schedule', () => {
     const tenant = await createTenant(t.ctx.db);
     const old = await insertDeliveries(tenant.workspaceId, 2, 31, 'Delivered');
     // A lead event whose lead id is no number: every fan-out step fails on it.
-    const poisoned = await t.ctx.db.insertInto('outbox').values({ workspace_id: tenant.workspaceId, topic: 'lead.created', payload: '{"lead_id": "none"}' })
+    const poisoned = await t.ctx.db.insertInto('outbox').values({ workspace_id: tenant.workspaceId, topic: 'lead.created', payload: jsonParameter({ lead_id: 'none' }) })
       .returning('id').executeTakeFirstOrThrow();
     await expect(new WorkerContext(t.ctx).processAll()).rejects.toThrow(/invalid input syntax/);
     const worker = new WorkerContext({ ...t.ctx, config: { ...t.ctx.config, OUTBOX_POLL_MS: 50 } });

@@ -229,7 +229,7 @@ describe('network rules', () => {
     const misconfigured = await createTenant(t.ctx.db);
     const deleted = await cli(t, ['connector', 'create', '--workspace', String(misconfigured.workspaceId), '--url', `${receiver.url}/gone`]);
     const foreign = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/foreign`]);
-    expect(await cli(t, ['connector', 'delete', '--id', String(deleted.id)])).toEqual({ id: deleted.id, deleted: true });
+    expect(await cli(t, ['connector', 'delete', '--id', String(deleted.id)])).toEqual({ id: deleted.id, deleted: true, cancelled_deliveries: 0 });
     const configurations = [
       ['--url', ''],
       ['--url', '{{lead.job_title}}'],

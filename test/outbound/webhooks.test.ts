@@ -222,8 +222,8 @@ describe('encodings, authentication and headers', () => {
     tenant = await createTenant(t.ctx.db);
     leadId = (await newLead(tenant, { tags: ['Alpha', 'Beta'] })).id;
   });
-  const push = async (args: string[]) => {
-    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), ...args]);
+  const push = async (args: string[], env: Record<string, string> = {}) => {
+    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), ...args], env);
     const result = await cli(t, ['connector', 'push', '--id', String(connector.id), '--lead', String(leadId)]);
     expect(result).toMatchObject({ delivered: true, error: null });
     return { connector, request: receiver.requests.at(-1)! };
@@ -253,10 +253,10 @@ describe('encodings, authentication and headers', () => {
   });
 
   it('bearer, basic and custom-header authentication', async () => {
-    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'bearer', '--token', 'tok_123'])).request.headers.authorization).toBe('Bearer tok_123');
-    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'basic', '--username', 'crm', '--password', 's3cret'])).request.headers.authorization)
+    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'bearer'], { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_123' })).request.headers.authorization).toBe('Bearer tok_123');
+    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'basic', '--username', 'crm'], { LEAD_INTAKE_CONNECTOR_PASSWORD: 's3cret' })).request.headers.authorization)
       .toBe(`Basic ${Buffer.from('crm:s3cret').toString('base64')}`);
-    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'header', '--header-name', 'X-Api-Key', '--header-value', 'key-9'])).request.headers['x-api-key']).toBe('key-9');
+    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'header', '--header-name', 'X-Api-Key'], { LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'key-9' })).request.headers['x-api-key']).toBe('key-9');
   });
 
   it('strips reserved and invalid header names and line breaks in values', async () => {

@@ -46,11 +46,12 @@ const signatures = (request: ReceivedRequest) => String(request.headers['webhook
 describe('secrets at rest', () => {
   it('no table holds a credential or signing secret in clear, after connectors are created and deliveries sent, retried and failed', async () => {
     const workspace = String(tenant.workspaceId);
-    const create = (path: string, auth: string[]) => cli<{ id: number; signing_secret: string }>(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/${path}`, ...auth]);
-    const bearer = await create('bearer', ['--auth', 'bearer', '--token', 'tok_clear_bearer_7f3a']);
-    const basic = await create('basic', ['--auth', 'basic', '--username', 'crm_user', '--password', 'pw_clear_basic_91c2']);
-    const header = await create('header', ['--auth', 'header', '--header-name', 'X-Api-Key', '--header-value', 'hv_clear_header_5d0e',
-      '--header', 'X-Auth-Token=ch_clear_constant_3b8d', '--header', 'X-Team=sales']);
+    const create = (path: string, auth: string[], secret: Record<string, string>) =>
+      cli<{ id: number; signing_secret: string }>(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/${path}`, ...auth], secret);
+    const bearer = await create('bearer', ['--auth', 'bearer'], { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_clear_bearer_7f3a' });
+    const basic = await create('basic', ['--auth', 'basic', '--username', 'crm_user'], { LEAD_INTAKE_CONNECTOR_PASSWORD: 'pw_clear_basic_91c2' });
+    const header = await create('header', ['--auth', 'header', '--header-name', 'X-Api-Key',
+      '--header', 'X-Auth-Token=ch_clear_constant_3b8d', '--header', 'X-Team=sales'], { LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'hv_clear_header_5d0e' });
     // Headers typed into a Custom URL block are credentials too when their name says so.
     const workflow = await cli<{ signing_secret: string }>(t, ['workflow', 'create', '--workspace', workspace, '--trigger', 'lead_created', '--url', `${receiver.url}/workflow`,
       '--header', 'Authorization=Bearer wf_clear_block_c41e']);
@@ -139,7 +140,7 @@ describe('secrets reencrypt', () => {
     const fileKey = fs.readFileSync(DEFAULT_KEY_FILE, 'utf8').trim();
     const newKey = randomBytes(32).toString('base64');
     const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/rekeyed`,
-      '--auth', 'bearer', '--token', 'tok_rekeyed']);
+      '--auth', 'bearer'], { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_rekeyed' });
 
     const result = await cli<{ key_id: string; connectors: number; workflows: number; deliveries: number }>(t, ['secrets', 'reencrypt'], { SECRETS_KEY: newKey, SECRETS_KEY_PREVIOUS: fileKey });
     const newId = secretKeyId(Buffer.from(newKey, 'base64'));

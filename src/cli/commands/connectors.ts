@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import {
   createConnector, deleteConnector, enableConnector, listWorkspaceConnectors, pushLead, rotateSigningSecret, testConnector, updateConnector,
 } from '../../connectors/service.js';
+import type { Db } from '../../db/connect.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
 import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
@@ -9,6 +10,7 @@ import { Refused } from '../../refused.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { collect, parseBoolean, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
+import { CONNECTOR_SECRETS, otherWays, readConnectorSecrets, type ConnectorSecrets, type SecretSource } from '../secret-input.js';
 
 interface ConnectorOptions {
   workspace: string;
@@ -36,25 +38,27 @@ function parseMapping(values: string[]): FieldMapping[] {
   });
 }
 
-function parseAuth(options: ConnectorOptions): ConnectorAuth {
+/** The authentication; its secret comes from `secrets` (src/cli/secret-input.ts), never from `options` directly. */
+function parseAuth(options: ConnectorOptions, secrets: ConnectorSecrets): ConnectorAuth {
   const type = (options.auth ?? 'none').toLowerCase();
   const required = (value: string | undefined, flag: string) => {
     if (value === undefined || value === '') throw new Refused('invalid_argument', `--auth ${type} needs ${flag}.`);
     return value;
   };
+  const requiredSecret = (value: string | undefined, source: SecretSource) => required(value, `${source.flag} (${otherWays(source)})`);
   switch (type) {
     case 'none':
       return { type: 'none' };
     case 'bearer':
-      return { type: 'bearer', token: required(options.token, '--token') };
+      return { type: 'bearer', token: requiredSecret(secrets.token, CONNECTOR_SECRETS.token) };
     case 'header': {
       const name = required(options.headerName, '--header-name');
       const unsendable = droppedHeaderReason(name);
       if (unsendable) throw new Refused('invalid_argument', `--header-name: ${unsendable}.`);
-      return { type: 'header', name, value: required(options.headerValue, '--header-value') };
+      return { type: 'header', name, value: requiredSecret(secrets.headerValue, CONNECTOR_SECRETS.headerValue) };
     }
     case 'basic':
-      return { type: 'basic', username: required(options.username, '--username'), password: options.password ?? '' };
+      return { type: 'basic', username: required(options.username, '--username'), password: secrets.password ?? '' };
     default:
       throw new Refused('invalid_argument', `--auth must be none, bearer, header or basic, got "${options.auth}".`);
   }
@@ -72,33 +76,42 @@ function parseOverlapHours(value: string): number {
   return hours;
 }
 
+async function createFromOptions(db: Db, options: ConnectorOptions, secrets: ConnectorSecrets) {
+  const maxPerSecond = options.maxPerSecond === undefined ? null : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: false });
+  const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+  return createConnector(db, {
+    workspace_id: workspace.id,
+    url: parseWebhookUrl(options.url, '--url'),
+    method: parseMethod(options.method),
+    format: parseFormat(options.format),
+    auth: parseAuth(options, secrets),
+    mapping: parseMapping(options.map),
+    fields: parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS),
+    headers: parsePairs(options.header, '--header', MAX_HEADERS),
+    auto_push: options.autoPush === true,
+  }, maxPerSecond);
+}
+
 export function registerConnectorCommands(program: Command): void {
   const connector = program.command('connector').description('Webhook connectors (apps and CRM)');
   connector.command('create').requiredOption('--workspace <id>').requiredOption('--url <url>')
     .option('--method <method>', 'GET, POST, PUT, PATCH or DELETE', 'POST').option('--format <format>', 'json or form', 'json')
-    .option('--auth <type>', 'none, bearer, header or basic', 'none').option('--token <token>').option('--header-name <name>').option('--header-value <value>')
-    .option('--username <username>').option('--password <password>')
+    .option('--auth <type>', 'none, bearer, header or basic', 'none')
+    .option('--token <token>', `- reads it from standard input; or set ${CONNECTOR_SECRETS.token.env}`)
+    .option('--header-name <name>')
+    .option('--header-value <value>', `- reads it from standard input; or set ${CONNECTOR_SECRETS.headerValue.env}`)
+    .option('--username <username>')
+    .option('--password <password>', `- reads it from standard input; or set ${CONNECTOR_SECRETS.password.env}`)
     .option('--map <attribute=key>', 'lead attribute to receiver key (repeatable)', collect, [])
     .option('--field <key=value>', 'constant field sent every time (repeatable)', collect, [])
     .option('--header <name=value>', 'constant header sent every time (repeatable)', collect, [])
     .option('--auto-push', 'push every analyzed lead')
     .option('--max-per-second <n>', 'at most this many deliveries per second, across every worker (default: no cap)')
-    .action((options: ConnectorOptions) => runCommand(async ({ db }) => {
-      const maxPerSecond = options.maxPerSecond === undefined ? null : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: false });
-      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      const headers = parsePairs(options.header, '--header', MAX_HEADERS);
-      return createConnector(db, {
-        workspace_id: workspace.id,
-        url: parseWebhookUrl(options.url, '--url'),
-        method: parseMethod(options.method),
-        format: parseFormat(options.format),
-        auth: parseAuth(options),
-        mapping: parseMapping(options.map),
-        fields: parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS),
-        headers,
-        auto_push: options.autoPush === true,
-      }, maxPerSecond);
-    }));
+    .action(async (options: ConnectorOptions) => {
+      // Standard input is read before the database is opened: a command waiting for it holds no connection.
+      const secrets = await readConnectorSecrets({ token: options.token, password: options.password, headerValue: options.headerValue });
+      await runCommand(({ db }) => createFromOptions(db, options, secrets));
+    });
 
   connector.command('list').description('not deleted ones, credentials masked').requiredOption('--workspace <id>')
     .action((options: { workspace: string }) => runCommand(async ({ db }) =>
@@ -117,7 +130,7 @@ export function registerConnectorCommands(program: Command): void {
   connector.command('enable').description('sends to a connector disabled for sustained failure again').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => enableConnector(db, positiveId(options.id, '--id'))));
 
-  connector.command('delete').requiredOption('--id <id>')
+  connector.command('delete').description('sends nothing more: its pending deliveries, retries included, end Failed unsent').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));
 
   connector.command('rotate-secret').requiredOption('--id <id>')

@@ -3,7 +3,7 @@ import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
 import { editWorkflow } from '../../workflows/edit.js';
-import { createWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
+import { createWorkflow, deleteWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { collect, nonEmpty, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
@@ -95,4 +95,7 @@ export function registerWorkflowCommands(program: Command): void {
 
   workflow.command('enable').description('sends to a Custom URL block disabled for sustained failure again').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => enableWorkflow(db, positiveId(options.id, '--id'))));
+
+  workflow.command('delete').description('sends nothing more: its pending deliveries, retries included, end Failed unsent').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => deleteWorkflow(db, positiveId(options.id, '--id'))));
 }

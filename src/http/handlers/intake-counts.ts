@@ -1,5 +1,5 @@
 import type { BatchResponse, LeadWriteResponse } from '../../../generated/api.js';
-import type { WriteResult } from '../../leads/write-groups.js';
+import type { WriteResult } from '../../leads/group-transaction.js';
 import { DuplicateRejected, RowRejected } from '../../leads/rejections.js';
 import type { IntakeMetrics } from '../../metrics/metrics.js';
 

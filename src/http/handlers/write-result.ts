@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { WriteResult } from '../../leads/write-groups.js';
+import type { WriteResult } from '../../leads/group-transaction.js';
 import type { Idempotency } from '../../leads/intake-service.js';
 
 /** The Idempotency-Key of a POST (its length was checked against the document by the request validator) and the body it covers. */

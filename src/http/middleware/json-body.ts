@@ -1,5 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import { REQUEST_BODY_MAX_BYTES } from '../../limits.js';
+import { storableValue } from '../../storable-text.js';
 
 /** JSON only (415 otherwise); an empty body passes and fails the validator instead. */
 const jsonOnly: RequestHandler = (req, _res, next) => {
@@ -10,14 +11,15 @@ const jsonOnly: RequestHandler = (req, _res, next) => {
   next();
 };
 
-// PostgreSQL refuses NUL characters in text and jsonb: strip them so hostile input
-// cannot turn into a 500.
-const json = express.json({
-  limit: REQUEST_BODY_MAX_BYTES,
-  strict: false,
-  type: () => true,
-  reviver: (_key, value: unknown) => (typeof value === 'string' && value.includes('\u0000') ? value.replaceAll('\u0000', '') : value),
-});
+const json = express.json({ limit: REQUEST_BODY_MAX_BYTES, strict: false, type: () => true });
+
+// The document's rule for text PostgreSQL cannot store (NUL, lone surrogates: src/storable-text.ts)
+// applies to the parsed body, keys included, before the validator, the Idempotency-Key's
+// fingerprint or anything else reads it.
+const storableBody: RequestHandler = (req, _res, next) => {
+  req.body = storableValue(req.body);
+  next();
+};
 
 // The validator writes defaults into req.body; idempotency fingerprints the body as sent.
 const keepBodyAsSent: RequestHandler = (req, _res, next) => {
@@ -26,4 +28,4 @@ const keepBodyAsSent: RequestHandler = (req, _res, next) => {
 };
 
 /** The steps that read a JSON request body, in order. */
-export const jsonBody: readonly RequestHandler[] = [jsonOnly, json, keepBodyAsSent];
+export const jsonBody: readonly RequestHandler[] = [jsonOnly, json, storableBody, keepBodyAsSent];

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { RoutingError } from '../../../generated/api.js';
+import { storableText } from '../../storable-text.js';
 import type { ContractOperation, ContractPath, IntegerPathParameter } from '../contract-routes.js';
 import { ApiError, NOT_FOUND_BODY, ValidationFailed } from '../errors.js';
 import { FieldErrors, readableKey } from '../validation-errors.js';
@@ -48,8 +49,10 @@ export function rejectUnknownQueryParameters(operation: ContractOperation): Requ
       return;
     }
     const errors = new FieldErrors();
-    for (const name of Object.keys(req.query as object)) {
-      if (operation.queryParameters.has(name)) continue;
+    for (const sent of Object.keys(req.query as object)) {
+      if (operation.queryParameters.has(sent)) continue;
+      // A name is percent-decoded text of the client's: the text rule applies to the answer naming it.
+      const name = storableText(sent);
       errors.add(readableKey(name), name === '' ? 'A query parameter with an empty name is not allowed.' : `The ${name} query parameter is not allowed.`);
     }
     next(errors.isEmpty() ? undefined : new ValidationFailed(errors.toObject()));

@@ -1,0 +1,126 @@
+import type { Logger } from 'pino';
+import { inTransactionRetried } from '../db/conflicts.js';
+import type { Db, Executor } from '../db/connect.js';
+import { claimKeys, reusedKey, type KeyedRequest } from '../idempotency/claims.js';
+import { settleRecords } from '../idempotency/repository.js';
+import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
+import type { IntakeOptions } from './row-intake.js';
+
+// The transaction of one write group (src/leads/write-groups.ts): every request's
+// Idempotency-Key claimed, their rows run through the intake engine, each request's answer
+// shaped and stored, one commit. Each request gets exactly the answer it would have got
+// alone: its own claim, its rows' results shaped by its own operation, its own refusal.
+
+/** One write request, as the engine takes it. */
+export interface WriteRequest<Body> {
+  workspaceId: number;
+  /** The API key that sent it: the unit of fairness between callers. */
+  apiKeyId: number;
+  /** The request's Idempotency-Key (scoped to its API key) and the fingerprint of its body, when it sent one. */
+  idempotency: KeyedRequest | null;
+  rows: IntakeRow[];
+  options: IntakeOptions;
+  dryRun: boolean;
+  /** Shapes the rows' results into the operation's answer; throws the operation's refusal. */
+  answer(results: RowResult[]): { status: number; body: Body };
+}
+
+export interface WriteResult<Body> {
+  status: number;
+  body: Body;
+  /** The stored answer of an earlier request with the same Idempotency-Key. */
+  replayed: boolean;
+}
+
+export type Settled = { result: WriteResult<unknown> } | { error: unknown };
+/** A request that shared its Idempotency-Key with an earlier one of its group that did not succeed: it runs in the next group. */
+export const RUN_AGAIN = Symbol('run again');
+export type GroupOutcome = Settled | typeof RUN_AGAIN;
+
+/**
+ * Runs the requests as one transaction and returns each one's outcome, in their order. A
+ * set-based write that failed as a whole reruns the transaction one row at a time, so only
+ * the row at fault fails. Throws when the transaction itself fails (the database went away,
+ * or a failure no row's savepoint contains): the caller decides whose failure it is.
+ */
+export async function runGroupTransaction(db: Db, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger): Promise<GroupOutcome[]> {
+  try {
+    return await inTransactionRetried(db, (trx) => runGroup(trx, requests, log, true));
+  } catch (error) {
+    if (!(error instanceof SetBasedWriteFailed)) throw error;
+    log.warn({ err: error.cause, requests: requests.length }, 'set-based write of new leads failed; running the group again one row at a time');
+    return inTransactionRetried(db, (trx) => runGroup(trx, requests, log, false));
+  }
+}
+
+/** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
+const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
+  a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && a.options.onDuplicate === b.options.onDuplicate
+  && a.options.createMissingTags === b.options.createMissingTags && a.options.enrich === b.options.enrich;
+
+const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
+
+async function runGroup(
+  trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean,
+): Promise<GroupOutcome[]> {
+  const settled: Array<Settled | undefined> = new Array(requests.length);
+  // A key sent again within the group follows its first request, as it would have waited on its claim.
+  const leaders = new Map<string, number>();
+  const followers = new Map<number, number>();
+  for (const [index, request] of requests.entries()) {
+    const key = keyOf(request);
+    if (key === null) continue;
+    const leader = leaders.get(key);
+    if (leader === undefined) leaders.set(key, index);
+    else followers.set(index, leader);
+  }
+
+  const keyed = requests.flatMap((request, index) => (request.idempotency && !followers.has(index) ? [{ index, key: request.idempotency }] : []));
+  const claims = await claimKeys(trx, keyed.map(({ key }) => key));
+  keyed.forEach(({ index }, position) => {
+    const claim = claims[position]!;
+    if ('replay' in claim) settled[index] = { result: { ...claim.replay, replayed: true } };
+    if ('refused' in claim) settled[index] = { error: claim.refused };
+  });
+
+  const running = requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index]));
+  for (let start = 0; start < running.length;) {
+    let end = start + 1;
+    while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
+    const members = running.slice(start, end);
+    const first = requests[members[0]!]!;
+    const results = await runIntake(trx, first.workspaceId, members.flatMap((index) => requests[index]!.rows), first.options, first.dryRun, log, setBased);
+    let offset = 0;
+    for (const index of members) {
+      const request = requests[index]!;
+      const own = results.slice(offset, offset + request.rows.length);
+      offset += request.rows.length;
+      try {
+        settled[index] = { result: { ...request.answer(own), replayed: false } };
+      } catch (error) {
+        settled[index] = { error };
+      }
+    }
+    start = end;
+  }
+
+  // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).
+  const ran = keyed.filter((_, position) => 'runs' in claims[position]!);
+  const answered = ran.flatMap(({ index, key }) => {
+    const outcome = settled[index]!;
+    return 'result' in outcome ? [{ ...key, status: outcome.result.status, body: outcome.result.body }] : [];
+  });
+  const failed = ran.filter(({ index }) => 'error' in settled[index]!).map(({ key }) => key);
+  await settleRecords(trx, answered, failed);
+
+  // A follower of a request that ran and succeeded replays its answer (or is refused for
+  // another body); otherwise the key is free again, or holds an older answer: it runs anew.
+  return requests.map((request, index) => {
+    const leader = followers.get(index);
+    if (leader === undefined) return settled[index]!;
+    const leaderRan = ran.some((entry) => entry.index === leader) && 'result' in settled[leader]!;
+    if (!leaderRan) return RUN_AGAIN;
+    if (request.idempotency!.fingerprint !== requests[leader]!.idempotency!.fingerprint) return { error: reusedKey() };
+    return { result: { ...(settled[leader] as { result: WriteResult<unknown> }).result, replayed: true } };
+  });
+}

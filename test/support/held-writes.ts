@@ -1,0 +1,67 @@
+import { expect } from '@jest/globals';
+import pg from 'pg';
+import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
+import type { TestApp } from './app.js';
+import { eventually } from './eventually.js';
+import type { Tenant } from './fixtures.js';
+import { postLead, uniqueEmail } from './requests.js';
+
+// Writes a test holds up for as long as it needs: a lead whose row a connection of the test
+// keeps locked, so any write that updates that lead waits in its transaction until released.
+
+export interface LockedLead {
+  /** The lead's email: a write sending it updates the lead, and waits. */
+  email: string;
+  release(): Promise<void>;
+}
+
+/** A new lead of the tenant, and a connection holding its row locked until `release`. */
+export async function lockedLead(t: TestApp, tenant: Tenant): Promise<LockedLead> {
+  const created = await postLead(t, tenant, { name: 'Locked', email: uniqueEmail('locked') });
+  const client = new pg.Client({ connectionString: t.databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT id FROM leads WHERE id = $1 FOR UPDATE', [created.body.data.id]);
+  return {
+    email: created.body.data.emails[0],
+    release: async () => {
+      await client.query('COMMIT');
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Resolves once `until` holds for the number of statements of the app's database waiting on a
+ * row lock taken FOR UPDATE (a number: exactly that many). Asked over a connection of its
+ * own, so a pool the app has exhausted does not hold the question up.
+ */
+export async function lockWaits(t: TestApp, until: number | ((waits: number) => boolean)): Promise<void> {
+  const client = new pg.Client({ connectionString: t.databaseUrl });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    await eventually(async () => {
+      const { rows } = await client.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
+      return typeof until === 'number' ? rows.length === until : until(rows.length);
+    }, 10_000, 5);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Every group the process may run at once, each a request of the tenant waiting on a lead the
+ * test holds locked: requests sent meanwhile queue for the next groups.
+ */
+export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
+  const gates = await Promise.all(Array.from({ length: RUNNING_GROUPS }, () => lockedLead(t, tenant)));
+  // then(): supertest sends a request only once it is awaited.
+  const blockers = gates.map((gate) => postLead(t, tenant, { name: 'Blocker', email: gate.email }).then((response) => response));
+  await lockWaits(t, RUNNING_GROUPS);
+  return {
+    release: async () => { for (const gate of gates) await gate.release(); },
+    finished: async () => { for (const blocker of blockers) expect((await blocker).status).toBe(200); },
+  };
+}
