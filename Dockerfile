@@ -22,6 +22,9 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/openapi ./openapi
+# The console's templates and its CSS and script are read from the source tree (src/console/views.ts).
+COPY --from=build /app/src/console/views ./src/console/views
+COPY --from=build /app/src/console/static ./src/console/static
 USER node
 EXPOSE 3000 9464
 CMD ["node", "dist/src/main.js"]

@@ -60,6 +60,18 @@ let serviceMetricsUrl: string | null = null;
 let postgresVersion = 'unknown';
 const loadAtStart = os.loadavg().map((load) => Number(load.toFixed(2)));
 
+/** A console session cookie for the user: a sign-in link minted by the CLI, redeemed as the sign-in page posts it. */
+async function consoleSession(base: string, userId: number): Promise<string> {
+  const { url } = await runCli(['console', 'link', '--user', String(userId)], { DATABASE_URL: benchUrl, LOG_LEVEL: 'warn' }) as { url: string };
+  const answer = await fetch(`${base}/console/sign-in/link`, {
+    method: 'POST', redirect: 'manual', headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token: new URL(url).hash.slice(1) }),
+  });
+  const cookie = answer.headers.get('set-cookie')?.split(';')[0];
+  if (answer.status !== 303 || !cookie) throw new Error(`console sign-in answered ${answer.status}`);
+  return cookie;
+}
+
 async function measure(name: string, url: string, token: string | null, workload: Workload, rssPid: number | null): Promise<ScenarioResult> {
   // A 100-lead batch takes longer than a one-second smoke window at this concurrency.
   const duration = workload.kind === 'new-batch' ? Math.max(durationSeconds, 3) : durationSeconds;
@@ -195,6 +207,10 @@ async function main(): Promise<void> {
     const leadCount = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
     log(`seeded in ${seedSeconds.toFixed(1)} s (+ ${vacuumSeconds.toFixed(1)} s VACUUM ANALYZE); the workspace holds ${leadCount.toLocaleString('en')} leads`);
     const large = await measure(`6 POST /leads new person, ${leadCount.toLocaleString('en')} leads`, base, token, { kind: 'new-lead', runId: `${runId}c`, phoneBase: 4_000_000_000 }, pid);
+    // The console's pages on the same large workspace, signed in as the demo admin (a sign-in link redeemed once).
+    const cookie = await consoleSession(base, demo.user.id as number);
+    const consoleList = await measure(`6b GET /console/leads, ${leadCount.toLocaleString('en')} leads`, base, null, { kind: 'console-lead-list', cookie }, pid);
+    const consoleLead = await measure('6c GET /console/leads/{id}', base, null, { kind: 'console-lead-page', cookie, ids: { from: seeded.firstId, to: seeded.lastId } }, pid);
 
     const serverPeakRssBytes = serviceRss.stop();
     await stopChild(service);
@@ -206,7 +222,7 @@ async function main(): Promise<void> {
     const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
     if (delivery.skipped) process.stdout.write(`7 delivery: skipped: ${delivery.skipped}\n`);
 
-    const scenarios = [constant, insert, readBaseline, sameWork, me, read, created, updated, batch, large];
+    const scenarios = [constant, insert, readBaseline, sameWork, me, read, created, updated, batch, large, consoleList, consoleLead];
     const extra = {
       date: new Date().toISOString(),
       mode: smoke ? 'smoke' : 'full',

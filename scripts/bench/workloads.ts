@@ -11,7 +11,10 @@ export type Workload =
   | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
   | { kind: 'baseline-insert' }
   /** GET /me, each request with a new random well-formed key (`lk` + 10 base36 `_` 43 base64url). */
-  | { kind: 'made-up-keys' };
+  | { kind: 'made-up-keys' }
+  /** The console's lead list (newest first), or a random lead's page, with a session cookie. */
+  | { kind: 'console-lead-list'; cookie: string }
+  | { kind: 'console-lead-page'; cookie: string; ids: { from: number; to: number } };
 
 export interface BenchRequest {
   method: 'GET' | 'POST';
@@ -72,5 +75,9 @@ export function nextRequest(workload: Workload): BenchRequest {
       return post('/insert', newPerson('baseline', 0));
     case 'made-up-keys':
       return { method: 'GET', path: '/api/v1/me', headers: { authorization: `Bearer ${madeUpKey()}` } };
+    case 'console-lead-list':
+      return { method: 'GET', path: '/console/leads', headers: { cookie: workload.cookie } };
+    case 'console-lead-page':
+      return { method: 'GET', path: `/console/leads/${randomInt(workload.ids.from, workload.ids.to)}`, headers: { cookie: workload.cookie } };
   }
 }

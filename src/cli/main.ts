@@ -7,10 +7,12 @@ import { describeStartupFailure } from '../lifecycle.js';
 import { Refused } from '../refused.js';
 import { SecretKeyError } from '../secrets/keyring.js';
 import { registerConnectorCommands } from './commands/connectors.js';
+import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
 import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
+import { registerWorkspaceAdminCommands } from './commands/workspace-admin.js';
 
 function fail(code: string, message: string): never {
   process.stderr.write(`${JSON.stringify({ error: code, message })}\n`);
@@ -28,6 +30,8 @@ function buildProgram(): Command {
   registerWorkflowCommands(program);
   registerDeliveryCommands(program);
   registerSecretsCommands(program);
+  registerConsoleCommands(program);
+  registerWorkspaceAdminCommands(program);
   return program;
 }
 

@@ -10,6 +10,7 @@ import * as sealCredentialHeaders from './migrations/0007_seal_credential_header
 import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 import * as endpoints from './migrations/0009_endpoints.js';
 import * as deletedWorkflows from './migrations/0011_deleted_workflows.js';
+import * as consoleTables from './migrations/0012_console.js';
 import * as workspaceKeys from './migrations/0013_workspace_keys.js';
 import { distributeTables } from './distribution.js';
 
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0008_delivery_recovery': deliveryRecovery,
   '0009_endpoints': endpoints,
   '0011_deleted_workflows': deletedWorkflows,
+  '0012_console': consoleTables,
   '0013_workspace_keys': workspaceKeys,
 };
 

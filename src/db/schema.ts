@@ -1,6 +1,7 @@
 import type { Generated, Insertable, Selectable } from 'kysely';
 import type { CompanyStatus, LeadStage, Link, Location } from '../../generated/api.js';
 import type { Json, JsonWithDefault, NullableTimestamp, Timestamp } from './column-types.js';
+import type { ConsoleSessionsTable, ConsoleSignInFailuresTable, ConsoleSignInLinksTable } from './console-schema.js';
 import type { ConnectorsTable, DeliveriesTable, DeliveryAttemptsTable, EndpointsTable, WorkflowsTable } from './outbound-schema.js';
 
 // Row types of the database (not of the API: API types come from generated/); the outbound
@@ -21,6 +22,8 @@ export interface UsersTable {
   workspace_id: number;
   email: string;
   role: 'admin' | 'member';
+  /** argon2id, NULL until a password is set (migration 0012). */
+  password_hash: string | null;
   created_at: Timestamp;
 }
 
@@ -137,6 +140,9 @@ export interface Database {
   deliveries: DeliveriesTable;
   delivery_attempts: DeliveryAttemptsTable;
   endpoints: EndpointsTable;
+  console_sessions: ConsoleSessionsTable;
+  console_sign_in_links: ConsoleSignInLinksTable;
+  console_sign_in_failures: ConsoleSignInFailuresTable;
 }
 
 export type TagRow = Selectable<TagsTable>;

@@ -1,6 +1,7 @@
 import express, { type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { AppContext } from '../context.js';
+import { consoleRouter } from '../console/router.js';
 import { reportUnavailable } from '../db/connect.js';
 import { OPENAPI_PATH } from '../paths.js';
 import { readContract } from './contract-routes.js';
@@ -43,6 +44,8 @@ export function createApp(ctx: AppContext): express.Express {
   // Operator routes after the API: their paths never overlap it, and API requests (the hot
   // ones) then skip matching them.
   addOperatorRoutes(app, ctx);
+  // The console has its own headers, 404 and error pages: mounted before the app-wide ones.
+  app.use('/console', consoleRouter(ctx));
   app.use(routeNotFound);
   app.use(errorHandler(ctx.logger, (error) => reportUnavailable(ctx.pool, error)));
   return app;

@@ -25,7 +25,7 @@ export type NewWorkflowInput = { workspaceId: number; block: WorkflowBlock; maxP
  * unusable or its URL empty, and every run then records the configuration error (as for a
  * connector deleted later); headers that are never sent are named too.
  */
-async function blockWarnings(db: Db, workspaceId: number, block: WorkflowBlock): Promise<string[]> {
+export async function blockWarnings(db: Db, workspaceId: number, block: WorkflowBlock): Promise<string[]> {
   if (block.endpoint !== 'url') {
     const problem = connectorProblem((await findConnectors(db, [block.connector_id])).get(block.connector_id), workspaceId, block.connector_id);
     return problem ? [`${problem} Runs of this workflow will fail until it is fixed.`] : [];

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
+import { editWorkflow } from '../../workflows/edit.js';
 import { createWorkflow, deleteWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { collect, nonEmpty, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, positiveId } from '../arguments.js';
@@ -62,6 +63,20 @@ export function registerWorkflowCommands(program: Command): void {
         ? { workspaceId: workspace.id, block, maxPerSecond, trigger, tagName: nonEmpty(tag!, '--tag') }
         : { workspaceId: workspace.id, block, maxPerSecond, trigger };
       return createWorkflow(db, input);
+    }));
+
+
+  workflow.command('edit').description('a new trigger, tag and block; secret, state and cap stay; a Custom URL keeps its headers when no --header is given')
+    .requiredOption('--id <id>').requiredOption('--trigger <trigger>', 'lead_created or tag_added').option('--tag <name>')
+    .option('--connector <id>').option('--url <url>').option('--send-to-crm <id>')
+    .option('--method <method>', 'Custom URL method', 'POST').option('--format <format>', 'Custom URL body format', 'json')
+    .option('--header <name=value>', 'Custom URL header (repeatable)', collect, []).option('--field <key=value>', 'block field (repeatable)', collect, [])
+    .action((options: WorkflowOptions & { id: string }) => runCommand(({ db }) => {
+      const { trigger, tag } = parseTrigger(options);
+      const parsed = parseBlock(options);
+      const block = parsed.endpoint === 'url' && options.header.length === 0 ? { ...parsed, headers: undefined } : parsed;
+      const id = positiveId(options.id, '--id');
+      return editWorkflow(db, id, trigger === 'tag_added' ? { trigger, tagName: nonEmpty(tag!, '--tag'), block } : { trigger, block });
     }));
 
   workflow.command('list').requiredOption('--workspace <id>')

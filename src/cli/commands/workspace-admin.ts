@@ -1,0 +1,38 @@
+import type { Command } from 'commander';
+import { revealSigningSecret } from '../../connectors/signing-secret.js';
+import { listTags } from '../../tags/repository.js';
+import { updateTag } from '../../tags/service.js';
+import { changeRole, listWorkspaceMembers, parseRole } from '../../users/service.js';
+import { requireWorkspace } from '../../workspaces/service.js';
+import { nonEmpty, parseBoolean, positiveId } from '../arguments.js';
+import { runCommand } from '../cli-context.js';
+
+const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
+
+/**
+ * The CLI side of what the console's Members, Tags and Connectors pages do, so every console
+ * action has its command (added to the nouns core.ts and connectors.ts define).
+ */
+export function registerWorkspaceAdminCommands(program: Command): void {
+  const user = group(program, 'user');
+  user.command('list').requiredOption('--workspace <id>')
+    .action((options: { workspace: string }) => runCommand(async ({ db }) =>
+      listWorkspaceMembers(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
+  user.command('update').requiredOption('--id <id>').requiredOption('--role <role>', 'admin or member')
+    .action((options: { id: string; role: string }) => runCommand(({ db }) => changeRole(db, positiveId(options.id, '--id'), parseRole(options.role, '--role'))));
+
+  const tag = group(program, 'tag');
+  tag.command('list').requiredOption('--workspace <id>').option('--archived', 'archived tags too')
+    .action((options: { workspace: string; archived?: boolean }) => runCommand(async ({ db }) =>
+      listTags(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id, options.archived === true)));
+  tag.command('update').requiredOption('--id <id>').option('--name <name>').option('--color <color>', 'a colour, or "none" to clear it')
+    .option('--archived <on|off>', 'archive (on) or restore (off)')
+    .action((options: { id: string; name?: string; color?: string; archived?: string }) => runCommand(({ db }) => updateTag(db, positiveId(options.id, '--id'), {
+      name: options.name === undefined ? undefined : nonEmpty(options.name, '--name'),
+      color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : nonEmpty(options.color, '--color', 32),
+      active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
+    })));
+
+  group(program, 'connector').command('reveal-secret').description('the signing secret receivers verify with').requiredOption('--id <id>')
+    .action((options: { id: string }) => runCommand(({ db }) => revealSigningSecret(db, positiveId(options.id, '--id'))));
+}

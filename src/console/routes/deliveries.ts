@@ -1,0 +1,75 @@
+import type { Request, Router } from 'express';
+import type { AppContext } from '../../context.js';
+import { parseBranch, parseTimeWindow, parseTimestamp } from '../../cli/arguments.js';
+import { listWorkspaceConnectors } from '../../connectors/service.js';
+import { listDeliveryPage } from '../../deliveries/log-repository.js';
+import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { Refused } from '../../refused.js';
+import { listWorkspaceWorkflows } from '../../workflows/service.js';
+import { requireInWorkspace } from '../../workspaces/owned.js';
+import { noticeOf } from '../notices.js';
+import { signedIn } from '../session.js';
+import { render } from '../views.js';
+import { pathId, query, text } from './form.js';
+
+const PAGE_SIZE = 100;
+const idFilter = (value: unknown): number | undefined => {
+  const given = query(value);
+  return given !== undefined && /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
+};
+/** A datetime-local field (no zone) is UTC, as the form says. */
+export const utc = (value: string): string => (/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value}Z`);
+
+function filterOf(req: Request) {
+  const branch = query(req.query.branch);
+  const since = query(req.query.since);
+  const until = query(req.query.until);
+  return {
+    connectorId: idFilter(req.query.connector), workflowId: idFilter(req.query.workflow), leadId: idFilter(req.query.lead),
+    branch: branch === undefined ? undefined : parseBranch(branch),
+    since: since === undefined ? undefined : parseTimestamp(utc(since), 'Since'),
+    until: until === undefined ? undefined : parseTimestamp(utc(until), 'Until'),
+  };
+}
+
+export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
+  router.get('/deliveries', async (req, res) => {
+    const workspaceId = signedIn(res).user.workspaceId;
+    const filter = filterOf(req);
+    const [page, connectors, workflows] = await Promise.all([
+      listDeliveryPage(ctx.db, workspaceId, { ...filter, before: idFilter(req.query.before), limit: PAGE_SIZE }),
+      listWorkspaceConnectors(ctx.db, workspaceId), listWorkspaceWorkflows(ctx.db, workspaceId),
+    ]);
+    const kept = Object.entries(req.query).filter(([key, value]) => key !== 'before' && key !== 'notice' && typeof value === 'string' && value !== '') as Array<[string, string]>;
+    const nextQuery = page.next === null ? null : new URLSearchParams([...kept, ['before', String(page.next)]]).toString();
+    render(res, 'deliveries', {
+      title: 'Deliveries', page: 'deliveries', notice: noticeOf(req), deliveries: page.deliveries, nextQuery, connectors, workflows,
+      form: Object.fromEntries(kept),
+    });
+  });
+
+  router.get('/deliveries/:id', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'deliveries', pathId(req.params.id));
+    render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: await showDelivery(ctx.db, id) });
+  });
+
+  router.post('/deliveries/:id/replay', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'deliveries', pathId(req.params.id));
+    await replayDelivery(ctx.db, id);
+    res.redirect(303, `/console/deliveries/${id}?notice=replayed`);
+  });
+
+  router.post('/deliveries/recover', async (req, res) => {
+    const workspaceId = signedIn(res).user.workspaceId;
+    const connector = text(req.body, 'connector');
+    const workflow = text(req.body, 'workflow');
+    if ((connector === '') === (workflow === '')) throw new Refused('invalid_argument', 'Choose exactly one connector or workflow.');
+    const endpoint = connector !== ''
+      ? { connectorId: await requireInWorkspace(ctx.db, workspaceId, 'connectors', pathId(connector)) }
+      : { workflowId: await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(workflow)) };
+    const until = text(req.body, 'until');
+    const window = parseTimeWindow(utc(text(req.body, 'since')), until === '' ? undefined : utc(until));
+    const result = await recoverDeliveries(ctx.db, endpoint, window);
+    render(res, 'recovered', { title: 'Recovered', page: 'deliveries', result, endpoint, window });
+  });
+}

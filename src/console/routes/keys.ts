@@ -1,0 +1,65 @@
+import type { Router } from 'express';
+import { scopeValues, type Scope } from '../../../generated/api.js';
+import { listKeys, revokeKey } from '../../api-keys/repository.js';
+import { createApiKey } from '../../api-keys/service.js';
+import { nonEmpty, parseTimestamp } from '../../cli/arguments.js';
+import type { AppContext } from '../../context.js';
+import { Refused } from '../../refused.js';
+import { requireInWorkspace } from '../../workspaces/owned.js';
+import { noticeOf } from '../notices.js';
+import { signedIn } from '../session.js';
+import { render } from '../views.js';
+import { list, pathId, text } from './form.js';
+
+type KeyRow = Awaited<ReturnType<typeof listKeys>>[number];
+
+/** Valid, revoked, expired or orphaned (its creator deleted): what authentication would say of it. */
+function condition(key: KeyRow, now: number): 'valid' | 'revoked' | 'expired' | 'orphaned' {
+  if (key.revoked_at !== null) return 'revoked';
+  if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return 'expired';
+  if (key.user_id === null) return 'orphaned';
+  return 'valid';
+}
+
+function scopesOf(values: string[]): Scope[] {
+  const unknown = values.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
+  if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
+  return [...new Set(values)] as Scope[];
+}
+
+export function addKeyRoutes(router: Router, ctx: AppContext): void {
+  router.get('/api-keys', async (req, res) => {
+    const keys = await listKeys(ctx.db, signedIn(res).user.workspaceId);
+    const now = Date.now();
+    render(res, 'keys', { title: 'API keys', page: 'keys', notice: noticeOf(req), scopes: scopeValues, keys: keys.map((key) => ({ ...key, condition: condition(key, now) })).reverse() });
+  });
+
+  router.post('/api-keys', async (req, res) => {
+    const { user } = signedIn(res);
+    const expiresAt = text(req.body, 'expires_at').trim();
+    const created = await createApiKey(ctx.db, {
+      workspaceId: user.workspaceId,
+      userId: user.userId,
+      name: nonEmpty(text(req.body, 'name'), 'Name'),
+      scopes: scopesOf(list(req.body, 'scopes')),
+      // datetime-local sends no zone: the form says the time is UTC.
+      expiresAt: expiresAt === '' ? null : parseTimestamp(/[zZ]|[+-]\d\d:?\d\d$/.test(expiresAt) ? expiresAt : `${expiresAt}Z`, 'Expires at'),
+    });
+    // The token is in this answer only (no redirect, no flash, Cache-Control: no-store): shown once.
+    render(res, 'key-created', { title: 'Key created', page: 'keys', key: created }, 201);
+  });
+
+  router.get('/api-keys/:id/revoke', async (req, res) => {
+    const workspaceId = signedIn(res).user.workspaceId;
+    const id = await requireInWorkspace(ctx.db, workspaceId, 'api_keys', pathId(req.params.id));
+    const key = (await listKeys(ctx.db, workspaceId)).find((row) => row.id === id)!;
+    render(res, 'key-revoke', { title: 'Revoke key', page: 'keys', key });
+  });
+
+  router.post('/api-keys/:id/revoke', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'api_keys', pathId(req.params.id));
+    const revoked = await revokeKey(ctx.db, id);
+    if (!revoked) throw new Refused('not_found', `API key ${id} does not exist.`);
+    res.redirect(303, '/console/api-keys?notice=key-revoked');
+  });
+}

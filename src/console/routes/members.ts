@@ -1,0 +1,41 @@
+import type { Router } from 'express';
+import type { AppContext } from '../../context.js';
+import { addMember, changeRole, listWorkspaceMembers, parseEmail, parseRole, removeMember } from '../../users/service.js';
+import { requireInWorkspace } from '../../workspaces/owned.js';
+import { noticeOf } from '../notices.js';
+import { signedIn } from '../session.js';
+import { render } from '../views.js';
+import { pathId, text } from './form.js';
+
+export function addMemberRoutes(router: Router, ctx: AppContext): void {
+  router.get('/members', async (req, res) => {
+    const members = await listWorkspaceMembers(ctx.db, signedIn(res).user.workspaceId);
+    render(res, 'members', { title: 'Members', page: 'members', notice: noticeOf(req), members });
+  });
+
+  router.post('/members', async (req, res) => {
+    await addMember(ctx.db, signedIn(res).user.workspaceId, parseEmail(text(req.body, 'email'), 'Email'), parseRole(text(req.body, 'role') || undefined, 'Role'));
+    res.redirect(303, '/console/members?notice=member-saved');
+  });
+
+  router.post('/members/:id/role', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
+    await changeRole(ctx.db, id, parseRole(text(req.body, 'role'), 'Role'));
+    res.redirect(303, '/console/members?notice=member-saved');
+  });
+
+  router.get('/members/:id/remove', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
+    const member = (await listWorkspaceMembers(ctx.db, signedIn(res).user.workspaceId)).find((row) => row.id === id)!;
+    render(res, 'confirm', {
+      title: `Remove ${member.email}?`, page: 'members', action: `/console/members/${id}/remove`, button: 'Remove member', back: '/console/members',
+      explanation: `Their ${member.keys} API key(s) become orphaned and are refused from then on, and their console sessions end.`,
+    });
+  });
+
+  router.post('/members/:id/remove', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
+    await removeMember(ctx.db, id);
+    res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-removed');
+  });
+}

@@ -1,0 +1,42 @@
+import type { Executor } from '../db/connect.js';
+import { isUniqueViolation } from '../db/sql.js';
+import { Refused } from '../refused.js';
+import { deleteUser, insertUser, type Role } from './repository.js';
+import { listMembers, setRole } from './members-repository.js';
+
+// A workspace's members: add, list, change role, remove (their API keys become orphaned).
+
+export function parseEmail(value: string, field: string): string {
+  const email = value.trim().toLowerCase();
+  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw new Refused('invalid_argument', `${field} must be an email address, got "${value}".`);
+  return email;
+}
+
+export function parseRole(value: string | undefined, field: string): Role {
+  if (value === undefined) return 'admin';
+  if (value !== 'admin' && value !== 'member') throw new Refused('invalid_argument', `${field} must be admin or member.`);
+  return value;
+}
+
+export async function addMember(db: Executor, workspaceId: number, email: string, role: Role) {
+  try {
+    return await insertUser(db, { workspace_id: workspaceId, email, role });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new Refused('conflict', `${email} is already a member of this workspace.`);
+    throw error;
+  }
+}
+
+export const listWorkspaceMembers = (db: Executor, workspaceId: number) => listMembers(db, workspaceId);
+
+export async function changeRole(db: Executor, id: number, role: Role) {
+  const updated = await setRole(db, id, role);
+  if (!updated) throw new Refused('not_found', `User ${id} does not exist.`);
+  return updated;
+}
+
+export async function removeMember(db: Executor, id: number) {
+  const deleted = await deleteUser(db, id);
+  if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
+  return { id: deleted.id, deleted: true };
+}

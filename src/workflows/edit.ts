@@ -1,0 +1,41 @@
+import type { Db } from '../db/connect.js';
+import type { WorkflowBlock } from '../db/schema.js';
+import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
+import { Refused } from '../refused.js';
+import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
+import { updateWorkflowDefinition } from './edit-repository.js';
+import { findWorkflows } from './repository.js';
+import { blockWarnings } from './service.js';
+
+/** What an edit may leave out of a Custom URL block: the stored URL and headers are kept (they are shown masked, never sent back). */
+type CustomUrlBlock = Extract<WorkflowBlock, { endpoint: 'url' }>;
+export type EditedBlock = Exclude<WorkflowBlock, CustomUrlBlock> | (Omit<CustomUrlBlock, 'url' | 'headers'> & Partial<Pick<CustomUrlBlock, 'url' | 'headers'>>);
+export type WorkflowEdit = { block: EditedBlock } & ({ trigger: 'lead_created' } | { trigger: 'tag_added'; tagName: string });
+
+/**
+ * `workflow edit`: a new trigger, tag and block for a workflow; its signing secret, state
+ * (active or not, since when), cap and health stay. A Custom URL block edited into a Custom
+ * URL keeps the stored URL and headers when the edit gives none.
+ */
+export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
+  const workflow = (await findWorkflows(db, [id])).get(id);
+  if (!workflow) throw new Refused('not_found', `Workflow ${id} does not exist.`);
+  const stored = workflow.block.endpoint === 'url' ? workflow.block : null;
+  const block: WorkflowBlock = input.block.endpoint !== 'url' ? input.block : {
+    ...input.block,
+    url: input.block.url ?? stored?.url ?? '',
+    headers: input.block.headers ?? stored?.headers ?? [],
+  };
+  const warnings = await blockWarnings(db, workflow.workspace_id, block);
+  return db.transaction().execute(async (trx) => {
+    let tag: { id: number; name: string } | null = null;
+    if (input.trigger === 'tag_added') {
+      await insertMissingTags(trx, workflow.workspace_id, [input.tagName]);
+      const [found] = await findTagsByNames(trx, workflow.workspace_id, [input.tagName]);
+      tag = { id: found!.id, name: found!.name };
+    }
+    await updateWorkflowDefinition(trx, id, { trigger: input.trigger, tag_id: tag?.id ?? null, block });
+    const shown = block.endpoint === 'url' ? { ...block, url: maskUrl(block.url), headers: maskKeyValues(block.headers) } : block;
+    return { id, trigger: input.trigger, tag, block: shown, warnings };
+  });
+}

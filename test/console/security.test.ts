@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { sql } from 'kysely';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+import { CONSOLE_ORIGIN, countRows, form, http, signInByLink, type ConsoleSession } from './support.js';
+
+// The console's web security over HTTP: CSRF tokens, Origin and Sec-Fetch-Site on every
+// POST, its own headers, and every page confined to the session's workspace.
+
+let app: TestApp;
+let tenant: Tenant;
+let other: Tenant;
+let admin: ConsoleSession;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  tenant = await createTenant(app.ctx.db);
+  other = await createTenant(app.ctx.db, { name: 'Other workspace' });
+  admin = await signInByLink(app, tenant.userId);
+});
+afterAll(async () => { await app.close(); });
+
+describe('the console\'s POSTs', () => {
+  const createTag = (name: string) => http(app).post('/console/tags').set('Cookie', admin.cookie);
+
+  it('refuse a missing or wrong CSRF token, a foreign Origin, a cross-site fetch and a request that says neither, and change nothing', async () => {
+    const before = await countRows(app.ctx.db, 'tags', tenant.workspaceId);
+    const refusals = [
+      await createTag('a').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ name: 'no-token' })),
+      await createTag('b').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ name: 'wrong-token', _csrf: `${admin.csrf.slice(0, -2)}xx` })),
+      await createTag('c').set('Origin', 'https://evil.example').type('form').send(form({ name: 'foreign-origin', _csrf: admin.csrf })),
+      await createTag('d').set('Sec-Fetch-Site', 'cross-site').type('form').send(form({ name: 'cross-site', _csrf: admin.csrf })),
+      await createTag('e').type('form').send(form({ name: 'no-origin', _csrf: admin.csrf })),
+    ];
+    expect(refusals.map((answer) => answer.status)).toEqual([403, 403, 403, 403, 403]);
+    expect(refusals.every((answer) => /nothing was changed/.test(answer.text))).toBe(true);
+    expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before);
+
+    // Text PostgreSQL cannot store is made storable, as the API does: an answer, never a 500.
+    expect((await admin.post('/console/tags', { name: 'nul\u0000tag' })).status).toBe(303);
+    const accepted = await admin.post('/console/tags', { name: 'accepted' });
+    expect(accepted.status).toBe(303);
+    expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before + 2);
+  });
+
+  it('take the token of their own session only', async () => {
+    const second = await signInByLink(app, tenant.userId);
+    const answer = await http(app).post('/console/tags').set('Cookie', admin.cookie).set('Origin', CONSOLE_ORIGIN).type('form')
+      .send(form({ name: 'borrowed-token', _csrf: second.csrf }));
+    expect(answer.status).toBe(403);
+  });
+});
+
+describe('the console\'s pages', () => {
+  it('carry a CSP without inline script or style, frame-ancestors none, no-store, and answer unknown pages with HTML', async () => {
+    const page = await admin.get('/console/leads');
+    expect(page.status).toBe(200);
+    const csp = page.headers['content-security-policy'] as string;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("style-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:/);
+    expect(page.headers['cache-control']).toBe('no-store');
+    const missing = await admin.get('/console/no-such-page');
+    expect(missing.status).toBe(404);
+    expect(missing.headers['content-type']).toMatch(/^text\/html/);
+  });
+
+  it('answer another workspace\'s ids exactly as missing ones, and change nothing there', async () => {
+    const { db } = app.ctx;
+    const [connector] = await sql<{ id: number }>`INSERT INTO connectors (workspace_id, url, method, format, auth, mapping, fields, headers, signing_secret)
+      VALUES (${other.workspaceId}, 'https://example.com/x', 'POST', 'json', '{"type":"none"}', '[]', '[]', '[]', 'x') RETURNING id::int`.execute(db).then((r) => r.rows);
+    const [lead] = await sql<{ id: number }>`INSERT INTO leads (workspace_id, name, source) VALUES (${other.workspaceId}, 'Foreign lead', 'api') RETURNING id::int`.execute(db).then((r) => r.rows);
+    const pages = (id: number | string) => [`/console/connectors/${id}`, `/console/leads/${id}`, `/console/api-keys/${id}/revoke`, `/console/members/${id}/remove`];
+    const foreignIds = [connector!.id, lead!.id, other.keyId, other.userId];
+    for (const [index, foreignId] of foreignIds.entries()) {
+      const [theirs, none] = [await admin.get(pages(foreignId)[index]!), await admin.get(pages(999999)[index]!)];
+      expect([pages(foreignId)[index], theirs.status]).toEqual([pages(foreignId)[index], 404]);
+      // The same words but for the id it names.
+      const said = (html: string) => /<p role="alert">([^<]*)<\/p>/.exec(html)?.[1];
+      expect(said(theirs.text)?.replace(String(foreignId), 'N')).toBe(said(none.text)?.replace('999999', 'N'));
+    }
+    const revoke = await admin.post(`/console/api-keys/${other.keyId}/revoke`);
+    expect(revoke.status).toBe(404);
+    const push = await admin.post(`/console/leads/${lead!.id}/push`, { connector: String(connector!.id) });
+    expect(push.status).toBe(404);
+    expect(await http(app).get('/api/v1/me').set(other.auth).then((answer) => answer.status)).toBe(200);
+  });
+
+  it('let a member read every page and refuse every change with 403, changing nothing', async () => {
+    const { addUser } = await import('./support.js');
+    const member = await signInByLink(app, (await addUser(app.ctx.db, tenant.workspaceId, 'member')).id);
+    for (const path of ['/console/', '/console/leads', '/console/connectors', '/console/workflows', '/console/deliveries', '/console/api-keys', '/console/tags', '/console/members']) {
+      expect([path, (await member.get(path)).status]).toEqual([path, 200]);
+    }
+    const before = await countRows(app.ctx.db, 'tags', tenant.workspaceId);
+    const changes = [
+      await member.post('/console/tags', { name: 'by-member' }),
+      await member.post(`/console/api-keys/${tenant.keyId}/revoke`),
+      await member.post('/console/api-keys', { name: 'member key', scopes: 'leads:read' }),
+      await member.post('/console/members', { email: 'new@acme.test', role: 'admin' }),
+    ];
+    expect(changes.map((answer) => answer.status)).toEqual([403, 403, 403, 403]);
+    expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before);
+    expect(await http(app).get('/api/v1/me').set(tenant.auth).then((answer) => answer.status)).toBe(200);
+    expect((await member.post('/console/sign-out')).status).toBe(303);
+  });
+});
+
+describe('API keys in the console', () => {
+  it('show a new token once, never cached, and a revoked key gets 401 at once', async () => {
+    const created = await admin.post('/console/api-keys', { name: 'Console key', scopes: ['leads:read', 'tags:read'] });
+    expect(created.status).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
+    const token = /id="new-key-token"[^>]*value="([^"]+)"/.exec(created.text)?.[1];
+    expect(token).toMatch(/^[a-z0-9]+_/);
+    expect((await admin.get('/console/api-keys')).text).not.toContain(token);
+    expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+
+    const { rows: [key] } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Console key'`.execute(app.ctx.db);
+    expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
+    expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
+  });
+});
