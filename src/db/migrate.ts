@@ -11,6 +11,7 @@ import * as deliveryRecovery from './migrations/0008_delivery_recovery.js';
 import * as endpoints from './migrations/0009_endpoints.js';
 import * as deletedWorkflows from './migrations/0011_deleted_workflows.js';
 import * as consoleTables from './migrations/0012_console.js';
+import * as leadDailyCounts from './migrations/0015_lead_daily_counts.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
 // compiled, under tsx and under jest without path juggling.
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0009_endpoints': endpoints,
   '0011_deleted_workflows': deletedWorkflows,
   '0012_console': consoleTables,
+  '0015_lead_daily_counts': leadDailyCounts,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
