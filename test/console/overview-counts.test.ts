@@ -32,7 +32,7 @@ async function leadsOn(day: string): Promise<Record<string, number>> {
   const names = [...leadsChart.matchAll(/<th scope="col" class="num">([^<]+)<\/th>/g)].map((match) => match[1]!);
   const row = new RegExp(`<tr><td>${day}</td>(.*?)</tr>`).exec(leadsChart)?.[1] ?? '';
   const values = [...row.matchAll(/<td class="num">(\d+)<\/td>/g)].map((match) => Number(match[1]));
-  return Object.fromEntries(names.map((name, index) => [name, values[index]]));
+  return Object.fromEntries(names.map((name, index) => [name, values[index] ?? Number.NaN]));
 }
 
 describe('the Overview\'s leads per day', () => {
