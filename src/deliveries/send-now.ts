@@ -26,11 +26,17 @@ export interface SendNowResult {
  * endpoints (it logs and counts that).
  */
 export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credentials: Credentials): Promise<SendNowResult> {
-  const [id] = await insertDeliveries(deps.db, [delivery]);
-  const failed = { delivery_id: id!, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
-  if (delivery.branch === 'Failed') return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
   const workerId = newWorkerId();
-  const { rows: [row], deferred } = await claimDueDeliveries(deps.db, delivery.workspace_id, workerId, 1, leaseMs(deps.config), id);
+  // Inserted and claimed in one transaction: a worker polling meanwhile never sees the
+  // delivery unclaimed, so the person who pressed the button gets this attempt's answer.
+  const { id, claim } = await deps.db.transaction().execute(async (trx) => {
+    const [inserted] = await insertDeliveries(trx, [delivery]);
+    const claim = delivery.branch === 'Failed' ? null : await claimDueDeliveries(trx, delivery.workspace_id, workerId, 1, leaseMs(deps.config), inserted);
+    return { id: inserted!, claim };
+  });
+  const failed = { delivery_id: id, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
+  if (!claim) return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
+  const { rows: [row], deferred } = claim;
   if (deferred > 0) return { ...failed, error: 'held back by the connector\'s --max-per-second cap: the worker sends it in its turn', branch: 'pending' };
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
   const policy = healthPolicy(deps.config);
@@ -38,7 +44,7 @@ export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credent
   const outcome = await deliverClaimed(deps, record, row, credentials);
   if (!outcome) return { ...failed, error: 'the attempt could not be recorded', branch: 'pending' };
   return {
-    delivery_id: id!,
+    delivery_id: id,
     delivered: outcome.branch === 'Delivered',
     status: outcome.statusCode,
     reply: outcome.reply,

@@ -3,13 +3,16 @@ import { inTransactionRetried } from '../db/conflicts.js';
 import type { Db, Executor } from '../db/connect.js';
 import { claimKeys, reusedKey, type KeyedRequest } from '../idempotency/claims.js';
 import { settleRecords } from '../idempotency/repository.js';
+import { addDailyCounts, type IntakeTally } from './daily-counts-repository.js';
 import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
 import type { IntakeOptions } from './row-intake.js';
 
 // The transaction of one write group (src/leads/write-groups.ts): every request's
 // Idempotency-Key claimed, their rows run through the intake engine, each request's answer
 // shaped and stored, one commit. Each request gets exactly the answer it would have got
-// alone: its own claim, its rows' results shaped by its own operation, its own refusal.
+// alone: its own claim, its rows' results shaped by its own operation, its own refusal. What
+// the rows did is added to each workspace's daily counts by the same transaction, so the
+// counts hold exactly the writes that were committed.
 
 /** One write request, as the engine takes it. */
 export interface WriteRequest<Body> {
@@ -58,6 +61,13 @@ const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
   a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && a.options.onDuplicate === b.options.onDuplicate
   && a.options.createMissingTags === b.options.createMissingTags && a.options.enrich === b.options.enrich;
 
+/** Adds the rows' outcomes to the workspace's tally: a row without an outcome failed (refused or unexpectedly). */
+function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, results: readonly RowResult[]): void {
+  let tally = tallies.get(workspaceId);
+  if (!tally) tallies.set(workspaceId, tally = { created: 0, updated: 0, skipped: 0, failed: 0 });
+  for (const result of results) tally['outcome' in result ? result.outcome.status : 'failed'] += 1;
+}
+
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
 
 async function runGroup(
@@ -83,6 +93,7 @@ async function runGroup(
     if ('refused' in claim) settled[index] = { error: claim.refused };
   });
 
+  const tallies = new Map<number, IntakeTally>();
   const running = requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index]));
   for (let start = 0; start < running.length;) {
     let end = start + 1;
@@ -90,6 +101,7 @@ async function runGroup(
     const members = running.slice(start, end);
     const first = requests[members[0]!]!;
     const results = await runIntake(trx, first.workspaceId, members.flatMap((index) => requests[index]!.rows), first.options, first.dryRun, log, setBased);
+    if (!first.dryRun) tallyRows(tallies, first.workspaceId, results);
     let offset = 0;
     for (const index of members) {
       const request = requests[index]!;
@@ -112,6 +124,7 @@ async function runGroup(
   });
   const failed = ran.filter(({ index }) => 'error' in settled[index]!).map(({ key }) => key);
   await settleRecords(trx, answered, failed);
+  await addDailyCounts(trx, tallies);
 
   // A follower of a request that ran and succeeded replays its answer (or is refused for
   // another body); otherwise the key is free again, or holds an older answer: it runs anew.

@@ -2,16 +2,19 @@ import { purgeSignIns } from '../console-auth/service.js';
 import type { Db } from '../db/connect.js';
 import { purgeOldDeliveries } from '../deliveries/repository.js';
 import { purgeExpiredRecords } from '../idempotency/repository.js';
+import { purgeOldDailyCounts } from '../leads/daily-counts-repository.js';
 import { purgeProcessed } from '../outbox/repository.js';
 
 /**
  * Deletes what has outlived its purpose: idempotency answers past 24 h, old processed events,
  * finished deliveries (and their attempts) past DELIVERY_RETENTION_DAYS, the console's ended
- * sessions, used or expired sign-in links and sign-in failures past the throttle's window.
+ * sessions, used or expired sign-in links, sign-in failures past the throttle's window, and
+ * the overview's daily intake counts past 90 days.
  */
 export async function housekeeping(db: Db, deliveryRetentionDays: number): Promise<void> {
   await purgeExpiredRecords(db);
   await purgeProcessed(db);
   await purgeOldDeliveries(db, deliveryRetentionDays);
   await purgeSignIns(db);
+  await purgeOldDailyCounts(db);
 }

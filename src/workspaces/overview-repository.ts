@@ -1,21 +1,10 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 
-// What a workspace's overview counts: leads and finished deliveries per day, and endpoints in trouble.
+// What a workspace's overview counts: finished deliveries per day and endpoints in trouble (its
+// leads per day: src/leads/daily-counts-repository.ts).
 
 export interface DailyCount { day: string; a: number; b: number }
-
-/** Per UTC day of the last `days`: leads created (a) and leads whose last change was that day, other than their creation (b). */
-export async function leadsPerDay(db: Executor, workspaceId: number, days: number): Promise<DailyCount[]> {
-  const { rows } = await sql<DailyCount>`
-    SELECT to_char(d.day, 'YYYY-MM-DD') AS day,
-      (SELECT count(*)::int FROM leads WHERE workspace_id = ${workspaceId} AND created_at >= d.day AND created_at < d.day + interval '1 day') AS a,
-      (SELECT count(*)::int FROM leads WHERE workspace_id = ${workspaceId} AND updated_at >= d.day AND updated_at < d.day + interval '1 day'
-         AND updated_at > created_at + interval '1 second') AS b
-    FROM generate_series(date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => ${days - 1}), date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day') AS d(day)
-    ORDER BY d.day`.execute(db);
-  return rows;
-}
 
 /** Per UTC day of the last `days`: deliveries that ended Delivered (a) and Failed (b). */
 export async function deliveriesPerDay(db: Executor, workspaceId: number, days: number): Promise<DailyCount[]> {

@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { deliveriesPerDay, failingEndpoints, leadsPerDay, workspaceCounts } from '../../workspaces/overview-repository.js';
+import { dailyCounts } from '../../leads/daily-counts-repository.js';
+import { deliveriesPerDay, failingEndpoints, workspaceCounts } from '../../workspaces/overview-repository.js';
 import { dailyBars } from '../chart.js';
 import { signedIn } from '../session.js';
 import { render } from '../views.js';
@@ -11,12 +12,15 @@ export function addOverviewRoutes(router: Router, ctx: AppContext): void {
   router.get('/', async (_req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
     const [leads, deliveries, failing, counts] = await Promise.all([
-      leadsPerDay(ctx.db, workspaceId, DAYS), deliveriesPerDay(ctx.db, workspaceId, DAYS), failingEndpoints(ctx.db, workspaceId), workspaceCounts(ctx.db, workspaceId),
+      dailyCounts(ctx.db, workspaceId, DAYS), deliveriesPerDay(ctx.db, workspaceId, DAYS), failingEndpoints(ctx.db, workspaceId), workspaceCounts(ctx.db, workspaceId),
     ]);
     render(res, 'overview', {
       title: 'Overview', page: 'overview', counts, failing,
-      leads: dailyBars(leads, ['created', 'updated'], 'Leads created and updated per day'),
-      deliveries: dailyBars(deliveries, ['Delivered', 'Failed'], 'Deliveries Delivered and Failed per day'),
+      leads: dailyBars(leads, [
+        { key: 'created', name: 'created', colour: 'a' }, { key: 'updated', name: 'updated', colour: 'b' },
+        { key: 'skipped', name: 'skipped', colour: 'muted' }, { key: 'failed', name: 'failed', colour: 'bad' },
+      ], 'Leads created, updated, skipped and failed per day'),
+      deliveries: dailyBars(deliveries, [{ key: 'a', name: 'Delivered', colour: 'good' }, { key: 'b', name: 'Failed', colour: 'bad' }], 'Deliveries Delivered and Failed per day'),
     });
   });
 }

@@ -1,0 +1,52 @@
+import { sql } from 'kysely';
+import type { Executor } from '../db/connect.js';
+
+// Every statement of lead_daily_counts (migration 0015): what the intake did per workspace
+// and UTC day, for the console's overview. Counted per row the engine ran for a real write
+// (dry runs, replays and requests refused before the engine never count):
+// - created, updated, skipped: the row's outcome, as POST /leads's meta.status and a batch
+//   row's status report it;
+// - failed: every other row: a batch row answered `failed`, and a POST /leads refused after
+//   validation (409 duplicate_lead, 422 for a reference it names) or whose row failed
+//   unexpectedly (500). A request failed as a whole (its transaction undone) counts nothing.
+
+export interface IntakeTally { created: number; updated: number; skipped: number; failed: number }
+export type Outcome = keyof IntakeTally;
+
+/** Days kept: the overview shows 30; housekeeping deletes older rows. */
+export const DAILY_COUNTS_KEPT_DAYS = 90;
+
+/**
+ * Adds each workspace's tally to its row of the transaction's UTC day, in one statement.
+ * Rows are written in workspace order, so concurrent transactions wait on each other's row
+ * locks instead of deadlocking. Run it last in the transaction: the row lock is held to commit.
+ */
+export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, IntakeTally>): Promise<void> {
+  const entries = [...tallies].sort(([a], [b]) => a - b);
+  if (entries.length === 0) return;
+  const column = (outcome: Outcome) => entries.map(([, tally]) => tally[outcome]);
+  await sql`
+    INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
+    SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, created, updated, skipped, failed
+    FROM unnest(${entries.map(([workspaceId]) => workspaceId)}::bigint[], ${column('created')}::int[], ${column('updated')}::int[],
+      ${column('skipped')}::int[], ${column('failed')}::int[]) WITH ORDINALITY AS c(workspace_id, created, updated, skipped, failed, n)
+    ORDER BY n
+    ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
+      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`.execute(db);
+}
+
+/** Per UTC day of the last `days`, oldest first; zero for a day nothing was counted. */
+export async function dailyCounts(db: Executor, workspaceId: number, days: number): Promise<Array<{ day: string } & IntakeTally>> {
+  const { rows } = await sql<{ day: string } & IntakeTally>`
+    SELECT to_char(d.day, 'YYYY-MM-DD') AS day, coalesce(c.created, 0) AS created, coalesce(c.updated, 0) AS updated,
+      coalesce(c.skipped, 0) AS skipped, coalesce(c.failed, 0) AS failed
+    FROM generate_series(date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => ${days - 1}), date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day') AS d(day)
+    LEFT JOIN lead_daily_counts c ON c.workspace_id = ${workspaceId} AND c.day = d.day::date
+    ORDER BY d.day`.execute(db);
+  return rows;
+}
+
+/** Deletes the days past DAILY_COUNTS_KEPT_DAYS. */
+export async function purgeOldDailyCounts(db: Executor): Promise<void> {
+  await sql`DELETE FROM lead_daily_counts WHERE day < (now() AT TIME ZONE 'UTC')::date - ${DAILY_COUNTS_KEPT_DAYS}::int`.execute(db);
+}
