@@ -3,7 +3,7 @@ import type { Db } from './connect.js';
 
 // On a Citus coordinator (the `citus` extension is present), after the migrations: the tables
 // that are read before a workspace is known (a key by its prefix, the workspace itself, the key's
-// user) become reference tables, copied to every node; every other table with a workspace_id is
+// user, a console session or sign-in link by its token's hash) become reference tables, copied to every node; every other table with a workspace_id is
 // distributed by it, all co-located, so that one workspace's statements run on one node. On plain
 // PostgreSQL this does nothing. It runs on every migration and does only what is left, so a table
 // a later migration adds is distributed the next time.
@@ -14,7 +14,7 @@ import type { Db } from './connect.js';
 // So the foreign keys of every table still to move are dropped, the tables moved, and the keys
 // added back exactly as they were. In one transaction: a failure leaves the schema as it was.
 
-export const REFERENCE_TABLES = ['workspaces', 'users', 'api_keys'] as const;
+export const REFERENCE_TABLES = ['workspaces', 'users', 'api_keys', 'console_sessions', 'console_sign_in_links'] as const;
 /** The table the others are co-located with. */
 const ANCHOR = 'leads';
 
