@@ -150,8 +150,8 @@ describe('POST /leads/batch writes new people set-based', () => {
     expect(response.body.meta).toMatchObject({ created: 100, failed: 0 });
     const ids = response.body.data.map((row: { lead_id: number }) => row.lead_id);
     expect(ids).toEqual([...ids].sort((a: number, b: number) => a - b));
-    // BEGIN, lookup, companies and tags, leads, COMMIT.
-    expect(statements.map((text) => text.trim().split(/\s+/, 1)[0]!.toUpperCase())).toEqual(['BEGIN', 'SELECT', 'WITH', 'WITH', 'COMMIT']);
+    // BEGIN, lookup, companies and tags, leads, the day's intake counts (one row per workspace), COMMIT.
+    expect(statements.map((text) => text.trim().split(/\s+/, 1)[0]!.toUpperCase())).toEqual(['BEGIN', 'SELECT', 'WITH', 'WITH', 'INSERT', 'COMMIT']);
     const lead = await t.http.get(`/api/v1/leads/${ids[42]}`).set(tenant.auth);
     expect(lead.body.data).toMatchObject({
       name: 'Person 42', emails: ['p42@firm0.example'], phones: ['12125551042'],

@@ -21,12 +21,13 @@ const countStatements = <T>(work: () => Promise<T>) => statementsOf(t.ctx.pool, 
 function kindOf(statement: string): string {
   if (/^\s*(begin|commit|savepoint|release)/i.test(statement)) return statement.trim().split(/\s/)[0]!.toLowerCase();
   if (/INSERT INTO leads/.test(statement)) return 'new leads';
+  if (/INSERT INTO lead_daily_counts/.test(statement)) return 'intake counts';
   if (/FROM lead_identities/.test(statement) && /^\s*SELECT/.test(statement)) return 'lookup';
   return statement.trim().slice(0, 40);
 }
 
 describe('database round trips', () => {
-  it('POST /leads for a new person, alone: one lookup and one write that returns the lead, in a transaction', async () => {
+  it('POST /leads for a new person, alone: one lookup and one write that returns the lead, and the day\'s intake counts, in a transaction', async () => {
     const person = (n: number) => ({
       name: `Round ${n}`, email: `round${n}@roundco.example`, phone: `+1 303 555 ${1000 + n}`,
       linkedin_url: `https://www.linkedin.com/in/round-${n}`, tags: ['round', 'trip'],
@@ -35,7 +36,7 @@ describe('database round trips', () => {
     const { result, statements } = await countStatements(() => t.http.post('/api/v1/leads').set(tenant.auth).send(person(1)));
     expect(result.status).toBe(201);
     expect(result.body.data).toMatchObject({ name: 'Round 1', tags: [expect.objectContaining({ name: 'round' }), expect.objectContaining({ name: 'trip' })] });
-    expect(statements.map(kindOf)).toEqual(['begin', 'lookup', 'new leads', 'commit']);
+    expect(statements.map(kindOf)).toEqual(['begin', 'lookup', 'new leads', 'intake counts', 'commit']);
   });
 
   it('POST /leads for an existing person, alone: the update in a transaction', async () => {
