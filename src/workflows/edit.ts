@@ -2,10 +2,9 @@ import type { Db } from '../db/connect.js';
 import type { WorkflowBlock } from '../db/schema.js';
 import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
 import { Refused } from '../refused.js';
-import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import { updateWorkflowDefinition } from './edit-repository.js';
 import { findWorkflows } from './repository.js';
-import { blockWarnings } from './service.js';
+import { blockWarnings, triggerTag } from './service.js';
 
 /** What an edit may leave out of a Custom URL block: the stored URL and headers are kept (they are shown masked, never sent back). */
 type CustomUrlBlock = Extract<WorkflowBlock, { endpoint: 'url' }>;
@@ -28,12 +27,7 @@ export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
   };
   const warnings = await blockWarnings(db, workflow.workspace_id, block);
   return db.transaction().execute(async (trx) => {
-    let tag: { id: number; name: string } | null = null;
-    if (input.trigger === 'tag_added') {
-      await insertMissingTags(trx, workflow.workspace_id, [input.tagName]);
-      const [found] = await findTagsByNames(trx, workflow.workspace_id, [input.tagName]);
-      tag = { id: found!.id, name: found!.name };
-    }
+    const tag = await triggerTag(trx, workflow.workspace_id, input);
     await updateWorkflowDefinition(trx, id, { trigger: input.trigger, tag_id: tag?.id ?? null, block });
     const shown = block.endpoint === 'url' ? { ...block, url: maskUrl(block.url), headers: maskKeyValues(block.headers) } : block;
     return { id, trigger: input.trigger, tag, block: shown, warnings };

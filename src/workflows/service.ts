@@ -1,6 +1,6 @@
 import { findConnectors } from '../connectors/repository.js';
 import { unsentHeaderWarnings } from '../connectors/service.js';
-import type { Db } from '../db/connect.js';
+import type { Db, Executor } from '../db/connect.js';
 import type { WorkflowBlock } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
@@ -33,18 +33,23 @@ export async function blockWarnings(db: Db, workspaceId: number, block: Workflow
   return [...(block.url.trim() === '' ? ['The Custom URL is empty: runs of this workflow will fail.'] : []), ...unsentHeaderWarnings(block.headers)];
 }
 
+/** The tag a tag_added trigger names, created when missing; none for lead_created. */
+export async function triggerTag(
+  db: Executor, workspaceId: number, trigger: { trigger: 'lead_created' } | { trigger: 'tag_added'; tagName: string },
+): Promise<{ id: number; name: string } | null> {
+  if (trigger.trigger !== 'tag_added') return null;
+  await insertMissingTags(db, workspaceId, [trigger.tagName]);
+  const [found] = await findTagsByNames(db, workspaceId, [trigger.tagName]);
+  return { id: found!.id, name: found!.name };
+}
+
 /** Creates the workflow with its own signing secret; the tag of a tag_added trigger is created when missing. */
 export async function createWorkflow(db: Db, input: NewWorkflowInput) {
   const maxPerSecond = input.maxPerSecond ?? null;
   if (maxPerSecond !== null) requireCustomUrl(input.block, 'A cap (--max-per-second)');
   const warnings = await blockWarnings(db, input.workspaceId, input.block);
   return db.transaction().execute(async (trx) => {
-    let tag: { id: number; name: string } | null = null;
-    if (input.trigger === 'tag_added') {
-      await insertMissingTags(trx, input.workspaceId, [input.tagName]);
-      const [found] = await findTagsByNames(trx, input.workspaceId, [input.tagName]);
-      tag = { id: found!.id, name: found!.name };
-    }
+    const tag = await triggerTag(trx, input.workspaceId, input);
     const created = await insertWorkflow(trx, {
       workspace_id: input.workspaceId, trigger: input.trigger, tag_id: tag?.id ?? null, block: input.block, signing_secret: newSigningSecret(),
     });
