@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { housekeeping } from '../../src/worker/housekeeping.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { TestApp } from '../support/app.js';
+import type { Tenant } from '../support/fixtures.js';
 import { postBatch, postLead, uniqueEmail } from '../support/requests.js';
-import { signInByLink, type ConsoleSession } from './support.js';
+import { startConsoleBed, type ConsoleSession } from './support.js';
 
 // The Overview's leads per day: what the API's writes did (created, updated, skipped,
 // failed), counted by the writes' own transactions and read back from the page.
@@ -15,10 +15,7 @@ let other: Tenant;
 let admin: ConsoleSession;
 
 beforeAll(async () => {
-  app = await startTestApp();
-  tenant = await createTenant(app.ctx.db);
-  other = await createTenant(app.ctx.db, { name: 'Other workspace' });
-  admin = await signInByLink(app, tenant.userId);
+  ({ app, tenant, other, admin } = await startConsoleBed());
 });
 afterAll(async () => { await app.close(); });
 

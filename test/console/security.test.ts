@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
-import { CONSOLE_ORIGIN, countRows, form, http, signInByLink, type ConsoleSession } from './support.js';
+import type { TestApp } from '../support/app.js';
+import type { Tenant } from '../support/fixtures.js';
+import { CONSOLE_ORIGIN, countRows, form, http, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
 
 // The console's web security over HTTP: CSRF tokens, Origin and Sec-Fetch-Site on every
 // POST, its own headers, and every page confined to the session's workspace.
@@ -13,10 +13,7 @@ let other: Tenant;
 let admin: ConsoleSession;
 
 beforeAll(async () => {
-  app = await startTestApp();
-  tenant = await createTenant(app.ctx.db);
-  other = await createTenant(app.ctx.db, { name: 'Other workspace' });
-  admin = await signInByLink(app, tenant.userId);
+  ({ app, tenant, other, admin } = await startConsoleBed());
 });
 afterAll(async () => { await app.close(); });
 

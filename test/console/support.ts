@@ -3,7 +3,8 @@ import supertest from 'supertest';
 import { mintSignInLink, setUserPassword } from '../../src/console-auth/service.js';
 import type { Db } from '../../src/db/connect.js';
 import { insertUser, type Role } from '../../src/users/repository.js';
-import type { TestApp } from '../support/app.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
 
 // Signing in to the console over HTTP as a browser would: Origin on every POST, the session
 // cookie sent back, the CSRF token read from the page.
@@ -73,3 +74,13 @@ export const countRows = async (db: Db, table: 'tags' | 'console_sessions' | 'us
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)} ${workspaceId === undefined ? sql`` : sql`WHERE workspace_id = ${workspaceId}`}`.execute(db);
   return rows[0]!.n;
 };
+
+/** A running app with two workspaces and the first one's admin signed in to the console. */
+export interface ConsoleBed { app: TestApp; tenant: Tenant; other: Tenant; admin: ConsoleSession }
+
+export async function startConsoleBed(): Promise<ConsoleBed> {
+  const app = await startTestApp();
+  const tenant = await createTenant(app.ctx.db);
+  const other = await createTenant(app.ctx.db, { name: 'Other workspace' });
+  return { app, tenant, other, admin: await signInByLink(app, tenant.userId) };
+}
