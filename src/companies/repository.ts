@@ -137,3 +137,10 @@ export async function finishCompanyAnalysis(
   `.execute(db);
   return rows.length > 0;
 }
+
+/** A workspace's companies, newest first, `limit` of them before the id `before` (a keyset page). */
+export function listCompanies(db: Executor, workspaceId: number, page: { limit: number; before?: number }) {
+  let query = db.selectFrom('companies').where('workspace_id', '=', workspaceId);
+  if (page.before !== undefined) query = query.where('id', '<', page.before);
+  return query.select(['id', 'name', 'domain', 'status', 'created_at']).orderBy('id', 'desc').limit(page.limit).execute();
+}

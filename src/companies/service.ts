@@ -1,5 +1,7 @@
 import type { Executor } from '../db/connect.js';
+import { isUniqueViolation } from '../db/sql.js';
 import { domainOfUrl } from '../normalize.js';
+import { Refused } from '../refused.js';
 import { insertCompany } from './repository.js';
 
 /**
@@ -7,12 +9,17 @@ import { insertCompany } from './repository.js';
  * both: the website's registrable domain is its domain. Never analyzed (no lead asked for it).
  */
 export async function createCompany(db: Executor, input: { workspaceId: number; name: string | null; website: string | null }) {
+  if (!input.name && !input.website) throw new Refused('invalid_argument', 'Give a name, a website or both.');
+  const domain = input.website ? domainOfUrl(input.website) : null;
   const created = await insertCompany(db, {
     workspace_id: input.workspaceId,
     name: input.name,
-    domain: input.website ? domainOfUrl(input.website) : null,
+    domain,
     status: 'not_analyzed',
     links: input.website ? [{ type: 'website', url: input.website }] : [],
+  }).catch((error: unknown) => {
+    if (isUniqueViolation(error)) throw new Refused('conflict', `The workspace already has a company with the domain ${domain}.`);
+    throw error;
   });
   return { id: created.id, name: created.name, website: input.website };
 }

@@ -54,6 +54,10 @@ export function findPasswordUsers(db: Executor, email: string, limit: number) {
     .select(['id', 'workspace_id', 'password_hash']).orderBy('id').limit(limit).execute();
 }
 
+export function findPasswordHash(db: Executor, userId: number) {
+  return db.selectFrom('users').where('id', '=', userId).select('password_hash').executeTakeFirst();
+}
+
 export function setPasswordHash(db: Executor, userId: number, passwordHash: string) {
   return db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).returning('id').executeTakeFirst();
 }

@@ -4,7 +4,7 @@ import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { checkPassword, hashPassword, verifyPassword } from './passwords.js';
 import {
-  countSignInFailures, deleteDeadSignIns, purgeEndedSignIns, deleteSession, findLiveSession, findPasswordUsers, insertSession, insertSignInLink,
+  countSignInFailures, deleteDeadSignIns, purgeEndedSignIns, deleteSession, findLiveSession, findPasswordHash, findPasswordUsers, insertSession, insertSignInLink,
   purgeSignInFailures, recordSignInFailures, redeemSignInLink, setPasswordHash, touchSession,
 } from './repository.js';
 import { looksLikeToken, newToken, tokenHash } from './tokens.js';
@@ -69,6 +69,27 @@ export async function setUserPassword(db: Executor, userId: number, password: st
   const updated = await setPasswordHash(db, userId, await hashPassword(password));
   if (!updated) throw new Refused('not_found', `User ${userId} does not exist.`);
   return { id: updated.id, password_set: true };
+}
+
+/**
+ * The console's "Your password": a signed-in user sets their own. When one is set already it
+ * must be given first, and wrong ones count against the email's sign-in throttle, so a
+ * session left open is not a way to guess it.
+ */
+export async function changeOwnPassword(db: Executor, user: { userId: number; email: string }, change: { current: string; next: string }) {
+  checkPassword(change.next);
+  const stored = (await findPasswordHash(db, user.userId))?.password_hash ?? null;
+  if (stored !== null) {
+    const subjects = [`email:${user.email.toLowerCase()}`];
+    const failures = (await countSignInFailures(db, subjects, THROTTLE.windowSeconds)).get(subjects[0]!) ?? 0;
+    if (failures >= THROTTLE.email.refuseAfter) throw new Refused('throttled', SIGN_IN_THROTTLED);
+    if (!(await verifyPassword(stored, change.current))) {
+      await recordSignInFailures(db, subjects);
+      throw new Refused('invalid_argument', 'The current password is wrong.');
+    }
+  }
+  await setPasswordHash(db, user.userId, await hashPassword(change.next));
+  return { id: user.userId, password_set: true };
 }
 
 async function startSession(db: Executor, user: { workspace_id: number; user_id: number }): Promise<string> {

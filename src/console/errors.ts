@@ -20,6 +20,7 @@ export const consoleNotFound: RequestHandler = (_req, _res, next) => next(new Co
 function statusOf(error: Refused): number {
   if (error.code === 'not_found') return 404;
   if (error.code === 'permission_denied') return 403;
+  if (error.code === 'throttled') return 429;
   if (error.code === 'invalid_argument' || error.code === 'user_not_in_workspace') return 400;
   return 409;
 }

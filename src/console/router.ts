@@ -2,12 +2,14 @@ import express, { type Router } from 'express';
 import helmet from 'helmet';
 import type { AppContext } from '../context.js';
 import { consoleErrors, consoleNotFound } from './errors.js';
+import { addCompanyRoutes } from './routes/companies.js';
 import { addConnectorRoutes } from './routes/connectors.js';
 import { addDeliveryRoutes } from './routes/deliveries.js';
 import { addKeyRoutes } from './routes/keys.js';
 import { addLeadRoutes } from './routes/leads.js';
 import { addMemberRoutes } from './routes/members.js';
 import { addOverviewRoutes } from './routes/overview.js';
+import { addPasswordRoutes } from './routes/password.js';
 import { addSignInRoutes } from './routes/sign-in.js';
 import { addTagRoutes } from './routes/tags.js';
 import { addWorkflowRoutes } from './routes/workflows.js';
@@ -48,6 +50,7 @@ export function consoleRouter(ctx: AppContext): Router {
 
   router.use(requireSession(ctx.db, ctx.config));
   addSignInRoutes.signOut(router, ctx);
+  addPasswordRoutes(router, ctx);
   router.use((req, res, next) => (req.method === 'POST' ? requireChangeRight(req, res, next) : next()));
   addOverviewRoutes(router, ctx);
   addLeadRoutes(router, ctx);
@@ -56,6 +59,7 @@ export function consoleRouter(ctx: AppContext): Router {
   addDeliveryRoutes(router, ctx);
   addWorkflowRoutes(router, ctx);
   addTagRoutes(router, ctx);
+  addCompanyRoutes(router, ctx);
   addMemberRoutes(router, ctx);
   router.use(consoleNotFound);
   router.use(consoleErrors(ctx.logger));

@@ -19,6 +19,7 @@ export const NAVIGATION = [
   ['deliveries', 'Deliveries', '/console/deliveries'],
   ['keys', 'API keys', '/console/api-keys'],
   ['tags', 'Tags', '/console/tags'],
+  ['companies', 'Companies', '/console/companies'],
   ['members', 'Members', '/console/members'],
 ] as const;
 

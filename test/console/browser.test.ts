@@ -98,11 +98,11 @@ maybe('the console in a browser', () => {
     await passwordPage.getByRole('heading', { name: 'Overview' }).waitFor();
     // Every link of the navigation is reached by Tab from the skip link, in order.
     const reached: string[] = [];
-    for (let step = 0; step < 12 && !reached.includes('Members'); step += 1) {
+    for (let step = 0; step < 14 && !reached.includes('Members'); step += 1) {
       await passwordPage.keyboard.press('Tab');
       reached.push(String(await passwordPage.evaluate('document.activeElement.textContent')).trim());
     }
-    expect(reached).toEqual(expect.arrayContaining(['Overview', 'Leads', 'Connectors', 'Workflows', 'Deliveries', 'API keys', 'Tags', 'Members']));
+    expect(reached).toEqual(expect.arrayContaining(['Overview', 'Leads', 'Connectors', 'Workflows', 'Deliveries', 'API keys', 'Tags', 'Companies', 'Members']));
     await passwordPage.context().close();
   }, 60_000);
 
@@ -231,6 +231,48 @@ maybe('the console in a browser', () => {
     expect(await page.getByRole('heading', { name: /: lead created$/ }).count()).toBe(1);
     await visit('Tags', 'Tags', 'tags');
     await visit('Members', 'Members', 'members');
+  }, 60_000);
+
+  it('creates a company, and lists it as the CLI does', async () => {
+    await visit('Companies', 'Companies', 'companies');
+    await page.getByLabel('Name').fill('Globex');
+    await page.getByLabel('Website').fill('https://www.globex.example/about');
+    await page.getByRole('button', { name: 'Create company' }).click();
+    await page.getByRole('status').filter({ hasText: 'Company created.' }).waitFor();
+    expect(await page.getByRole('row', { name: /Globex globex\.example not_analyzed/ }).count()).toBe(1);
+    const listed = await cli<Array<{ name: string; domain: string }>>(['company', 'list', '--workspace', String(demo.workspace.id)]);
+    expect(listed.filter((company) => company.name === 'Globex').map((company) => company.domain)).toEqual(['globex.example']);
+    await page.getByLabel('Website').fill('https://globex.example');
+    await page.getByRole('button', { name: 'Create company' }).click();
+    await page.getByText('The workspace already has a company with the domain globex.example.').waitFor();
+  }, 60_000);
+
+  it('gives a member a sign-in link from Members, and they set their own password under Your password', async () => {
+    const member = await cli<{ id: number }>(['user', 'create', '--workspace', String(demo.workspace.id), '--email', 'lee@demo.example', '--role', 'member']);
+    await visit('Members', 'Members', 'members');
+    await page.getByRole('button', { name: 'Sign-in link for lee@demo.example' }).click();
+    const link = await page.getByLabel('Sign-in link for lee@demo.example').inputValue();
+    expect(link).toMatch(new RegExp(`^${base}/console/sign-in/link#`));
+    await checkPage('member-sign-in-link');
+
+    const memberPage = await (await browser.newContext()).newPage();
+    await memberPage.goto(link);
+    await memberPage.getByRole('button', { name: 'Sign in' }).click();
+    await memberPage.getByRole('link', { name: 'Your password' }).click();
+    await memberPage.getByLabel('New password').fill('lee has a password now');
+    await memberPage.getByRole('button', { name: 'Set password' }).click();
+    await memberPage.getByRole('status').filter({ hasText: 'Your password is set' }).waitFor();
+    expect(await seriousViolations(memberPage)).toEqual([]);
+    await memberPage.getByLabel('Current password').fill('not the password');
+    await memberPage.getByLabel('New password').fill('another password here');
+    await memberPage.getByRole('button', { name: 'Set password' }).click();
+    await memberPage.getByText('The current password is wrong.').waitFor();
+    await memberPage.getByRole('button', { name: 'Sign out' }).click();
+    await memberPage.getByLabel('Email').fill('lee@demo.example');
+    await memberPage.getByLabel('Password').fill('lee has a password now');
+    await memberPage.getByRole('button', { name: 'Sign in' }).click();
+    await memberPage.getByRole('heading', { name: 'Overview' }).waitFor();
+    await memberPage.context().close();
   }, 60_000);
 
   it('refuses a member every change and answers another workspace\'s ids with 404', async () => {

@@ -38,6 +38,21 @@ describe('the console\'s actions in the CLI', () => {
     expect(await cliError(app.databaseUrl, ['tag', 'update', '--id', String(tag.id), '--name', 'cold'])).toEqual({ error: 'conflict', message: 'The workspace already has a tag named "cold" (names are compared ignoring case).' });
   });
 
+  it('creates companies and lists them newest first, a page at a time; the console\'s refusals in the same words', async () => {
+    const workspace = String(tenant.workspaceId);
+    const first = await cli<{ id: number }>(['company', 'create', '--workspace', workspace, '--name', 'Initech']);
+    const second = await cli<{ id: number }>(['company', 'create', '--workspace', workspace, '--website', 'https://www.umbrella.example']);
+    expect((await cli<Array<{ id: number; name: string | null; domain: string | null; status: string }>>(['company', 'list', '--workspace', workspace]))
+      .map(({ id, name, domain, status }) => ({ id, name, domain, status }))).toEqual([
+      { id: second.id, name: null, domain: 'umbrella.example', status: 'not_analyzed' },
+      { id: first.id, name: 'Initech', domain: null, status: 'not_analyzed' },
+    ]);
+    expect((await cli<Array<{ id: number }>>(['company', 'list', '--workspace', workspace, '--limit', '1', '--before', String(second.id)])).map((row) => row.id)).toEqual([first.id]);
+    expect(await cliError(app.databaseUrl, ['company', 'create', '--workspace', workspace])).toEqual({ error: 'invalid_argument', message: 'Give a name, a website or both.' });
+    expect(await cliError(app.databaseUrl, ['company', 'create', '--workspace', workspace, '--website', 'https://umbrella.example/x']))
+      .toEqual({ error: 'conflict', message: 'The workspace already has a company with the domain umbrella.example.' });
+  });
+
   it('reveals a connector\'s signing secret, and edits a workflow keeping its secret, state and stored headers', async () => {
     const connector = await cli<{ id: number; signing_secret: string }>(['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', 'https://crm.example.com/hook']);
     expect(await cli(['connector', 'reveal-secret', '--id', String(connector.id)])).toEqual({ id: connector.id, signing_secret: connector.signing_secret });

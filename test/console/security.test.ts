@@ -69,6 +69,7 @@ describe('the console\'s pages', () => {
       VALUES (${other.workspaceId}, 'https://example.com/x', 'POST', 'json', '{"type":"none"}', '[]', '[]', '[]', 'x') RETURNING id::int`.execute(db).then((r) => r.rows);
     const [lead] = await sql<{ id: number }>`INSERT INTO leads (workspace_id, name, source) VALUES (${other.workspaceId}, 'Foreign lead', 'api') RETURNING id::int`.execute(db).then((r) => r.rows);
     const pages = (id: number | string) => [`/console/connectors/${id}`, `/console/leads/${id}`, `/console/api-keys/${id}/revoke`, `/console/members/${id}/remove`];
+    expect((await admin.post(`/console/members/${other.userId}/sign-in-link`)).status).toBe(404);
     const foreignIds = [connector!.id, lead!.id, other.keyId, other.userId];
     for (const [index, foreignId] of foreignIds.entries()) {
       const [theirs, none] = [await admin.get(pages(foreignId)[index]!), await admin.get(pages(999999)[index]!)];
@@ -87,7 +88,7 @@ describe('the console\'s pages', () => {
   it('let a member read every page and refuse every change with 403, changing nothing', async () => {
     const { addUser } = await import('./support.js');
     const member = await signInByLink(app, (await addUser(app.ctx.db, tenant.workspaceId, 'member')).id);
-    for (const path of ['/console/', '/console/leads', '/console/connectors', '/console/workflows', '/console/deliveries', '/console/api-keys', '/console/tags', '/console/members']) {
+    for (const path of ['/console/', '/console/leads', '/console/connectors', '/console/workflows', '/console/deliveries', '/console/api-keys', '/console/tags', '/console/companies', '/console/members', '/console/password']) {
       expect([path, (await member.get(path)).status]).toEqual([path, 200]);
     }
     const before = await countRows(app.ctx.db, 'tags', tenant.workspaceId);
@@ -96,8 +97,12 @@ describe('the console\'s pages', () => {
       await member.post(`/console/api-keys/${tenant.keyId}/revoke`),
       await member.post('/console/api-keys', { name: 'member key', scopes: 'leads:read' }),
       await member.post('/console/members', { email: 'new@acme.test', role: 'admin' }),
+      await member.post('/console/companies', { name: 'by-member' }),
+      await member.post(`/console/members/${tenant.userId}/sign-in-link`),
     ];
-    expect(changes.map((answer) => answer.status)).toEqual([403, 403, 403, 403]);
+    expect(changes.map((answer) => answer.status)).toEqual([403, 403, 403, 403, 403, 403]);
+    // Their own password is theirs to set: it changes nothing of the workspace.
+    expect((await member.post('/console/password', { new_password: 'a member password' })).status).toBe(303);
     expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before);
     expect(await http(app).get('/api/v1/me').set(tenant.auth).then((answer) => answer.status)).toBe(200);
     expect((await member.post('/console/sign-out')).status).toBe(303);

@@ -2,13 +2,14 @@ import type { Command } from 'commander';
 import { scopeValues, type Scope } from '../../../generated/api.js';
 import { listKeys, notifyKeysChanged, prefixesOfUser, revokeKey } from '../../api-keys/repository.js';
 import { createApiKey } from '../../api-keys/service.js';
+import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
 import { Refused } from '../../refused.js';
 import { insertTag } from '../../tags/repository.js';
 import { deleteUser, insertUser, type Role } from '../../users/repository.js';
 import { insertWorkspace } from '../../workspaces/repository.js';
 import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
-import { nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
+import { boundedInteger, nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 function parseScopes(value: string | undefined): Scope[] {
@@ -87,8 +88,15 @@ export function registerCoreCommands(program: Command): void {
       const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
       const website = options.website === undefined ? null : parseWebsite(options.website, '--website');
       const name = options.name === undefined ? null : nonEmpty(options.name, '--name');
-      if (!name && !website) throw new Refused('invalid_argument', 'Give --name, --website or both.');
       return createCompany(db, { workspaceId: found.id, name, website });
+    }));
+  company.command('list').description('newest first').requiredOption('--workspace <id>').option('--limit <n>', 'at most 1000', '100').option('--before <id>', 'older than this company')
+    .action((options: { workspace: string; limit: string; before?: string }) => runCommand(async ({ db }) => {
+      const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+      return listCompanies(db, found.id, {
+        limit: boundedInteger(options.limit, '--limit', { min: 1, max: 1000 }),
+        before: options.before === undefined ? undefined : positiveId(options.before, '--before'),
+      });
     }));
 
   program.command('demo').description('Creates a demo workspace, an admin user and a full-scope key')

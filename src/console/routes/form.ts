@@ -33,3 +33,9 @@ export const pairLines = (value: string): string[] => value.split(/\r?\n/).map((
 /** A query parameter as a string or undefined. */
 export const query = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? storableText(value) : undefined);
 
+/** An id in the query (a filter, a page's cursor): anything but a positive integer is no filter. */
+export const optionalId = (value: unknown): number | undefined => {
+  const given = query(value);
+  return given !== undefined && /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
+};
+

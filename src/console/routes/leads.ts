@@ -9,15 +9,10 @@ import { requireInWorkspace } from '../../workspaces/owned.js';
 import { ConsoleError, NOT_FOUND } from '../errors.js';
 import { signedIn } from '../session.js';
 import { render } from '../views.js';
-import { pathId, query, text } from './form.js';
+import { optionalId, pathId, query, text } from './form.js';
 
 const PAGE_SIZE = 50;
 const LEAD_DELIVERIES = 50;
-
-const optionalId = (value: unknown): number | undefined => {
-  const given = query(value);
-  return given !== undefined && /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
-};
 
 async function renderLead(res: Response, ctx: AppContext, leadId: number, extra: Record<string, unknown> = {}, status = 200) {
   const workspaceId = signedIn(res).user.workspaceId;

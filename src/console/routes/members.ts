@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
+import { mintSignInLink } from '../../console-auth/service.js';
 import { addMember, changeRole, listWorkspaceMembers, parseEmail, parseRole, removeMember } from '../../users/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
@@ -22,6 +23,14 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
     await changeRole(ctx.db, id, parseRole(text(req.body, 'role'), 'Role'));
     res.redirect(303, '/console/members?notice=member-saved');
+  });
+
+  // The CLI's `console link --user U`, for a member's first sign-in or a forgotten password.
+  router.post('/members/:id/sign-in-link', async (req, res) => {
+    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
+    const link = await mintSignInLink(ctx.db, ctx.config.PUBLIC_URL, id);
+    const member = (await listWorkspaceMembers(ctx.db, signedIn(res).user.workspaceId)).find((row) => row.id === id)!;
+    render(res, 'sign-in-link-created', { title: 'Sign-in link', page: 'members', member, link });
   });
 
   router.get('/members/:id/remove', async (req, res) => {
