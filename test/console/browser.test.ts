@@ -293,8 +293,12 @@ maybe('the console in a browser', () => {
     await memberPage.context().close();
   }, 60_000);
 
-  it('signs out: the session ends', async () => {
-    await page.goto(`${base}/console`);
+  it('shows the day\'s leads and deliveries on the Overview, then signs out: the session ends', async () => {
+    await page.goto(`${base}/console/leads`);
+    await visit('Overview', 'Overview', 'overview');
+    // Today's leads as the API answered them: the hostile lead and the pushed one were created.
+    const createdToday = await page.locator('[aria-label="Leads created, updated, skipped and failed per day as a table"] tbody tr').last().locator('td').nth(1).textContent();
+    expect(Number(createdToday)).toBeGreaterThan(0);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.goto(`${base}/console/leads`);
