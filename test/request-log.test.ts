@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import express from 'express';
 import { pino } from 'pino';
 import supertest from 'supertest';
@@ -68,5 +68,16 @@ describe('request logging', () => {
       level: 50, req: { id: 'boomed', method: 'GET', url: '/boom', headers: { authorization: '[redacted]' } },
       res: { statusCode: 500 }, err: { message: 'failed with status code 500' }, responseTime: expect.any(Number),
     });
+  });
+
+  it('keeps req.log working below info when the module is loaded a second time in the process', async () => {
+    // Jest gives each test file its own copy of the module, and a process may hold two copies
+    // (the compiled and the source tree): both patch the same IncomingMessage prototype.
+    const warn = appLoggingAt('warn');
+    await jest.isolateModulesAsync(async () => { await import('../src/http/middleware/request-log.js'); });
+    await warn.http.get('/warn');
+    await warn.http.get('/boom');
+    await eventually(async () => warn.lines.length >= 3);
+    expect(warn.lines.map((line) => line.msg)).toEqual(['something to note', 'unhandled error', 'request errored']);
   });
 });

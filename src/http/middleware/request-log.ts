@@ -13,9 +13,11 @@ const errorWhen = (error: unknown, statusCode: number) => (error || (statusCode 
 // `req.log` below `info`: the child logger pino-http would bind, built on first use. A getter
 // on the prototype (defining one on each request would push every request object into a slow
 // shape); a request only carries the logger to build it from. Assigning `req.log` (as
-// pino-http does at `info`) stores a plain property, as before.
-const PARENT = Symbol('request logger parent');
-const CHILD = Symbol('request logger');
+// pino-http does at `info`) stores a plain property, as before. The keys are registry symbols:
+// every copy of this module in a process (jest loads one per test file) patches the one
+// prototype, and each must find the logger another copy stored.
+const PARENT = Symbol.for('lead-intake.request-logger.parent');
+const CHILD = Symbol.for('lead-intake.request-logger');
 type LazyLogged = IncomingMessage & { [PARENT]?: Logger; [CHILD]?: Logger };
 Object.defineProperty(IncomingMessage.prototype, 'log', {
   configurable: true,
