@@ -12,6 +12,12 @@
 // requirement fails, 2 when the cluster's tools are not there.
 //
 //   npm run scale-out-citus [-- --users 2] [--workspaces 3] [--before 5] [--after 5] [--json file]
+//                           [--transfer-mode force_logical | block_writes]
+//
+// force_logical (the default) is how a production cluster moves shards online: every node runs
+// with wal_level = logical (the script sets it and puts it back), a shard is copied while its
+// writes go on and they wait only for the switch-over. block_writes holds a shard's writes for
+// its whole copy: on a busy machine longer than a client's patience.
 
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -31,12 +37,15 @@ const { values: args } = parseArgs({
     before: { type: 'string', default: '5' },
     after: { type: 'string', default: '5' },
     json: { type: 'string' },
+    'transfer-mode': { type: 'string', default: 'force_logical' },
   },
 });
 const DATABASE = 'citus_scale_out';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (message: string) => process.stderr.write(`scale-out-citus: ${message}\n`);
-const run = (command: string, commandArgs: string[]) => execFileSync(command, commandArgs, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+const run = (command: string, commandArgs: string[], env: Record<string, string> = {}) =>
+  execFileSync(command, commandArgs, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } }).trim();
+const TRANSFER_MODES = ['force_logical', 'block_writes'];
 
 function citusTools(): string | null {
   try {
@@ -63,8 +72,13 @@ async function main(): Promise<number> {
     return 2;
   }
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-needed.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const transferMode = args['transfer-mode'];
+  if (!TRANSFER_MODES.includes(transferMode)) throw new Error(`--transfer-mode must be one of ${TRANSFER_MODES.join(', ')}`);
+  const logical = transferMode === 'force_logical';
   const cluster = path.join(tools, 'cluster.sh');
+  const extraNode = path.join(ROOT, 'scripts', 'citus', 'extra-node.sh');
   run(cluster, ['up']);
+  if (logical) run(extraNode, ['wal-level', 'logical']);
   const url = run(cluster, ['createdb', DATABASE]);
   const started = Date.now();
   const services = new Services();
@@ -87,12 +101,11 @@ async function main(): Promise<number> {
     traffic.forEach((users) => users.start());
     await sleep(Number(args.before) * 1000);
 
-    const port = run(path.join(ROOT, 'scripts', 'citus', 'extra-node.sh'), ['up', DATABASE]);
+    const port = run(extraNode, ['up', DATABASE], { CITUS_WAL_LEVEL: logical ? 'logical' : 'replica' });
     const moveStarted = Date.now();
     await query(url, 'SELECT citus_add_node($1, $2)', ['127.0.0.1', Number(port)]);
-    // block_writes: the cluster's nodes run with wal_level=replica, so a shard is copied while
-    // writes to it wait (a logical-replication move needs wal_level=logical on every node).
-    await query(url, "SELECT citus_rebalance_start(shard_transfer_mode => 'block_writes')");
+    verdict.figures['shard transfer mode'] = transferMode;
+    await query(url, 'SELECT citus_rebalance_start(shard_transfer_mode => $1::citus.shard_transfer_mode)', [transferMode]);
     for (;;) {
       const [status] = await query<{ state: string }>(url, 'SELECT state::text FROM citus_rebalance_status() ORDER BY job_id DESC LIMIT 1');
       if (!status || ['finished', 'failed', 'cancelled'].includes(status.state)) {
@@ -158,7 +171,8 @@ async function main(): Promise<number> {
     try {
       run(cluster, ['dropdb', DATABASE]);
     } catch { /* the cluster may be gone */ }
-    run(path.join(ROOT, 'scripts', 'citus', 'extra-node.sh'), ['down']);
+    run(extraNode, ['down']);
+    if (logical) run(extraNode, ['wal-level', 'replica']);
   }
   const passed = printVerdicts({ 'scale out 2 -> 3 worker nodes': verdict, ...workspaces });
   process.stdout.write(`\nwhole run: ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
