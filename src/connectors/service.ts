@@ -66,7 +66,7 @@ export async function createConnector(db: Db, connector: Omit<NewConnector, 'sig
 /** A workspace's connectors (deleted ones left out), oldest first, credentials masked. */
 export async function listWorkspaceConnectors(db: Executor, workspaceId: number) {
   const connectors = await listConnectors(db, workspaceId);
-  const states = await findEndpointStates(db, 'connector', connectors.map((connector) => connector.id));
+  const states = await findEndpointStates(db, 'connector', connectors.map((connector) => connector.id), workspaceId);
   return connectors.map((connector) => presentConnector(connector, false, states.get(connector.id)!));
 }
 
@@ -101,8 +101,8 @@ export async function rotateSigningSecret(db: Executor, id: number, overlapHours
   return { id: rotated.id, signing_secret: rotated.signing_secret, previous_secret_signs_until: overlapEnds.toISOString() };
 }
 
-async function requireUsableConnector(db: Executor, id: number): Promise<ConnectorRow> {
-  const connector = (await findConnectors(db, [id])).get(id);
+async function requireUsableConnector(db: Executor, id: number, workspaceId?: number): Promise<ConnectorRow> {
+  const connector = (await findConnectors(db, [id], workspaceId)).get(id);
   if (!connector) throw new Refused('not_found', `Connector ${id} does not exist.`);
   const problem = connectorProblem(connector, connector.workspace_id, id);
   if (problem) throw new Refused('connector_unusable', problem);
@@ -110,8 +110,8 @@ async function requireUsableConnector(db: Executor, id: number): Promise<Connect
 }
 
 /** Send test: a sample lead to the connector, now, never retried; also while the connector is disabled or capped. */
-export async function testConnector(deps: DeliveryDeps, id: number) {
-  const connector = await requireUsableConnector(deps.db, id);
+export async function testConnector(deps: DeliveryDeps, id: number, workspaceId?: number) {
+  const connector = await requireUsableConnector(deps.db, id, workspaceId);
   const delivery = composeConnectorDelivery(
     { workspaceId: connector.workspace_id, trigger: 'test', maxAttempts: 1 },
     { connectorId: connector.id, connector, event: 'test', lead: null },
@@ -121,8 +121,8 @@ export async function testConnector(deps: DeliveryDeps, id: number) {
 }
 
 /** Push to CRM: the lead to the connector, first attempt now; a retryable failure is retried by the worker. */
-export async function pushLead(deps: DeliveryDeps, id: number, leadId: number): Promise<SendNowResult> {
-  const connector = await requireUsableConnector(deps.db, id);
+export async function pushLead(deps: DeliveryDeps, id: number, leadId: number, workspaceId?: number): Promise<SendNowResult> {
+  const connector = await requireUsableConnector(deps.db, id, workspaceId);
   const lead = (await loadLeads(deps.db, [{ id: leadId, workspace_id: connector.workspace_id }])).get(leadId);
   if (!lead) throw new Refused('not_found', `Lead ${leadId} does not exist in the connector's workspace.`);
   const delivery = composeConnectorDelivery(

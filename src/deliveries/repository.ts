@@ -125,8 +125,9 @@ export async function listDeliveries(db: Executor, workspaceId: number, filter: 
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
 }
 
-export async function findDelivery(db: Executor, id: number): Promise<DeliveryRow | undefined> {
-  const row = await db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+export async function findDelivery(db: Executor, id: number, workspaceId?: number): Promise<DeliveryRow | undefined> {
+  const row = await db.selectFrom('deliveries').selectAll().$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+    .where('id', '=', id).executeTakeFirst();
   return row && openDelivery(row);
 }
 
@@ -142,9 +143,9 @@ export async function resealDeliveries(db: Executor): Promise<number> {
 }
 
 /** Every recorded attempt of a delivery, every series, in the order they were made. */
-export async function listDeliveryAttempts(db: Executor, deliveryId: number) {
+export async function listDeliveryAttempts(db: Executor, workspaceId: number, deliveryId: number) {
   return db.selectFrom('delivery_attempts').select(['series', 'attempt', 'created_at', 'duration_ms', 'status_code', 'error', 'reply'])
-    .where('delivery_id', '=', deliveryId).orderBy('series').orderBy('attempt').execute();
+    .where('workspace_id', '=', workspaceId).where('delivery_id', '=', deliveryId).orderBy('series').orderBy('attempt').execute();
 }
 
 const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test'];

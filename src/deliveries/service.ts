@@ -34,7 +34,7 @@ function calledUrl(row: DeliveryRow): string {
  * attempt; `webhook-id` is the same on all of them.
  */
 async function sentRequest(db: Executor, row: DeliveryRow) {
-  const connector = row.connector_id === null ? undefined : (await findConnectors(db, [row.connector_id])).get(row.connector_id);
+  const connector = row.connector_id === null ? undefined : (await findConnectors(db, [row.connector_id], row.workspace_id)).get(row.connector_id);
   const headers = maskHeaderRows(row.headers, authHeaderName(connector?.auth));
   const carriesBody = methodCarriesBody(row.method);
   return {
@@ -46,10 +46,10 @@ async function sentRequest(db: Executor, row: DeliveryRow) {
 }
 
 /** One delivery: where it stands, the request as sent, and every attempt of every series. */
-export async function showDelivery(db: Executor, id: number) {
-  const row = await findDelivery(db, id);
+export async function showDelivery(db: Executor, id: number, workspaceId?: number) {
+  const row = await findDelivery(db, id, workspaceId);
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
-  const attempts = await listDeliveryAttempts(db, id);
+  const attempts = await listDeliveryAttempts(db, row.workspace_id, id);
   return {
     id: row.id,
     workspace_id: row.workspace_id,
@@ -88,25 +88,27 @@ export async function showDelivery(db: Executor, id: number) {
  * Sends a finished delivery again: a new series of attempts under the same `webhook-id`,
  * made by the worker (due at once) and recorded like any other, retries included.
  */
-export async function replayDelivery(db: Executor, id: number) {
-  const replayed = await startNewSeries(db, id);
+export async function replayDelivery(db: Executor, id: number, workspaceId?: number) {
+  const replayed = await startNewSeries(db, id, workspaceId);
   if (replayed) return replayed;
-  const row = await findDelivery(db, id);
+  const row = await findDelivery(db, id, workspaceId);
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
   if (row.branch === 'pending') throw new Refused('delivery_pending', `Delivery ${id} is still pending: the worker attempts it (next at ${row.next_attempt_at}).`);
   throw new Refused('not_replayable', `Delivery ${id} was never sent: ${row.error ?? 'a configuration error'}. Fix the workflow or connector; a replay would send nothing.`);
 }
 
 /** Where a recovery's deliveries go: the connector, or the workflow's block (its Custom URL, or the connector it sends to). */
-async function recoveryTarget(db: Executor, endpoint: DeliveryOwner): Promise<EndpointRef> {
+async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId?: number): Promise<EndpointRef & { workspaceId: number }> {
   if ('connectorId' in endpoint) {
-    const connector = (await findConnectors(db, [endpoint.connectorId])).get(endpoint.connectorId);
+    const connector = (await findConnectors(db, [endpoint.connectorId], workspaceId)).get(endpoint.connectorId);
     if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${endpoint.connectorId} does not exist.`);
-    return { kind: 'connector', id: connector.id };
+    return { kind: 'connector', id: connector.id, workspaceId: connector.workspace_id };
   }
-  const workflow = (await findWorkflows(db, [endpoint.workflowId])).get(endpoint.workflowId);
+  const workflow = (await findWorkflows(db, [endpoint.workflowId], workspaceId)).get(endpoint.workflowId);
   if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
-  return workflow.block.endpoint === 'url' ? { kind: 'workflow', id: workflow.id } : { kind: 'connector', id: workflow.block.connector_id };
+  return workflow.block.endpoint === 'url'
+    ? { kind: 'workflow', id: workflow.id, workspaceId: workflow.workspace_id }
+    : { kind: 'connector', id: workflow.block.connector_id, workspaceId: workflow.workspace_id };
 }
 
 /**
@@ -116,12 +118,12 @@ async function recoveryTarget(db: Executor, endpoint: DeliveryOwner): Promise<En
  * and while the endpoint is disabled: every delivery would fail again at once and, being
  * recovered, never be recovered again.
  */
-export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow) {
-  const target = await recoveryTarget(db, endpoint);
-  const state = (await findEndpointStates(db, target.kind, [target.id])).get(target.id)!;
+export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
+  const target = await recoveryTarget(db, endpoint, workspaceId);
+  const state = (await findEndpointStates(db, target.kind, [target.id], target.workspaceId)).get(target.id)!;
   if (state.disabled_at !== null) {
     throw new Refused('endpoint_disabled', `${target.kind === 'connector' ? 'Connector' : 'Workflow'} ${target.id} is disabled since ${state.disabled_at} `
       + `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`);
   }
-  return recoverFailedDeliveries(db, endpoint, window);
+  return recoverFailedDeliveries(db, endpoint, window, target.workspaceId);
 }

@@ -51,9 +51,10 @@ export interface EndpointState {
 const NO_STATE: EndpointState = { max_per_second: null, disabled_at: null, disabled_reason: null, failing_since: null, consecutive_failures: 0 };
 
 /** The state of these endpoints of one kind, by id (every id given, healthy and uncapped when it has no row). */
-export async function findEndpointStates(db: Executor, kind: EndpointKind, ids: readonly number[]): Promise<Map<number, EndpointState>> {
+export async function findEndpointStates(db: Executor, kind: EndpointKind, ids: readonly number[], workspaceId?: number): Promise<Map<number, EndpointState>> {
   const rows = ids.length === 0 ? [] : await db.selectFrom('endpoints')
     .select(['endpoint_id', 'max_per_second', 'disabled_at', 'disabled_reason', 'failing_since', 'consecutive_failures'])
+    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
     .where('kind', '=', kind).where('endpoint_id', 'in', [...new Set(ids)]).execute();
   const found = new Map(rows.map(({ endpoint_id, ...state }) => [endpoint_id, state]));
   return new Map(ids.map((id) => [id, found.get(id) ?? NO_STATE]));

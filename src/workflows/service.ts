@@ -73,7 +73,7 @@ function presentBlock(block: WorkflowBlock): WorkflowBlock {
  */
 export async function listWorkspaceWorkflows(db: Db, workspaceId: number) {
   const rows = await listWorkflows(db, workspaceId);
-  const states = await findEndpointStates(db, 'workflow', rows.map((row) => row.id));
+  const states = await findEndpointStates(db, 'workflow', rows.map((row) => row.id), workspaceId);
   return rows.map((row) => ({
     id: row.id, workspace_id: row.workspace_id, trigger: row.trigger,
     tag: row.tag_id === null ? null : { id: row.tag_id, name: row.tag_name }, block: presentBlock(row.block),

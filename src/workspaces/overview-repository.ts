@@ -27,9 +27,9 @@ export async function failingEndpoints(db: Executor, workspaceId: number) {
     SELECT e.kind, e.endpoint_id::int AS id, coalesce(c.url, w.block->>'url') AS url, e.consecutive_failures,
       e.failing_since, e.disabled_at, e.disabled_reason
     FROM endpoints e
-    LEFT JOIN connectors c ON e.kind = 'connector' AND c.id = e.endpoint_id AND c.deleted_at IS NULL
-    LEFT JOIN workflows w ON e.kind = 'workflow' AND w.id = e.endpoint_id
-    WHERE (e.consecutive_failures > 0 OR e.disabled_at IS NOT NULL) AND coalesce(c.workspace_id, w.workspace_id) = ${workspaceId}
+    LEFT JOIN connectors c ON c.workspace_id = e.workspace_id AND e.kind = 'connector' AND c.id = e.endpoint_id AND c.deleted_at IS NULL
+    LEFT JOIN workflows w ON w.workspace_id = e.workspace_id AND e.kind = 'workflow' AND w.id = e.endpoint_id
+    WHERE e.workspace_id = ${workspaceId} AND (e.consecutive_failures > 0 OR e.disabled_at IS NOT NULL) AND (c.id IS NOT NULL OR w.id IS NOT NULL)
     ORDER BY e.disabled_at NULLS LAST, e.failing_since`.execute(db);
   return rows;
 }

@@ -6,6 +6,7 @@ import { createTenant, type Tenant } from '../support/fixtures.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { postLead, uniqueEmail } from '../support/requests.js';
 import { startTestApp, type TestApp } from '../support/app.js';
+import { signInByLink } from '../console/support.js';
 
 // On Citus every statement of the request path and of the worker names its workspace, so the
 // coordinator sends it to one node: its plan has one task. This runs the API and the worker
@@ -18,6 +19,10 @@ const ALLOWED_FAN_OUT: ReadonlyArray<{ pattern: RegExp; why: string }> = [
   { pattern: /FROM unnest\(.*\) AS t\(topic\)\s+LEFT JOIN outbox|AS s\(sender\)\s+LEFT JOIN deliveries/s, why: 'the backlog metrics count every pending event and due delivery' },
   { pattern: /^delete from "(outbox|idempotency_records|deliveries)"|DELETE FROM deliveries WHERE id IN/i, why: 'housekeeping purges old rows of every workspace' },
   { pattern: /update "outbox" set "locked_by" = \$1, "locked_until" = \$2 where "locked_by"/i, why: 'a stopping worker gives back its claims in every workspace' },
+  {
+    pattern: /^(update "(connectors|workflows|tags)" set .* where "id" = \$\d+( and "active" = \$\d+)?( and "deleted_at" is null)? returning|select \* from "(connectors|workflows)" where "id" in \(\$1\)$|insert into "endpoints" .* from "(connectors|workflows)" where "id" = \$\d+|select "(workspace_id|endpoint_id", "max_per_second.*)" from "endpoints" where "kind" = \$1 and "endpoint_id" (=|in) \(?\$2\)?$|UPDATE deliveries SET branch = 'Failed', error = \$1)/s,
+    why: 'a configuration change by id (edit, enable, rotate, cap, activate, delete a connector, workflow or tag), from the CLI or the console after its routed ownership check: rare, one row locked, every shard asked',
+  },
   { pattern: /INSERT INTO idempotency_records|UPDATE idempotency_records AS r/, why: 'a write group claims and settles the Idempotency-Keys of all its requests at once, which may be of several workspaces (2PC when they are)' },
 ];
 
@@ -66,6 +71,46 @@ function taskCounts(plan: unknown): number[] {
   return counts;
 }
 
+/** Every page of the console and its actions, as an admin of the tenant's workspace. */
+async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): Promise<void> {
+  const admin = await signInByLink(t, tenant.userId);
+  const ok = async (answer: Promise<{ status: number; text: string }> | { status: number; text: string }, path: string) => {
+    const { status, text } = await answer;
+    if (status >= 400) throw new Error(`console ${path} answered ${status}: ${/<p role="alert">([^<]*)/.exec(text)?.[1] ?? ''}`);
+  };
+  const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiverUrl}/crm`]);
+  const { rows: [lead] } = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select('id').orderBy('id').limit(1).execute()
+    .then((rows) => ({ rows }));
+  const { rows: [tag] } = await t.ctx.db.selectFrom('tags').where('workspace_id', '=', tenant.workspaceId).select('id').limit(1).execute().then((rows) => ({ rows }));
+  await ok(admin.post(`/console/leads/${lead!.id}/push`, { connector: String(connector.id) }), 'push');
+  await ok(admin.post(`/console/connectors/${connector.id}/test`), 'send test');
+  const { rows: [delivery] } = await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', tenant.workspaceId).select('id').orderBy('id').limit(1).execute()
+    .then((rows) => ({ rows }));
+  for (const path of ['/console/', '/console/leads', '/console/leads?search=ada', `/console/leads?tag=${tag!.id}`, `/console/leads/${lead!.id}`,
+    '/console/connectors', `/console/connectors/${connector.id}`, '/console/workflows', '/console/deliveries', `/console/deliveries?connector=${connector.id}`,
+    `/console/deliveries/${delivery!.id}`, '/console/api-keys', '/console/tags', '/console/companies', '/console/members', '/console/password']) {
+    await ok(admin.get(path), path);
+  }
+  await ok(admin.post(`/console/deliveries/${delivery!.id}/replay`), 'replay');
+  await ok(admin.post('/console/deliveries/recover', { connector: String(connector.id), since: '2020-01-01T00:00:00Z' }), 'recover');
+  await ok(admin.post('/console/api-keys', { name: 'router', scopes: 'leads:read' }), 'create key');
+  await ok(admin.post('/console/tags', { name: 'Router tag' }), 'create tag');
+  await ok(admin.post('/console/companies', { name: 'Router company' }), 'create company');
+  // The configuration changes: each by an id the session's workspace owns.
+  const routerTag = await t.ctx.db.selectFrom('tags').where('workspace_id', '=', tenant.workspaceId).where('name', '=', 'Router tag').select('id').executeTakeFirstOrThrow();
+  const workflow = await t.ctx.db.selectFrom('workflows').where('workspace_id', '=', tenant.workspaceId).select('id').orderBy('id').executeTakeFirstOrThrow();
+  await ok(admin.post(`/console/connectors/${connector.id}/update`, { max_per_second: '5' }), 'connector update');
+  await ok(admin.post(`/console/connectors/${connector.id}/enable`), 'connector enable');
+  await ok(admin.post(`/console/connectors/${connector.id}/reveal-secret`), 'reveal secret');
+  await ok(admin.post(`/console/connectors/${connector.id}/rotate-secret`, { overlap_hours: '1' }), 'rotate secret');
+  await ok(admin.post(`/console/workflows/${workflow.id}/deactivate`), 'deactivate');
+  await ok(admin.post(`/console/workflows/${workflow.id}/activate`), 'activate');
+  await ok(admin.post(`/console/workflows/${workflow.id}/cap`, { max_per_second: '3' }), 'workflow cap');
+  await ok(admin.post(`/console/tags/${routerTag.id}`, { action: 'save', name: 'Router tag renamed', color: '#f00' }), 'tag update');
+  await ok(admin.post(`/console/api-keys/${tenant.keyId}/revoke`), 'revoke key');
+  await ok(admin.post(`/console/connectors/${connector.id}/delete`), 'connector delete');
+}
+
 describeOnCitus('every statement on Citus', () => {
   let t: TestApp;
   let receiver: Receiver;
@@ -94,6 +139,8 @@ describeOnCitus('every statement on Citus', () => {
         expect((await t.http.get('/api/v1/me').set(tenant.auth)).status).toBe(200);
       }
       await drain(t);
+      await drain(t);
+      await browseConsole(t, tenants[0]!, receiver.url);
       await drain(t);
     });
   }, 120_000);

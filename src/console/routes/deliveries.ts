@@ -50,12 +50,12 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
 
   router.get('/deliveries/:id', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'deliveries', pathId(req.params.id));
-    render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: await showDelivery(ctx.db, id) });
+    render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: await showDelivery(ctx.db, id, signedIn(res).user.workspaceId) });
   });
 
   router.post('/deliveries/:id/replay', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'deliveries', pathId(req.params.id));
-    await replayDelivery(ctx.db, id);
+    await replayDelivery(ctx.db, id, signedIn(res).user.workspaceId);
     res.redirect(303, `/console/deliveries/${id}?notice=replayed`);
   });
 
@@ -69,7 +69,7 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
       : { workflowId: await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(workflow)) };
     const until = text(req.body, 'until');
     const window = parseTimeWindow(utc(text(req.body, 'since')), until === '' ? undefined : utc(until));
-    const result = await recoverDeliveries(ctx.db, endpoint, window);
+    const result = await recoverDeliveries(ctx.db, endpoint, window, workspaceId);
     render(res, 'recovered', { title: 'Recovered', page: 'deliveries', result, endpoint, window });
   });
 }
