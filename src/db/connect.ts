@@ -64,6 +64,9 @@ const EXHAUSTED_LOG_EVERY_MS = 60_000;
 export function createPool(connectionString: string, max: number, options: PoolOptions): pg.Pool {
   const settings = [
     '-c TimeZone=UTC',
+    // On Citus a SET LOCAL (the Idempotency-Key claim's lock_timeout) must reach the worker
+    // nodes, where the row lock is waited for; plain PostgreSQL keeps it as an unused setting.
+    '-c citus.propagate_set_commands=local',
     ...(options.statementTimeoutMs ? [`-c statement_timeout=${options.statementTimeoutMs}`, `-c idle_in_transaction_session_timeout=${options.statementTimeoutMs}`] : []),
   ].join(' ');
   const pool = new pg.Pool({
