@@ -8,10 +8,10 @@ import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { releaseClaims as releaseEventClaims } from '../outbox/repository.js';
 import { readBacklog } from './backlog.js';
 import { runOnSchedule, runUntilIdle, type PeriodicTask, type RunningSchedule } from './scheduler.js';
-import { deliveriesTask } from './tasks/deliveries.js';
-import { fanOutTask } from './tasks/fan-out.js';
-import { housekeepingTask } from './tasks/housekeeping.js';
-import { websiteAnalysisTask } from './tasks/website-analysis.js';
+import { deliveriesTask } from './deliveries/job.js';
+import { fanOutTask } from './fan-out.js';
+import { housekeepingTask } from './housekeeping.js';
+import { websiteAnalysisTask } from './website-analysis.js';
 import type { JobDeps, WorkerDeps } from './worker-deps.js';
 
 export interface WorkerContextOptions {

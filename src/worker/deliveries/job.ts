@@ -1,14 +1,38 @@
-import type { OutageLog } from '../db/availability.js';
-import { deliverClaimed } from '../deliveries/deliver.js';
-import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
-import { claimDueDeliveries, dueDeliveryWorkspaces, MAX_CLAIM } from '../deliveries/claim-repository.js';
-import { healthPolicy } from '../deliveries/endpoint-health.js';
+import type { AttemptOutcome } from '../../deliveries/attempt-repository.js';
+import { claimDueDeliveries, dueDeliveryWorkspaces, MAX_CLAIM } from '../../deliveries/claim-repository.js';
+import { deliverClaimed } from '../../deliveries/deliver.js';
+import { healthPolicy } from '../../deliveries/endpoint-health.js';
+import type { PeriodicTask } from '../scheduler.js';
+import type { JobDeps } from '../worker-deps.js';
+import { WorkspaceTurns } from '../workspace-turns.js';
 import { AttemptRecorder } from './attempt-recorder.js';
-import { countRecordedAttempt } from './delivery-counts.js';
+import { countRecordedAttempt } from './counts.js';
 import { disableFailingEndpoints } from './disable-endpoints.js';
-import type { WorkerDeps } from './worker-deps.js';
-import { loadCredentials } from './credentials.js';
-import { WorkspaceTurns } from './workspace-turns.js';
+import { loadCredentials } from './load-credentials.js';
+
+/**
+ * Due deliveries, retries included: a step claims a batch once the window has room and starts
+ * delivering it; with nothing to claim it waits for one in flight (or the poll interval).
+ */
+export function deliveriesTask(deps: JobDeps): PeriodicTask {
+  const job = new DeliveryJob(deps);
+  return {
+    name: 'delivery',
+    intervalMs: deps.config.OUTBOX_POLL_MS,
+    // Every completed step has asked the database, so a step that returns proves it reachable.
+    async step(pacing) {
+      await job.room();
+      if (pacing.isStopped) return 0;
+      const claimed = await job.claimAndStart();
+      if (claimed === 0 && job.inFlightCount > 0) {
+        await Promise.race([job.oneFinished(), pacing.sleep(deps.config.OUTBOX_POLL_MS)]);
+        return 1;
+      }
+      return claimed;
+    },
+    finish: () => job.allFinished(),
+  };
+}
 
 /** Deliveries in flight at once per worker process. */
 const DELIVERY_CONCURRENCY = 64;
@@ -17,14 +41,14 @@ const DELIVERY_CONCURRENCY = 64;
  * The worker's deliveries: claims due ones (retries included) while fewer than
  * DELIVERY_CONCURRENCY are in flight, and delivers each; attempts are recorded in batches.
  */
-export class DeliveryJob {
+class DeliveryJob {
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly recorder: AttemptRecorder;
   private readonly turns: WorkspaceTurns;
 
-  constructor(private readonly deps: WorkerDeps, private readonly workerId: string, private readonly leaseMs: number, private readonly outage?: OutageLog) {
+  constructor(private readonly deps: JobDeps) {
     this.turns = new WorkspaceTurns((after, limit) => dueDeliveryWorkspaces(deps.db, after, limit));
-    this.recorder = new AttemptRecorder(deps.db, workerId, {
+    this.recorder = new AttemptRecorder(deps.db, deps.workerId, {
       policy: healthPolicy(deps.config),
       failing: (endpoints) => disableFailingEndpoints(deps, endpoints),
     });
@@ -58,7 +82,7 @@ export class DeliveryJob {
   }
 
   private async claimWorkspace(workspaceId: number, free: number): Promise<number> {
-    const { rows, deferred } = await claimDueDeliveries(this.deps.db, workspaceId, this.workerId, free, this.leaseMs);
+    const { rows, deferred } = await claimDueDeliveries(this.deps.db, workspaceId, this.deps.workerId, free, this.deps.leaseMs);
     this.deps.metrics.worker.deliveriesDeferred(deferred);
     // Should this fail (the database went away), the claims expire with their lease.
     const credentials = await loadCredentials(this.deps.db, workspaceId, rows);
@@ -69,7 +93,7 @@ export class DeliveryJob {
         if (recorded) countRecordedAttempt(this.deps.metrics.worker, row.sender, outcome);
         return recorded;
       };
-      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.outage)
+      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.deps.outage)
         .finally(() => this.inFlight.delete(running));
       this.inFlight.add(running);
     }

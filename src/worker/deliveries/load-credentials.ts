@@ -1,8 +1,8 @@
-import { findConnectors } from '../connectors/repository.js';
-import type { Executor } from '../db/connect.js';
-import type { DeliveryRow } from '../db/schema.js';
-import { connectorCredentials, workflowCredentials, type Credentials } from '../deliveries/credentials.js';
-import { findWorkflows } from '../workflows/repository.js';
+import { findConnectors } from '../../connectors/repository.js';
+import type { Executor } from '../../db/connect.js';
+import type { DeliveryRow } from '../../db/schema.js';
+import { connectorCredentials, workflowCredentials, type Credentials } from '../../deliveries/credentials.js';
+import { findWorkflows } from '../../workflows/repository.js';
 
 /**
  * The credentials of each claimed delivery of one workspace by id, two queries for the batch: its

@@ -1,6 +1,6 @@
-import type { Db } from '../db/connect.js';
-import { recordAttempts, type AttemptOutcome, type FailingEndpoint } from '../deliveries/attempt-repository.js';
-import type { HealthPolicy } from '../endpoints/repository.js';
+import type { Db } from '../../db/connect.js';
+import { recordAttempts, type AttemptOutcome, type FailingEndpoint } from '../../deliveries/attempt-repository.js';
+import type { HealthPolicy } from '../../endpoints/repository.js';
 
 /** What recording does about endpoint health: the rule, and what to do with endpoints that meet it. */
 export interface HealthWatch {

@@ -1,7 +1,7 @@
-import type { FailingEndpoint } from '../deliveries/attempt-repository.js';
-import { disabledReason, healthPolicy } from '../deliveries/endpoint-health.js';
-import { disableEndpoint } from '../endpoints/repository.js';
-import type { WorkerDeps } from './worker-deps.js';
+import type { FailingEndpoint } from '../../deliveries/attempt-repository.js';
+import { disabledReason, healthPolicy } from '../../deliveries/endpoint-health.js';
+import { disableEndpoint } from '../../endpoints/repository.js';
+import type { WorkerDeps } from '../worker-deps.js';
 
 /**
  * Disables the endpoints whose failures just met the rule, one statement each (rare, and one

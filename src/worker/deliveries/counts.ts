@@ -1,6 +1,6 @@
-import type { NewDelivery } from '../db/schema.js';
-import type { AttemptOutcome } from '../deliveries/attempt-repository.js';
-import type { WorkerMetrics } from '../metrics/metrics.js';
+import type { NewDelivery } from '../../db/schema.js';
+import type { AttemptOutcome } from '../../deliveries/attempt-repository.js';
+import type { WorkerMetrics } from '../../metrics/metrics.js';
 
 // The worker's deliveries in the metrics, counted once their database record is committed.
 
