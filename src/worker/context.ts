@@ -27,7 +27,7 @@ export interface WorkerContextOptions {
  * The worker's composition root: one worker id with its jobs, each on a schedule of its own
  * (fan-out of outbox events, website analyses, deliveries, housekeeping), all built from one
  * set of dependencies. Its pool belongs to the process's database, which closes it after
- * destroy().
+ * close(), as the API's root (src/context.ts) does.
  */
 export class WorkerContext {
   private readonly jobs: JobDeps;
@@ -88,7 +88,7 @@ export class WorkerContext {
   }
 
   /** Stops claiming, finishes in-flight deliveries and analyses, releases what this worker still holds. */
-  async destroy(): Promise<void> {
+  async close(): Promise<void> {
     await this.running?.stop();
     this.running = null;
     const { db, workerId } = this.jobs;

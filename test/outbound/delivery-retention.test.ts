@@ -78,7 +78,7 @@ describe('the housekeeping schedule', () => {
       const event = await t.ctx.db.selectFrom('outbox').select('processed_at').where('id', '=', poisoned.id).executeTakeFirstOrThrow();
       expect(event.processed_at).toBeNull();
     } finally {
-      await worker.destroy();
+      await worker.close();
       await t.ctx.db.deleteFrom('outbox').where('id', '=', poisoned.id).execute();
     }
   });
