@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { findConnectors } from '../src/connectors/repository.js';
-import { cliError, cliJson, runCli } from './support/cli.js';
-import { eventually } from './support/eventually.js';
-import type { TestApp } from './support/app.js';
-import { testBed } from './support/test-bed.js';
+import { findConnectors } from '../../src/connectors/repository.js';
+import { cliError, cliJson, runCli } from '../support/cli.js';
+import { eventually } from '../support/eventually.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
 
 const bed = testBed({ tenants: [] });
 let t: TestApp;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Request, Response } from 'express';
-import { readContract } from '../src/http/contract-routes.js';
-import { ApiError, NOT_FOUND_BODY } from '../src/http/errors.js';
-import { integerPathParameters } from '../src/http/middleware/route-guards.js';
-import { OPENAPI_PATH } from '../src/paths.js';
+import { readContract } from '../../src/http/contract-routes.js';
+import { ApiError, NOT_FOUND_BODY } from '../../src/http/errors.js';
+import { integerPathParameters } from '../../src/http/middleware/route-guards.js';
+import { OPENAPI_PATH } from '../../src/paths.js';
 
 // GET /leads/{id} runs without the request validator outside the tests; this checks what
 // takes its place there. (In the tests the validator runs after it, so the HTTP tests of

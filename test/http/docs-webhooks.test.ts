@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { startTestApp, type TestApp } from './support/app.js';
+import { startTestApp, type TestApp } from '../support/app.js';
 
 // The reference page at /docs is Redoc rendering /openapi.yaml in the browser. Here the same
 // Redoc release (its library build: the models and components the standalone bundle is made
@@ -10,7 +10,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 // to show that every webhook of the document is in the reference: in the side menu under its
 // tag, with its headers and request bodies, and in the rendered page.
 
-const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '..');
+const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '../..');
 
 interface MenuItem {
   type: string;

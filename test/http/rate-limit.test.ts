@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startTestApp, type TestApp } from './support/app.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
-import { readTestEnvironment } from './support/env.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+import { readTestEnvironment } from '../support/env.js';
 
 const LIMIT = 300;
 

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import type { TestApp } from './support/app.js';
-import { contractDocument, follow } from './support/contract-document.js';
-import type { Tenant } from './support/fixtures.js';
-import { testBed } from './support/test-bed.js';
+import type { TestApp } from '../support/app.js';
+import { contractDocument, follow } from '../support/contract-document.js';
+import type { Tenant } from '../support/fixtures.js';
+import { testBed } from '../support/test-bed.js';
 
 // Text PostgreSQL cannot store (NUL, lone UTF-16 surrogates), put in every string the two
 // write bodies of the published document have (values, array items, object keys, nested

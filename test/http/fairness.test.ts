@@ -1,12 +1,12 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { Response } from 'supertest';
-import type { TestApp } from './support/app.js';
-import { eventually } from './support/eventually.js';
-import type { Tenant } from './support/fixtures.js';
-import { lockedLead, lockWaits, occupyGroups } from './support/held-writes.js';
-import { parseMetrics } from './support/metrics.js';
-import { postBatch, postLead, uniqueEmail } from './support/requests.js';
-import { testBed } from './support/test-bed.js';
+import type { TestApp } from '../support/app.js';
+import { eventually } from '../support/eventually.js';
+import type { Tenant } from '../support/fixtures.js';
+import { lockedLead, lockWaits, occupyGroups } from '../support/held-writes.js';
+import { parseMetrics } from '../support/metrics.js';
+import { postBatch, postLead, uniqueEmail } from '../support/requests.js';
+import { testBed } from '../support/test-bed.js';
 
 // Per-key fairness: one API key with as many requests in progress as it may have (held up by a
 // lead the test keeps locked) is answered 429 for one more, and holds no more than its share

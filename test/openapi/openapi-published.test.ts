@@ -3,7 +3,7 @@ import { describe, expect, it } from '@jest/globals';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
-import { OPENAPI_PATH, PUBLISHED_OPENAPI_PATH } from '../src/paths.js';
+import { OPENAPI_PATH, PUBLISHED_OPENAPI_PATH } from '../../src/paths.js';
 
 // The service validates requests against the hand-written document (OPENAPI_PATH) and
 // publishes the built one (PUBLISHED_OPENAPI_PATH). Both request bodies must accept and

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from '@jest/globals';
 import { parseDocument } from 'yaml';
-import { PROJECT_ROOT } from '../src/paths.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
 
 // The promise of a contract-first service, tested on a scratch copy of the repository: an
 // optional property added to the lead input or to the company input, then `npm run

@@ -1,19 +1,19 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { generateToken } from '../src/api-keys/tokens.js';
-import type { TestApp } from './support/app.js';
-import { testBed } from './support/test-bed.js';
-import { cliJson } from './support/cli.js';
-import { eventually } from './support/eventually.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
-import { readTestEnvironment } from './support/env.js';
-import { StatementWatch } from './support/statements.js';
+import { generateToken } from '../../src/api-keys/tokens.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import { cliJson } from '../support/cli.js';
+import { eventually } from '../support/eventually.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+import { readTestEnvironment } from '../support/env.js';
+import { StatementWatch } from '../support/statements.js';
 
 // On Citus api_keys has no trigger (the service's statements notify): keys inserted with plain
 // SQL, and switching the trigger off, are what these two tests need (docs/operations.md, "Citus").
 const itWithKeyTrigger = readTestEnvironment().citus ? it.skip : it;
-if (readTestEnvironment().citus) process.stderr.write('\nSKIPPED two tests of test/made-up-api-keys.test.ts on Citus: they insert keys with plain SQL and switch the api_keys trigger, which Citus does not have.\n');
+if (readTestEnvironment().citus) process.stderr.write('\nSKIPPED two tests of test/api-keys/made-up-api-keys.test.ts on Citus: they insert keys with plain SQL and switch the api_keys trigger, which Citus does not have.\n');
 
 // Issue 16: a well-formed token whose prefix belongs to no key is refused without a query,
 // through the in-memory view of existing prefixes (src/api-keys/prefix-view.ts).

@@ -1,13 +1,13 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import type { Response } from 'supertest';
-import type { TestApp } from './support/app.js';
-import { eventually } from './support/eventually.js';
-import { whileAnswersContaining, whileLeadsNamed } from './support/faults.js';
-import type { Tenant } from './support/fixtures.js';
-import { occupyGroups } from './support/held-writes.js';
-import { postBatch, uniqueEmail } from './support/requests.js';
-import { testBed } from './support/test-bed.js';
+import type { TestApp } from '../support/app.js';
+import { eventually } from '../support/eventually.js';
+import { whileAnswersContaining, whileLeadsNamed } from '../support/faults.js';
+import type { Tenant } from '../support/fixtures.js';
+import { occupyGroups } from '../support/held-writes.js';
+import { postBatch, uniqueEmail } from '../support/requests.js';
+import { testBed } from '../support/test-bed.js';
 
 // One tenant's failing requests never fail another's. Concurrent POST /leads calls share a
 // group's transaction, so a request whose failure no row's savepoint contains (its answer

@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { revokeKey } from '../src/api-keys/repository.js';
-import { deleteUser } from '../src/users/repository.js';
-import type { TestApp } from './support/app.js';
-import { testBed } from './support/test-bed.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
-import { eventually } from './support/eventually.js';
-import { API_TIMESTAMP } from './support/timestamps.js';
+import { revokeKey } from '../../src/api-keys/repository.js';
+import { deleteUser } from '../../src/users/repository.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+import { eventually } from '../support/eventually.js';
+import { API_TIMESTAMP } from '../support/timestamps.js';
 
 const bed = testBed({ tenants: [{ name: 'Acme Sales' }] });
 let t: TestApp;

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { insertTag } from '../src/tags/repository.js';
-import type { TestApp } from './support/app.js';
-import { testBed } from './support/test-bed.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
-import { API_TIMESTAMP } from './support/timestamps.js';
+import { insertTag } from '../../src/tags/repository.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+import { API_TIMESTAMP } from '../support/timestamps.js';
 
 const bed = testBed({ tenants: [{}, { name: 'Other workspace' }] });
 let t: TestApp;

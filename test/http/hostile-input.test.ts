@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import type { TestApp } from './support/app.js';
-import { testBed } from './support/test-bed.js';
-import type { Tenant } from './support/fixtures.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import type { Tenant } from '../support/fixtures.js';
 
 const bed = testBed({ app: { env: { RATE_LIMIT_PER_MINUTE: '100000' } } });
 let t: TestApp;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import type { Express } from 'express';
 import { MemoryStore } from 'express-rate-limit';
-import { createApp } from '../src/http/app.js';
-import { testBed } from './support/test-bed.js';
+import { createApp } from '../../src/http/app.js';
+import { testBed } from '../support/test-bed.js';
 
 // The tests validate every response against the document (startTestApp). That must not
 // change what a request meets: the steps that check requests are the ones production runs.

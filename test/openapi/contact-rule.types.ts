@@ -1,4 +1,4 @@
-import type { LeadCreateRequest, LeadInput, operations } from '../generated/api.js';
+import type { LeadCreateRequest, LeadInput, operations } from '../../generated/api.js';
 
 // Compiled by `npm run typecheck` (part of `npm test`), never run: the contact rule holds in
 // the generated types. A lead with no contact detail is a type error for POST /leads and for

@@ -3,8 +3,8 @@ import { describe, expect, it } from '@jest/globals';
 import express from 'express';
 import { pino } from 'pino';
 import supertest from 'supertest';
-import { requestLogging } from '../src/http/middleware/request-log.js';
-import { eventually } from './support/eventually.js';
+import { requestLogging } from '../../src/http/middleware/request-log.js';
+import { eventually } from '../support/eventually.js';
 
 // Below `info` the request logger skips pino-http's per-request work; what it writes must not
 // change: the same `request errored` record for a 5xx, and a working `req.log`.

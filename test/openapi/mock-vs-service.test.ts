@@ -1,13 +1,13 @@
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { insertTag } from '../src/tags/repository.js';
-import type { TestApp } from './support/app.js';
-import { testBed } from './support/test-bed.js';
-import { contractDocument, documentedResponse, ROUTING_ERROR_SCHEMA, schemaProblems } from './support/contract-document.js';
-import type { Tenant } from './support/fixtures.js';
-import { serveApp, unreachableDatabaseUrl } from './support/served-app.js';
-import { fetchCheckedAgainstDocument } from './support/document-check.js';
-import { startPrism, type PrismProcess } from './support/prism.js';
+import { insertTag } from '../../src/tags/repository.js';
+import type { TestApp } from '../support/app.js';
+import { testBed } from '../support/test-bed.js';
+import { contractDocument, documentedResponse, ROUTING_ERROR_SCHEMA, schemaProblems } from '../support/contract-document.js';
+import type { Tenant } from '../support/fixtures.js';
+import { serveApp, unreachableDatabaseUrl } from '../support/served-app.js';
+import { fetchCheckedAgainstDocument } from '../support/document-check.js';
+import { startPrism, type PrismProcess } from '../support/prism.js';
 
 // Partners mock the contract with Prism (`npm run mock`) before they call the service. The
 // same requests go to both here; wherever a schema can say what happens, both must answer

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import type { TestApp } from './support/app.js';
-import { createTenant, type Tenant } from './support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed } from './support/outbound.js';
-import type { Receiver } from './support/receiver.js';
+import type { TestApp } from '../support/app.js';
+import { createTenant, type Tenant } from '../support/fixtures.js';
+import { cli, cliRefused, drain, outboundTestBed } from '../support/outbound.js';
+import type { Receiver } from '../support/receiver.js';
 
 // Keys of client input and of operator configuration end up as keys of JavaScript objects:
 // `__proto__`, `constructor`, `prototype` and `""` must stay plain data (or be dropped with a
