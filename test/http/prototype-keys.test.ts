@@ -9,14 +9,11 @@ import type { Receiver } from '../support/receiver.js';
 // warning), never reach Object.prototype, never answer 5xx. Bodies are sent as raw JSON text,
 // since a JavaScript object literal would already have swallowed `__proto__`.
 
-const bed = outboundTestBed();
+const bed = outboundTestBed([{}]);
 let t: TestApp;
 let receiver: Receiver;
 let tenant: Tenant;
-beforeAll(async () => {
-  ({ t, receiver } = bed);
-  tenant = await createTenant(t.ctx.db);
-});
+beforeAll(() => { ({ t, receiver, tenants: [tenant] } = bed); });
 
 const postRaw = (path: string, raw: string) => t.http.post(`/api/v1${path}`).set(tenant.auth).set('Content-Type', 'application/json').send(raw);
 const getLead = async (id: number) => JSON.parse((await t.http.get(`/api/v1/leads/${id}`).set(tenant.auth)).text).data;
