@@ -12,7 +12,7 @@
 // rules across fields (the contact rule) under `allOf`, each branch naming the schema of the
 // field it requires, so generators type it as a union (`{ email: string } | { phone: string }
 // | ...`) intersected with the fields. Same payloads accepted and refused
-// (test/openapi-published.test.ts); response schemas are untouched.
+// (test/openapi/openapi-published.test.ts); response schemas are untouched.
 import { parseDocument } from 'yaml';
 
 const SCHEMAS = ['components', 'schemas'];

@@ -8,8 +8,9 @@ import type { KeyForAuthentication } from './api-keys/repository.js';
 import { PrefixView } from './api-keys/prefix-view.js';
 import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
-import { createDb, createPool, type Db } from './db/connect.js';
+import type { Db } from './db/connect.js';
 import { FairSlots } from './db/fair-slots.js';
+import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
 import { WriteGroups } from './leads/write-groups.js';
@@ -19,8 +20,10 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 // above any statement of a request; it ends runaway statements and forgotten transactions.
 const API_STATEMENT_TIMEOUT_MS = 15_000;
 
-// The composition root: everything with a lifecycle is built here from validated config
-// and closed here, so handlers and workers receive their collaborators instead of importing them.
+// The API's composition root: everything with a lifecycle is built here from validated config
+// and the process's database, and closed here, so handlers receive their collaborators instead
+// of importing them. Its pool belongs to the process's database, which closes it after close(),
+// as the worker's root (src/worker/context.ts) does.
 export interface AppContext {
   config: Config;
   logger: Logger;
@@ -39,28 +42,26 @@ export interface AppContext {
   apiKeyPrefixes: PrefixView;
   /** Answers responses against the OpenAPI document too (tests). */
   validateResponses: boolean;
+  /** Stops the key cache's LISTEN connection and Redis; the pool is left to the process's database. */
   close(): Promise<void>;
 }
 
 export interface ContextOptions {
-  databaseUrl: string;
+  database: ProcessDatabase;
   logger?: Logger;
   validateResponses?: boolean;
 }
 
 export async function createContext(config: Config, options: ContextOptions): Promise<AppContext> {
   const logger = options.logger ?? createLogger(config.LOG_LEVEL);
-  const pool = createPool(options.databaseUrl, config.DATABASE_POOL_SIZE, {
-    logger,
-    name: 'api',
+  const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
+  const { pool, db } = options.database.openPool('api', config.DATABASE_POOL_SIZE, {
+    metrics,
     // A request waits at most this long for a connection (a new one, or a busy pool's), so it
     // is answered within 2 s by default even when the server does not answer at all (then 503).
     connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
-  const db = createDb(pool);
-  const metrics = createMetrics({ processMetrics: config.METRICS_PORT !== undefined });
-  metrics.watchPool('api', pool);
 
   let redis: Redis | null = null;
   if (config.REDIS_URL) {
@@ -83,7 +84,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     logger.warn('REDIS_URL is not set: the rate limit is counted in this process only (fine for one process, wrong for several)');
   }
   const rateLimitStore = createRateLimitStore(redis, logger);
-  const apiKeyCache = new ApiKeyCache<KeyForAuthentication>(options.databaseUrl, logger);
+  const apiKeyCache = new ApiKeyCache<KeyForAuthentication>(options.database.url, logger);
   const apiKeyPrefixes = new PrefixView(db, logger);
   apiKeyCache.follow(apiKeyPrefixes);
   await apiKeyCache.start();
@@ -109,7 +110,6 @@ export async function createContext(config: Config, options: ContextOptions): Pr
       await apiKeyCache.stop();
       await rateLimitStore.shutdown?.();
       redis?.disconnect();
-      await db.destroy();
     },
   };
 }

@@ -17,7 +17,7 @@ const FATAL_SHUTDOWN_MS = 15_000;
  * - an unhandled promise rejection is logged with its reason and the process carries on:
  *   the work that promise belonged to has already failed, and nothing else is left half done.
  */
-export function installLastResort(logger: Logger, shutdown: (reason: string, exitCode: number) => Promise<void>): void {
+function installLastResort(logger: Logger, shutdown: (reason: string, exitCode: number) => Promise<void>): void {
   process.on('unhandledRejection', (reason) => {
     logger.error({ err: reason }, 'unhandled promise rejection: logged, the process carries on');
   });
@@ -26,6 +26,33 @@ export function installLastResort(logger: Logger, shutdown: (reason: string, exi
     setTimeout(() => process.exit(1), FATAL_SHUTDOWN_MS).unref();
     shutdown('uncaughtException', 1).catch(() => process.exit(1));
   });
+}
+
+/**
+ * How `npm start` and `npm run worker` live: `start` opens the process's parts; `stop` closes
+ * those opened, in order, after a failed start as on SIGTERM, SIGINT or an uncaught exception
+ * (once, `stopping` logged first), and the process exits. A failed start is rethrown for
+ * describeStartupFailure.
+ */
+export async function runProcess(logger: Logger, parts: { stopping: string; start(): Promise<void>; stop(): Promise<void> }): Promise<void> {
+  let stopping = false;
+  const shutdown = async (reason: string, exitCode: number) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ reason }, parts.stopping);
+    await parts.stop();
+    logger.info('stopped');
+    process.exit(exitCode);
+  };
+  installLastResort(logger, shutdown);
+  try {
+    await parts.start();
+  } catch (error) {
+    await parts.stop().catch(() => {});
+    throw error;
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
 }
 
 /** One or two sentences for a failed start; a stack trace only for what nobody foresaw. */

@@ -6,7 +6,7 @@ import { loadConfig, type Config } from './config.js';
 import { createContext, type AppContext } from './context.js';
 import { ProcessDatabase } from './db/open.js';
 import { createApp } from './http/app.js';
-import { describeStartupFailure, installLastResort } from './lifecycle.js';
+import { describeStartupFailure, runProcess } from './lifecycle.js';
 import { useSecretsKey } from './secrets/keyring.js';
 import { createLogger } from './logger.js';
 import { closeMetricsServer, serveMetrics } from './metrics/server.js';
@@ -23,7 +23,7 @@ interface Running {
 
 async function start(config: Config, logger: Logger, running: Running): Promise<void> {
   const database = running.database = await ProcessDatabase.open(config, logger);
-  running.ctx = await createContext(config, { databaseUrl: database.url, logger });
+  running.ctx = await createContext(config, { database, logger });
   const applied = await database.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
 
@@ -52,7 +52,7 @@ async function stop(running: Running): Promise<void> {
   const { server } = running;
   const closed = server?.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : undefined;
   server?.closeIdleConnections();
-  await Promise.all([closed, running.worker?.destroy()]);
+  await Promise.all([closed, running.worker?.close()]);
   await closeMetricsServer(running.metricsServer);
   await running.ctx?.close();
   await running.database?.close();
@@ -62,25 +62,12 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const running: Running = {};
-  let stopping = false;
-  const shutdown = async (reason: string, exitCode: number) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ reason }, 'shutting down: no new connections, finishing in-flight requests and deliveries');
-    await stop(running);
-    logger.info('stopped');
-    process.exit(exitCode);
-  };
-  installLastResort(logger, shutdown);
   useSecretsKey(config, logger);
-  try {
-    await start(config, logger, running);
-  } catch (error) {
-    await stop(running).catch(() => {});
-    throw error;
-  }
-  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
-  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+  await runProcess(logger, {
+    stopping: 'shutting down: no new connections, finishing in-flight requests and deliveries',
+    start: () => start(config, logger, running),
+    stop: () => stop(running),
+  });
 }
 
 main().catch((error: unknown) => {

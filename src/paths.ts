@@ -11,5 +11,5 @@ export const PROJECT_ROOT = path.resolve(here, here.split(path.sep).includes('di
 export const OPENAPI_PATH = path.join(PROJECT_ROOT, 'openapi', 'openapi.yaml');
 // The same contract with its request bodies spelt out as plain objects, built from the one
 // above by `npm run generate`: served at /openapi.yaml, rendered at /docs, mocked by Prism,
-// the source of generated/api.ts. It accepts exactly the same requests (test/openapi-published.test.ts).
+// the source of generated/api.ts. It accepts exactly the same requests (test/openapi/openapi-published.test.ts).
 export const PUBLISHED_OPENAPI_PATH = path.join(PROJECT_ROOT, 'openapi', 'openapi.published.yaml');

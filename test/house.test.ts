@@ -1,10 +1,12 @@
-import { describe, expect, it } from '@jest/globals';
-import { parseCircular, parseDependencyTree } from 'dpdm';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { parseCircular, parseDependencyTree, type DependencyTree } from 'dpdm';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { layerOf, mayImport, readLayerTable } from './support/layer-table.js';
 
 // House rules that hold for the whole of src/ (docs/architecture.md): no import cycle, not
-// even through `import type`, and no file over 250 lines.
+// even through `import type`, every import allowed by the "Who may import whom" table, and no
+// file over 250 lines.
 
 const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '..');
 const MAX_LINES = 250;
@@ -16,16 +18,44 @@ const sourceFiles = (readdirSync(path.join(ROOT, 'src'), { recursive: true, with
   .filter((file) => !file.split(path.sep).some((part) => part === 'dist' || part === 'node_modules'))
   .sort();
 
+/** Every import of src/, type-only ones included, as dpdm reads them. */
+async function importTree(): Promise<DependencyTree> {
+  // dpdm reads each file with the TypeScript parser and, without `transform`, keeps the
+  // imports that only name types. It resolves `./x.js` to `./x.ts` through tsconfig.json
+  // (found in `context`), and takes its entries relative to the working directory.
+  const entries = sourceFiles.filter((file) => file.endsWith('.ts')).map((file) => path.relative(process.cwd(), path.join(ROOT, file)));
+  const tree = await parseDependencyTree(entries, { context: ROOT, transform: false, skipDynamicImports: false });
+  expect(Object.keys(tree).filter((file) => file.startsWith('src/')).length).toBeGreaterThanOrEqual(entries.length);
+  return tree;
+}
+
 describe('the house', () => {
-  it('has no import cycle in src/, type-only imports included', async () => {
-    // dpdm reads each file with the TypeScript parser and, without `transform`, keeps the
-    // imports that only name types. It resolves `./x.js` to `./x.ts` through tsconfig.json
-    // (found in `context`), and takes its entries relative to the working directory.
-    const entries = sourceFiles.filter((file) => file.endsWith('.ts')).map((file) => path.relative(process.cwd(), path.join(ROOT, file)));
-    const tree = await parseDependencyTree(entries, { context: ROOT, transform: false, skipDynamicImports: false });
-    expect(Object.keys(tree).filter((file) => file.startsWith('src/')).length).toBeGreaterThanOrEqual(entries.length);
-    expect(parseCircular(tree).map((cycle) => cycle.join(' -> '))).toEqual([]);
+  let tree: DependencyTree;
+  beforeAll(async () => {
+    tree = await importTree();
   }, 60_000);
+
+  it('has no import cycle in src/, type-only imports included', () => {
+    expect(parseCircular(tree).map((cycle) => cycle.join(' -> '))).toEqual([]);
+  });
+
+  it('imports only as the layer table of docs/architecture.md allows, and every file of src/ is in one of its layers', () => {
+    const layers = readLayerTable(ROOT);
+    expect(layers.map((layer) => layer.name)).toContain('repositories');
+    const fromRoot = (file: string) => path.relative(ROOT, path.resolve(process.cwd(), file));
+    const typescript = sourceFiles.filter((file) => file.endsWith('.ts'));
+    expect(typescript.filter((file) => !layerOf(layers, file))).toEqual([]);
+    const refused = Object.entries(tree)
+      .filter(([file]) => fromRoot(file).startsWith('src/'))
+      .flatMap(([file, imports]) => (imports ?? []).flatMap((imported) => {
+        if (!imported.id) return [];
+        const from = fromRoot(file);
+        const to = fromRoot(imported.id);
+        if (!/^(src|generated)\//.test(to) || to.includes('node_modules')) return [];
+        return mayImport(layers, from, to) ? [] : [`${from} (${layerOf(layers, from)?.name}) -> ${to} (${layerOf(layers, to)?.name ?? 'no layer'})`];
+      }));
+    expect(refused).toEqual([]);
+  });
 
   it(`has no file in src/ over ${MAX_LINES} lines`, () => {
     expect(sourceFiles.length).toBeGreaterThan(0);

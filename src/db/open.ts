@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -8,6 +9,16 @@ import { migrateToLatest } from './migrate.js';
 export interface PoolSettings {
   /** Counted in these metrics under the pool's name (a process serving /metrics). */
   metrics?: Metrics;
+  /** How long a checkout may wait for a connection (default: connect.ts's). */
+  connectTimeoutMs?: number;
+  /** Ends a statement, or a transaction left idle, running longer than this. */
+  statementTimeoutMs?: number;
+}
+
+/** A pool of the process: Kysely over it, and the pg pool itself for what counts or inspects connections. */
+export interface ProcessPool {
+  db: Db;
+  pool: pg.Pool;
 }
 
 /**
@@ -34,11 +45,17 @@ export class ProcessDatabase {
 
   /** A pool of this process, named in its log lines and metrics; closed by close(). */
   pool(name: string, size: number, settings: PoolSettings = {}): Db {
-    const pool = createPool(this.url, size, { logger: this.logger, name });
-    settings.metrics?.watchPool(name, pool);
+    return this.openPool(name, size, settings).db;
+  }
+
+  /** pool(), with the pg pool beside it. */
+  openPool(name: string, size: number, settings: PoolSettings = {}): ProcessPool {
+    const { metrics, ...timeouts } = settings;
+    const pool = createPool(this.url, size, { logger: this.logger, name, ...timeouts });
+    metrics?.watchPool(name, pool);
     const db = createDb(pool);
     this.pools.push(db);
-    return db;
+    return { db, pool };
   }
 
   /**

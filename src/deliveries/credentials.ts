@@ -3,7 +3,7 @@ import { authHeaders } from './headers.js';
 
 // What a delivery row never holds: the connector's auth header and the signing secrets. The
 // sender gets them from the connector, or the Custom URL block's workflow, at send time
-// (src/worker/credentials.ts, or the connector at hand for Send test and Push to CRM), so a
+// (src/worker/deliveries/load-credentials.ts, or the connector at hand for Send test and Push to CRM), so a
 // rotated secret or a changed credential applies to retries too.
 
 export interface Credentials {

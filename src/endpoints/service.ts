@@ -22,7 +22,7 @@ export async function enable(db: Executor, endpoint: EndpointRef) {
  * more: in one transaction it is marked deleted (no fan-out, auto-push, push, test, recovery
  * or listing any more) and every pending delivery of it, retries included, is finished
  * `Failed` without another attempt. A delivery of it composed by a fan-out that read it just
- * before the delete is refused by the worker without a call (src/worker/credentials.ts); an
+ * before the delete is refused by the worker without a call (src/worker/deliveries/load-credentials.ts); an
  * attempt already on the wire when the delete commits completes, and is the last.
  */
 export async function deleteEndpoint(db: Db, endpoint: EndpointRef) {

@@ -8,10 +8,10 @@ import { createMetrics, type Metrics } from '../metrics/metrics.js';
 import { releaseClaims as releaseEventClaims } from '../outbox/repository.js';
 import { readBacklog } from './backlog.js';
 import { runOnSchedule, runUntilIdle, type PeriodicTask, type RunningSchedule } from './scheduler.js';
-import { deliveriesTask } from './tasks/deliveries.js';
-import { fanOutTask } from './tasks/fan-out.js';
-import { housekeepingTask } from './tasks/housekeeping.js';
-import { websiteAnalysisTask } from './tasks/website-analysis.js';
+import { deliveriesTask } from './deliveries/job.js';
+import { fanOutTask } from './fan-out.js';
+import { housekeepingTask } from './housekeeping.js';
+import { websiteAnalysisTask } from './website-analysis.js';
 import type { JobDeps, WorkerDeps } from './worker-deps.js';
 
 export interface WorkerContextOptions {
@@ -27,7 +27,7 @@ export interface WorkerContextOptions {
  * The worker's composition root: one worker id with its jobs, each on a schedule of its own
  * (fan-out of outbox events, website analyses, deliveries, housekeeping), all built from one
  * set of dependencies. Its pool belongs to the process's database, which closes it after
- * destroy().
+ * close(), as the API's root (src/context.ts) does.
  */
 export class WorkerContext {
   private readonly jobs: JobDeps;
@@ -88,7 +88,7 @@ export class WorkerContext {
   }
 
   /** Stops claiming, finishes in-flight deliveries and analyses, releases what this worker still holds. */
-  async destroy(): Promise<void> {
+  async close(): Promise<void> {
     await this.running?.stop();
     this.running = null;
     const { db, workerId } = this.jobs;

@@ -5,12 +5,28 @@ import { composeConnectorDelivery, composeCustomUrlDelivery } from '../deliverie
 import { insertDeliveries } from '../deliveries/repository.js';
 import { loadLeads } from '../leads/read-service.js';
 import { markLeadsAnalyzed } from '../leads/write-repository.js';
-import { dueEventWorkspaces, lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
 import type { WorkerMetrics } from '../metrics/metrics.js';
+import { dueEventWorkspaces, lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
 import { findActiveWorkflows } from '../workflows/repository.js';
 import { composeAutoPushes } from './auto-push.js';
-import { countFailedAtOnce } from './delivery-counts.js';
-import type { WorkspaceTurns } from './workspace-turns.js';
+import { countFailedAtOnce } from './deliveries/counts.js';
+import type { PeriodicTask } from './scheduler.js';
+import type { JobDeps } from './worker-deps.js';
+import { WorkspaceTurns } from './workspace-turns.js';
+
+const FAN_OUT_BATCH = 500;
+
+/** Lead events into deliveries, a batch per workspace in turn a step; new deliveries wake the other tasks. */
+export function fanOutTask(deps: JobDeps): PeriodicTask {
+  const options = { limit: FAN_OUT_BATCH, maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS, metrics: deps.metrics.worker };
+  const turns = new WorkspaceTurns(dueLeadEventWorkspaces(deps.db));
+  return {
+    name: 'fan-out',
+    intervalMs: deps.config.OUTBOX_POLL_MS,
+    feedsOthers: true,
+    step: () => fanOutLeadEvents(deps.db, turns, options),
+  };
+}
 
 function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
   if (workflow.workspace_id !== event.workspace_id) return false;
@@ -26,7 +42,7 @@ function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
  * Claiming the events, writing the deliveries and marking the events processed happen in
  * one transaction, so an event is fanned out exactly once even with many workers.
  */
-export async function fanOutLeadEvents(db: Db, turns: WorkspaceTurns, options: FanOutOptions): Promise<number> {
+async function fanOutLeadEvents(db: Db, turns: WorkspaceTurns, options: FanOutOptions): Promise<number> {
   let events = 0;
   for (const workspaceId of await turns.next()) {
     events += await fanOutWorkspaceEvents(db, workspaceId, options);
@@ -36,7 +52,7 @@ export async function fanOutLeadEvents(db: Db, turns: WorkspaceTurns, options: F
 }
 
 /** The workspaces whose lead events are due, in turn (see WorkspaceTurns). */
-export const dueLeadEventWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['lead.created', 'lead.tag_added'], after, limit);
+const dueLeadEventWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['lead.created', 'lead.tag_added'], after, limit);
 
 interface FanOutOptions { limit: number; maxAttempts: number; metrics: WorkerMetrics }
 

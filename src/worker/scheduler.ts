@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { isUnavailable, type OutageLog } from '../db/availability.js';
 
-// When the worker's tasks run. Each job is its own task module (tasks/); this one only schedules them.
+// When the worker's tasks run. Each job's file exports its task; this one only schedules them, so a new job touches no scheduling.
 
 /** How a step may pause: cut short by the stop, or by another task's new work. */
 export interface Pacing {

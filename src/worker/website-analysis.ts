@@ -1,12 +1,25 @@
 import { analyzeCompanyWebsite, recordWebsiteAnalysis, type WebsiteAnalysis } from '../companies/website.js';
+import type { Db } from '../db/connect.js';
 import { insertDeliveries } from '../deliveries/repository.js';
 import { markCompanyLeadsAnalyzed } from '../leads/write-repository.js';
-import type { Db } from '../db/connect.js';
 import { claimAnalyses, dueEventWorkspaces, finishClaimed, retryClaimedLater, type StoredEvent } from '../outbox/repository.js';
 import { composeAutoPushes } from './auto-push.js';
-import { countFailedAtOnce } from './delivery-counts.js';
+import { countFailedAtOnce } from './deliveries/counts.js';
+import type { PeriodicTask } from './scheduler.js';
 import type { JobDeps } from './worker-deps.js';
-import type { WorkspaceTurns } from './workspace-turns.js';
+import { WorkspaceTurns } from './workspace-turns.js';
+
+const ANALYSIS_CONCURRENCY = 4;
+
+/** Queued website analyses, a few at once a step. */
+export function websiteAnalysisTask(deps: JobDeps): PeriodicTask {
+  const turns = new WorkspaceTurns(dueAnalysisWorkspaces(deps.db));
+  return {
+    name: 'analysis',
+    intervalMs: deps.config.OUTBOX_POLL_MS,
+    step: () => runWebsiteAnalyses(deps, turns, ANALYSIS_CONCURRENCY),
+  };
+}
 
 const MAX_ANALYSIS_TRIES = 5;
 
@@ -32,13 +45,13 @@ async function finishAnalysis(deps: JobDeps, event: AnalysisEvent, analysis: Web
 }
 
 /** The workspaces whose website analyses are due, in turn (see WorkspaceTurns). */
-export const dueAnalysisWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['company.analyze'], after, limit);
+const dueAnalysisWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['company.analyze'], after, limit);
 
 /**
  * Claims up to `limit` queued website analyses, workspace by workspace in turn, runs them
  * concurrently, records each. Returns how many ran.
  */
-export async function runWebsiteAnalyses(deps: JobDeps, turns: WorkspaceTurns, limit: number): Promise<number> {
+async function runWebsiteAnalyses(deps: JobDeps, turns: WorkspaceTurns, limit: number): Promise<number> {
   const events: AnalysisEvent[] = [];
   for (const workspaceId of await turns.next()) {
     if (events.length >= limit) break;

@@ -13,14 +13,11 @@ import type { ReceivedRequest, Receiver } from '../support/receiver.js';
 // Connector credentials and signing secrets exist in clear only in memory: the tables hold
 // ciphertext, and delivery rows get the auth header and the signatures only at send time.
 
-const bed = outboundTestBed();
+const bed = outboundTestBed([{}]);
 let t: TestApp;
 let receiver: Receiver;
 let tenant: Tenant;
-beforeAll(async () => {
-  ({ t, receiver } = bed);
-  tenant = await createTenant(t.ctx.db);
-});
+beforeAll(() => { ({ t, receiver, tenants: [tenant] } = bed); });
 
 /** Every text-like column of every table, as one text per row and column. */
 async function storedTexts(): Promise<string[]> {

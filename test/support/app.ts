@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
+import { ProcessDatabase } from '../../src/db/open.js';
 import { createApp } from '../../src/http/app.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
@@ -112,7 +113,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.redis && testEnv.redisUrl ? { REDIS_URL: testEnv.redisUrl } : {}),
     ...options.env,
   });
-  const ctx = await createContext(config, { databaseUrl: database.url, logger: pino({ level: 'silent' }), validateResponses: true });
+  const logger = pino({ level: 'silent' });
+  // The same shape as `npm start`: the process's database (here the test's) hands the root its pool.
+  const processDatabase = await ProcessDatabase.open({ ...config, DATABASE_URL: database.url }, logger);
+  const ctx = await createContext(config, { database: processDatabase, logger, validateResponses: true });
   const app = createApp(options.rateLimitWindowMs ? { ...ctx, rateLimitStore: withWindow(ctx.rateLimitStore, options.rateLimitWindowMs) } : ctx);
   let server: Server | undefined;
   const listen = async () => {
@@ -138,6 +142,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       }
       running.delete(ctx);
       await ctx.close();
+      await processDatabase.close();
       await database.drop();
       const violations = proxy?.responseViolations() ?? [];
       if (violations.length > 0) throw new Error(`Prism's validation proxy found responses that break the document:\n${violations.join('\n')}`);

@@ -4,7 +4,7 @@ import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from './app.js';
 import { cliError, cliJson } from './cli.js';
 import { eventually } from './eventually.js';
-import type { Tenant } from './fixtures.js';
+import type { Tenant, TenantOptions } from './fixtures.js';
 import { testBed } from './test-bed.js';
 import { postLead, uniqueEmail } from './requests.js';
 
@@ -46,6 +46,8 @@ export const drainUntilBranch = (t: TestApp, workspaceId: number, branch: Delive
 /**
  * The test bed of the outbound tests: one app whose deliveries may reach 127.0.0.1 and one
  * receiver, reset before each test, whose deliveries are checked against the document's
- * webhooks after each test; each test makes its own tenants.
+ * webhooks after each test; the tenants a whole file shares (by default none: each test
+ * makes its own).
  */
-export const outboundTestBed = () => testBed({ app: { env: LOCAL_DELIVERY_ENV }, tenants: [], receiver: true });
+export const outboundTestBed = <const Tenants extends readonly TenantOptions[] = []>(tenants?: Tenants) =>
+  testBed({ app: { env: LOCAL_DELIVERY_ENV }, tenants: tenants ?? ([] as unknown as Tenants), receiver: true });

@@ -1,6 +1,6 @@
 // Reads an OpenAPI document (YAML) on stdin, builds Redoc's model of it and renders it to HTML
 // as the reference page at /docs would, and prints JSON: the side menu (with what Redoc made
-// of each operation) and the rendered HTML. Used by test/docs-webhooks.test.ts in a process of
+// of each operation) and the rendered HTML. Used by test/http/docs-webhooks.test.ts in a process of
 // its own: Redoc and the React stack it renders with set globals and leave scheduled work
 // behind, which broke the test files Jest ran after it in the same worker.
 import { createRequire } from 'node:module';

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
+import { ProcessDatabase } from '../../src/db/open.js';
 import { createApp } from '../../src/http/app.js';
 
 // The real app served on a free port with its log collected, for tests about the database
@@ -60,11 +61,9 @@ export async function serveApp(options: { databaseUrl: string; env?: Record<stri
     },
   });
   const config = loadConfig({ LOG_LEVEL: 'warn', WORKER: 'off', PUBLIC_URL: 'http://localhost:3000', ...options.env });
-  const ctx = await createContext(config, {
-    databaseUrl: options.databaseUrl,
-    logger: pino({ level: 'warn' }, stream),
-    validateResponses: true,
-  });
+  const logger = pino({ level: 'warn' }, stream);
+  const database = await ProcessDatabase.open({ ...config, DATABASE_URL: options.databaseUrl }, logger);
+  const ctx = await createContext(config, { database, logger, validateResponses: true });
   const server: Server = createApp(ctx).listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {
@@ -75,6 +74,7 @@ export async function serveApp(options: { databaseUrl: string; env?: Record<stri
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await ctx.close();
+      await database.close();
     },
   };
 }

@@ -1,0 +1,44 @@
+import type { Db } from '../../db/connect.js';
+import { recordAttempts, type AttemptOutcome, type FailingEndpoint } from '../../deliveries/attempt-repository.js';
+import type { HealthPolicy } from '../../endpoints/repository.js';
+
+/** What recording does about endpoint health: the rule, and what to do with endpoints that meet it. */
+export interface HealthWatch {
+  policy: HealthPolicy;
+  failing(endpoints: readonly FailingEndpoint[]): Promise<void>;
+}
+
+/**
+ * Records attempts of one worker in batches: outcomes finishing within a few milliseconds
+ * of each other share one statement, so recording costs a fraction of a round trip each.
+ */
+export class AttemptRecorder {
+  private pending: Array<{ outcome: AttemptOutcome; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly db: Db, readonly workerId: string, private readonly health: HealthWatch, private readonly maxBatch = 64, private readonly delayMs = 5) {}
+
+  /** Resolves once recorded: true, or false when this worker no longer held the claim. */
+  record(outcome: AttemptOutcome): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ outcome, resolve, reject });
+      if (this.pending.length >= this.maxBatch) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), this.delayMs);
+    });
+  }
+
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return;
+    try {
+      const { recorded, failing } = await recordAttempts(this.db, this.workerId, batch.map((entry) => entry.outcome), this.health.policy);
+      const ids = new Set(recorded);
+      for (const entry of batch) entry.resolve(ids.has(entry.outcome.deliveryId));
+      if (failing.length > 0) await this.health.failing(failing);
+    } catch (error) {
+      for (const entry of batch) entry.reject(error);
+    }
+  }
+}

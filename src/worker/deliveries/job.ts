@@ -1,0 +1,112 @@
+import type { AttemptOutcome } from '../../deliveries/attempt-repository.js';
+import { claimDueDeliveries, dueDeliveryWorkspaces, MAX_CLAIM } from '../../deliveries/claim-repository.js';
+import { deliverClaimed } from '../../deliveries/deliver.js';
+import { healthPolicy } from '../../deliveries/endpoint-health.js';
+import type { PeriodicTask } from '../scheduler.js';
+import type { JobDeps } from '../worker-deps.js';
+import { WorkspaceTurns } from '../workspace-turns.js';
+import { AttemptRecorder } from './attempt-recorder.js';
+import { countRecordedAttempt } from './counts.js';
+import { disableFailingEndpoints } from './disable-endpoints.js';
+import { loadCredentials } from './load-credentials.js';
+
+/**
+ * Due deliveries, retries included: a step claims a batch once the window has room and starts
+ * delivering it; with nothing to claim it waits for one in flight (or the poll interval).
+ */
+export function deliveriesTask(deps: JobDeps): PeriodicTask {
+  const job = new DeliveryJob(deps);
+  return {
+    name: 'delivery',
+    intervalMs: deps.config.OUTBOX_POLL_MS,
+    // Every completed step has asked the database, so a step that returns proves it reachable.
+    async step(pacing) {
+      await job.room();
+      if (pacing.isStopped) return 0;
+      const claimed = await job.claimAndStart();
+      if (claimed === 0 && job.inFlightCount > 0) {
+        await Promise.race([job.oneFinished(), pacing.sleep(deps.config.OUTBOX_POLL_MS)]);
+        return 1;
+      }
+      return claimed;
+    },
+    finish: () => job.allFinished(),
+  };
+}
+
+/** Deliveries in flight at once per worker process. */
+const DELIVERY_CONCURRENCY = 64;
+
+/**
+ * The worker's deliveries: claims due ones (retries included) while fewer than
+ * DELIVERY_CONCURRENCY are in flight, and delivers each; attempts are recorded in batches.
+ */
+class DeliveryJob {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly recorder: AttemptRecorder;
+  private readonly turns: WorkspaceTurns;
+
+  constructor(private readonly deps: JobDeps) {
+    this.turns = new WorkspaceTurns((after, limit) => dueDeliveryWorkspaces(deps.db, after, limit));
+    this.recorder = new AttemptRecorder(deps.db, deps.workerId, {
+      policy: healthPolicy(deps.config),
+      failing: (endpoints) => disableFailingEndpoints(deps, endpoints),
+    });
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /** Resolves once a quarter of the window is free, so claims come in batches rather than one by one. */
+  async room(): Promise<void> {
+    while (DELIVERY_CONCURRENCY - this.inFlight.size < DELIVERY_CONCURRENCY / 4) await Promise.race(this.inFlight);
+  }
+
+  /**
+   * Claims what fits in the window and starts delivering it. Returns how many due deliveries
+   * it dealt with: claimed, or rescheduled to their capped endpoint's next free slot; either
+   * way the due queue moved, so the loop goes on at once to what lies behind them.
+   */
+  async claimAndStart(): Promise<number> {
+    let dealt = 0;
+    const workspaces = await this.turns.next();
+    for (const [index, workspaceId] of workspaces.entries()) {
+      const room = Math.min(MAX_CLAIM, DELIVERY_CONCURRENCY - this.inFlight.size);
+      if (room <= 0) break;
+      // The room is shared by the workspaces still to serve, so each gets its part this step.
+      dealt += await this.claimWorkspace(workspaceId, Math.max(1, Math.floor(room / (workspaces.length - index))));
+      this.turns.served(workspaceId);
+    }
+    return dealt;
+  }
+
+  private async claimWorkspace(workspaceId: number, free: number): Promise<number> {
+    const { rows, deferred } = await claimDueDeliveries(this.deps.db, workspaceId, this.deps.workerId, free, this.deps.leaseMs);
+    this.deps.metrics.worker.deliveriesDeferred(deferred);
+    // Should this fail (the database went away), the claims expire with their lease.
+    const credentials = await loadCredentials(this.deps.db, workspaceId, rows);
+    for (const row of rows) {
+      const record = async (outcome: AttemptOutcome) => {
+        const recorded = await this.recorder.record(outcome);
+        // Only the worker that still held the claim counts the attempt: a lost claim's is another worker's to count.
+        if (recorded) countRecordedAttempt(this.deps.metrics.worker, row.sender, outcome);
+        return recorded;
+      };
+      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.deps.outage)
+        .finally(() => this.inFlight.delete(running));
+      this.inFlight.add(running);
+    }
+    return rows.length + deferred;
+  }
+
+  /** Resolves when one delivery in flight finishes. */
+  oneFinished(): Promise<unknown> {
+    return Promise.race(this.inFlight);
+  }
+
+  /** Resolves when every delivery in flight has finished. */
+  async allFinished(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+  }
+}
