@@ -1,5 +1,6 @@
 import type { Executor } from '../db/connect.js';
 import { isUniqueViolation } from '../db/sql.js';
+import { notifyKeysChanged, prefixesOfUser } from '../api-keys/repository.js';
 import { Refused } from '../refused.js';
 import { deleteUser, insertUser, type Role } from './repository.js';
 import { listMembers, setRole } from './members-repository.js';
@@ -35,8 +36,15 @@ export async function changeRole(db: Executor, id: number, role: Role) {
   return updated;
 }
 
+/**
+ * Deletes a user: their keys become orphaned and are refused from then on. The API processes
+ * hear it from this statement's notification (on Citus no trigger of a reference table would
+ * reach them), so a cached key stops working at once.
+ */
 export async function removeMember(db: Executor, id: number) {
+  const orphaned = await prefixesOfUser(db, id);
   const deleted = await deleteUser(db, id);
   if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
+  await notifyKeysChanged(db, orphaned);
   return { id: deleted.id, deleted: true };
 }

@@ -80,12 +80,16 @@ describe('admin CLI', () => {
   });
 
   it('refuses bad input with a JSON error on stderr and a non-zero exit', async () => {
+    // A workspace and user of this test's own: ids are not 1 on a database other tests used first.
+    const workspace = String((await ok(['workspace', 'create', '--name', 'Refusals'])).id);
+    const user = String((await ok(['user', 'create', '--workspace', workspace, '--email', 'refusals@acme.test'])).id);
     await refused(['workspace', 'create'], 'invalid_arguments');
     await refused(['workspace', 'create', '--name', '   '], 'invalid_argument');
     await refused(['user', 'create', '--workspace', 'abc', '--email', 'a@b.test'], 'invalid_argument');
     await refused(['user', 'create', '--workspace', '999999', '--email', 'a@b.test'], 'not_found');
-    await refused(['user', 'create', '--workspace', '1', '--email', 'not-an-email'], 'invalid_argument');
-    await refused(['key', 'create', '--workspace', '1', '--user', '1', '--name', 'x', '--scopes', 'leads:delete'], 'invalid_argument');
+    await refused(['user', 'create', '--workspace', workspace, '--email', 'not-an-email'], 'invalid_argument');
+    await refused(['user', 'create', '--workspace', workspace, '--email', 'REFUSALS@acme.test'], 'conflict');
+    await refused(['key', 'create', '--workspace', workspace, '--user', user, '--name', 'x', '--scopes', 'leads:delete'], 'invalid_argument');
     await refused(['key', 'revoke', '--id', '999999'], 'not_found');
     await refused(['nonsense'], 'invalid_arguments');
   });

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { revokeKey } from '../../src/api-keys/repository.js';
-import { deleteUser } from '../../src/users/repository.js';
+import { removeMember } from '../../src/users/service.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -61,7 +61,7 @@ describe('authentication', () => {
   });
 
   it('rejects an orphaned key with its own message and the same code', async () => {
-    const orphaned = await answerAfter((key) => deleteUser(t.ctx.db, key.userId));
+    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, key.userId));
     expectInvalidKey(orphaned, 'The API key is orphaned: the user who created it no longer exists. Create a new key.');
   });
 });

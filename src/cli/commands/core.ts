@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import { scopeValues, type Scope } from '../../../generated/api.js';
-import { listKeys, notifyKeysChanged, prefixesOfUser, revokeKey } from '../../api-keys/repository.js';
+import { listKeys, revokeKey } from '../../api-keys/repository.js';
 import { createApiKey } from '../../api-keys/service.js';
 import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
 import { Refused } from '../../refused.js';
 import { insertTag } from '../../tags/repository.js';
-import { deleteUser, insertUser, type Role } from '../../users/repository.js';
+import { addMember, parseEmail, parseRole, removeMember } from '../../users/service.js';
 import { insertWorkspace } from '../../workspaces/repository.js';
 import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
 import { boundedInteger, nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
@@ -20,18 +20,6 @@ function parseScopes(value: string | undefined): Scope[] {
   return [...new Set(scopes)] as Scope[];
 }
 
-function parseEmail(value: string): string {
-  const email = value.trim().toLowerCase();
-  if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw new Refused('invalid_argument', `--email must be an email address, got "${value}".`);
-  return email;
-}
-
-function parseRole(value: string | undefined): Role {
-  if (value === undefined) return 'admin';
-  if (value !== 'admin' && value !== 'member') throw new Refused('invalid_argument', '--role must be admin or member.');
-  return value;
-}
-
 export function registerCoreCommands(program: Command): void {
   const workspace = program.command('workspace').description('Workspaces');
   workspace.command('create').requiredOption('--name <name>')
@@ -41,16 +29,11 @@ export function registerCoreCommands(program: Command): void {
   user.command('create').requiredOption('--workspace <id>').requiredOption('--email <email>').option('--role <role>', 'admin or member', 'admin')
     .action((options: { workspace: string; email: string; role?: string }) => runCommand(async ({ db }) => {
       const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return insertUser(db, { workspace_id: found.id, email: parseEmail(options.email), role: parseRole(options.role) });
+      return addMember(db, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
     }));
   user.command('delete').requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(async ({ db }) => {
-      const userId = positiveId(options.id, '--id');
-      const orphaned = await prefixesOfUser(db, userId);
-      const deleted = await deleteUser(db, userId);
-      if (!deleted) throw new Refused('not_found', `User ${options.id} does not exist.`);
-      await notifyKeysChanged(db, orphaned);
-      return { id: deleted.id, deleted: true };
+      return removeMember(db, positiveId(options.id, '--id'));
     }));
 
   const key = program.command('key').description('API keys');
