@@ -87,7 +87,7 @@ describe('the dispatcher under several workers', () => {
     expect(new Set(leadIds).size).toBe(1000);
     expect(await branches(tenant.workspaceId)).toEqual({ Delivered: 1000 });
     // Each delivery was attempted exactly once.
-    const attempts = await t.ctx.db.selectFrom('delivery_attempts').innerJoin('deliveries', 'deliveries.id', 'delivery_attempts.delivery_id')
+    const attempts = await t.ctx.db.selectFrom('delivery_attempts').innerJoin('deliveries', (join) => join.onRef('deliveries.workspace_id', '=', 'delivery_attempts.workspace_id').onRef('deliveries.id', '=', 'delivery_attempts.delivery_id'))
       .where('deliveries.workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
     expect(Number(attempts.n)).toBe(1000);
 
