@@ -2,6 +2,7 @@ import { expect } from '@jest/globals';
 import pg from 'pg';
 import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
 import type { TestApp } from './app.js';
+import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
 import type { Tenant } from './fixtures.js';
 import { postLead, uniqueEmail } from './requests.js';
@@ -44,7 +45,10 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
   await client.connect();
   try {
     await eventually(async () => {
-      const { rows } = await client.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
+      const { rows } = await client.query(readTestEnvironment().citus
+        // On Citus the statement waits on a worker node; the coordinator's view of it is this.
+        ? `SELECT DISTINCT waiting_gpid FROM citus_lock_waits WHERE blocked_statement ILIKE '%for update%'`
+        : `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
       return typeof until === 'number' ? rows.length === until : until(rows.length);
     }, 10_000, 5);
   } finally {
