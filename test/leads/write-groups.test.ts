@@ -4,7 +4,7 @@ import type { Response } from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { whileAnswersContaining, whileLeadsNamed } from '../support/faults.js';
 import { eventually } from '../support/eventually.js';
-import { lockedLead as heldLead, occupyGroups as occupyAllGroups } from '../support/held-writes.js';
+import { lockedLead as heldLead, lockWaiters, occupyGroups as occupyAllGroups, terminateBackend } from '../support/held-writes.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
@@ -154,11 +154,9 @@ describe('a group of concurrent POST /leads calls', () => {
     const lost = [person(), person()];
     // The group's backend, once it waits on the stuck lead: the server goes away under it.
     const terminateGroup = () => eventually(async () => {
-      const { rows } = await t.ctx.pool.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`,
-      );
-      if (rows.length !== 1) return false;
-      await t.ctx.pool.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      const waiters = await lockWaiters(t.ctx.pool);
+      if (waiters.length !== 1) return false;
+      await terminateBackend(t.ctx.pool, waiters[0]!);
       return true;
     }, 10_000, 5);
     let settled: Response[];

@@ -35,6 +35,23 @@ export async function lockedLead(t: TestApp, tenant: Tenant): Promise<LockedLead
 }
 
 /**
+ * The backends of the app's database waiting on a row lock taken FOR UPDATE, as ids
+ * pg_terminate_backend takes: process ids, or on Citus (where the statement waits on a worker
+ * node) the global ids of the coordinator's backends.
+ */
+export async function lockWaiters(db: pg.Client | pg.Pool): Promise<number[]> {
+  const { rows } = await db.query<{ id: string }>(readTestEnvironment().citus
+    ? `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE blocked_statement ILIKE '%for update%'`
+    : `SELECT pid AS id FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
+  return rows.map((row) => Number(row.id));
+}
+
+/** Ends a backend lockWaiters named (Citus overloads pg_terminate_backend for global ids). */
+export async function terminateBackend(db: pg.Client | pg.Pool, id: number): Promise<void> {
+  await db.query(`SELECT pg_terminate_backend($1::${readTestEnvironment().citus ? 'bigint' : 'integer'})`, [id]);
+}
+
+/**
  * Resolves once `until` holds for the number of statements of the app's database waiting on a
  * row lock taken FOR UPDATE (a number: exactly that many). Asked over a connection of its
  * own, so a pool the app has exhausted does not hold the question up.
@@ -45,11 +62,8 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
   await client.connect();
   try {
     await eventually(async () => {
-      const { rows } = await client.query(readTestEnvironment().citus
-        // On Citus the statement waits on a worker node; the coordinator's view of it is this.
-        ? `SELECT DISTINCT waiting_gpid FROM citus_lock_waits WHERE blocked_statement ILIKE '%for update%'`
-        : `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
-      return typeof until === 'number' ? rows.length === until : until(rows.length);
+      const waiting = (await lockWaiters(client)).length;
+      return typeof until === 'number' ? waiting === until : until(waiting);
     }, 10_000, 5);
   } finally {
     await client.end();
