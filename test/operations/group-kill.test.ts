@@ -5,6 +5,7 @@ import { runCli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { eventually } from '../support/eventually.js';
 import { baseEnvironment, ROOT, startService, type ServiceProcess } from '../support/service.js';
+import { lockWaiters as waitingOnLocks } from '../support/held-writes.js';
 
 // SIGKILL of the API process while a group of POST /leads calls is inside its transaction:
 // what was acknowledged before stays, and nothing of the group is left half-written (its new
@@ -50,8 +51,7 @@ async function lockWaiters(): Promise<number> {
   const client = admin();
   await client.connect();
   try {
-    const { rows } = await client.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
-    return rows.length;
+    return (await waitingOnLocks(client)).length;
   } finally {
     await client.end();
   }
