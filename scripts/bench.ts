@@ -1,4 +1,4 @@
-// `npm run bench [-- --smoke] [--duration S] [--warmup S] [--connections N]`
+// `npm run bench [-- --smoke] [--duration S] [--warmup S] [--connections N] [--only insert,new,...]`
 //
 // Starts the real service against the PostgreSQL and Redis it is given (DATABASE_URL names
 // the server; a fresh database is created on it and dropped afterwards), seeds a workspace,
@@ -18,7 +18,7 @@ import { runFloodScenario } from './bench/flood.js';
 import type { Workload } from './bench/load.js';
 import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
-import { seedLeads } from './bench/seed.js';
+import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import {
   adminQuery, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, runOpenLoop, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
 } from './bench/support.js';
@@ -31,8 +31,17 @@ const { values: flags } = parseArgs({
     connections: { type: 'string' },
     'flood-rate': { type: 'string' },
     'reference-p50-at-20': { type: 'string' },
+    only: { type: 'string' },
   },
 });
+// `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
+// runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
+const ONLY_SCENARIOS = ['insert', 'new', 'existing', 'new-100', 'existing-100', 'batch'] as const;
+type OnlyScenario = typeof ONLY_SCENARIOS[number];
+const only = flags.only === undefined ? null : new Set(flags.only.split(',').map((name) => name.trim()).filter(Boolean));
+for (const name of only ?? []) {
+  if (!(ONLY_SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only ${name}: not one of ${ONLY_SCENARIOS.join(', ')}`);
+}
 const smoke = flags.smoke!;
 const durationSeconds = Number(flags.duration ?? (smoke ? 1 : 15));
 const warmupSeconds = Number(flags.warmup ?? (smoke ? 0 : 5));
@@ -45,6 +54,9 @@ const referenceLowRateP50 = flags['reference-p50-at-20'] === undefined ? null : 
 const largeWorkspaceLeads = smoke ? 1_000 : 1_000_000;
 const deliveryEvents = smoke ? 200 : 10_000;
 const INITIAL_LEADS = 1_000;
+/** The many-workspace scenarios: this many workspaces, one key each, each with this many seeded people. */
+const WORKSPACES = 100;
+const LEADS_PER_WORKSPACE = smoke ? 100 : 1_000;
 
 const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -178,6 +190,34 @@ async function main(): Promise<void> {
     if (primed.errors + primed.non2xx > 0) throw new Error(`priming failed: ${primed.errors} errors, ${primed.non2xx} non-2xx`);
     const readWorkload: Workload = { kind: 'get-random-lead', ids: { from: seeded.firstId, to: seeded.lastId } };
 
+    // The many-workspace scenarios' workspaces, keys, companies, tags and people, set-based.
+    const many = await seedWorkspaces(benchUrl, WORKSPACES, workspaceId);
+    const manyTokens = many.map((workspace) => workspace.token);
+    const manySeeded = await seedLeads(benchUrl, many.map((workspace) => workspace.workspaceId), 1, LEADS_PER_WORKSPACE);
+    log(`seeded ${WORKSPACES} workspaces with a key and ${LEADS_PER_WORKSPACE} people each in ${(manySeeded.insertSeconds + manySeeded.vacuumSeconds).toFixed(1)} s`);
+    const manyNew: Workload = { kind: 'new-lead', runId: `${runId}w`, phoneBase: 5_000_000_000, tokens: manyTokens };
+    const manyExisting: Workload = { kind: 'existing-lead', seeded: LEADS_PER_WORKSPACE, tokens: manyTokens };
+    const manyNewName = `3w POST /leads new person, ${WORKSPACES} workspaces`;
+    const manyExistingName = `4w POST /leads existing person, ${WORKSPACES} workspaces`;
+
+    if (only) {
+      const wanted = (name: OnlyScenario) => only.has(name);
+      const insert = await withBaseline('insert', workspaceId, (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
+      const picked: ScenarioResult[] = [insert];
+      if (wanted('new')) picked.push(await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid));
+      if (wanted('existing')) picked.push(await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid));
+      if (wanted('new-100')) picked.push(await measure(manyNewName, base, token, manyNew, pid));
+      if (wanted('existing-100')) picked.push(await measure(manyExistingName, base, token, manyExisting, pid));
+      if (wanted('batch')) picked.push(await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid));
+      reportOnly(picked, insert);
+      const broken = picked.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
+      if (broken.length > 0) {
+        log(`FAILED: ${broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`).join('; ')}`);
+        process.exitCode = 1;
+      }
+      return;
+    }
+
     const constant = await withBaseline('constant', workspaceId, (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
     const insert = await withBaseline('insert', workspaceId, (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
     const readBaseline = await withBaseline('read', workspaceId, (url, baselinePid) => measure('baseline: express + pg primary-key SELECT', url, null, readWorkload, baselinePid));
@@ -199,6 +239,10 @@ async function main(): Promise<void> {
     const updated = await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid);
     const batch = await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid);
     batch.leadsPerSecond = batch.requestsPerSecond * 100;
+    // Many workspaces each sending a little, over the same connections: requests take the
+    // workspaces' keys in turn.
+    const manyCreated = await measure(manyNewName, base, token, manyNew, pid);
+    const manyUpdated = await measure(manyExistingName, base, token, manyExisting, pid);
     const leadWriteCeiling = await ceiling('lead-write', workspaceId);
     await waitForIdleDatabase(pool);
 
@@ -222,7 +266,7 @@ async function main(): Promise<void> {
     const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
     if (delivery.skipped) process.stdout.write(`7 delivery: skipped: ${delivery.skipped}\n`);
 
-    const scenarios = [constant, insert, readBaseline, sameWork, me, read, created, updated, batch, large, consoleList, consoleLead];
+    const scenarios = [constant, insert, readBaseline, sameWork, me, read, created, updated, manyCreated, manyUpdated, batch, large, consoleList, consoleLead];
     const extra = {
       date: new Date().toISOString(),
       mode: smoke ? 'smoke' : 'full',
@@ -233,7 +277,7 @@ async function main(): Promise<void> {
     // published ones.
     const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', 'results.json');
     report({
-      connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, updated, batch, large }, fixedRate, lowRate, referenceLowRateP50, delivery, flood, serverPeakRssBytes,
+      connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, updated, manyCreated, manyUpdated, batch, large }, fixedRate, lowRate, referenceLowRateP50, delivery, flood, serverPeakRssBytes,
       ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
     }, extra, file);
     log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
@@ -255,6 +299,18 @@ async function main(): Promise<void> {
   } finally {
     await cleanup();
   }
+}
+
+/** `--only`: each scenario's req/s, p50, p99, write groups and ratio to the INSERT baseline of the same run. */
+function reportOnly(scenarios: ScenarioResult[], insert: ScenarioResult): void {
+  const lines = scenarios.map((scenario) => {
+    const ratio = scenario.requestsPerSecond / Math.max(insert.requestsPerSecond, 1e-9);
+    const groups = scenario.groupSizes && scenario.groupSizes.groups > 0
+      ? `; ${scenario.groupSizes.groups} groups, mean ${(scenario.groupSizes.requests / scenario.groupSizes.groups).toFixed(1)}, of one request ${scenario.groupSizes.buckets['1'] ?? 0}`
+      : '';
+    return `${scenario.name}: ${scenario.requestsPerSecond.toFixed(0)} req/s, p50 ${scenario.p50} ms, p99 ${scenario.p99} ms, ${ratio.toFixed(2)}x INSERT${groups}`;
+  });
+  process.stdout.write(`\n${lines.join('\n')}\n`);
 }
 
 function machine() {

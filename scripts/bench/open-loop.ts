@@ -43,7 +43,7 @@ const REQUEST_TIMEOUT_MS = 30_000;
 function send(agent: http.Agent, base: URL, token: string | null, workload: Workload): Promise<number> {
   const request = nextRequest(workload);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...request.headers };
-  if (token) headers.authorization = `Bearer ${token}`;
+  if (token && !headers.authorization) headers.authorization = `Bearer ${token}`;
   if (request.body !== undefined) headers['content-length'] = String(Buffer.byteLength(request.body));
   return new Promise((resolve, reject) => {
     const outgoing = http.request({ agent, host: base.hostname, port: base.port, method: request.method, path: request.path, headers, timeout: REQUEST_TIMEOUT_MS }, (response) => {

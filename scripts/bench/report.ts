@@ -28,7 +28,7 @@ export interface CeilingResult { statementsPerSecond: number; statements: number
 export interface BenchRun {
   connections: number;
   scenarios: ScenarioResult[];
-  named: Record<'constant' | 'insert' | 'readBaseline' | 'sameWork' | 'me' | 'read' | 'created' | 'updated' | 'batch' | 'large', ScenarioResult>;
+  named: Record<'constant' | 'insert' | 'readBaseline' | 'sameWork' | 'me' | 'read' | 'created' | 'updated' | 'manyCreated' | 'manyUpdated' | 'batch' | 'large', ScenarioResult>;
   fixedRate: FixedRateResult[];
   /** Single POST /leads at 20 req/s: nothing to coalesce. */
   lowRate: FixedRateResult;
@@ -73,6 +73,8 @@ export function targetsOf(run: BenchRun): Record<string, Target> {
     new_lead_vs_same_work_baseline: ratio(named.created, named.sameWork, 0.7),
     new_lead_vs_insert_baseline: ratio(named.created, named.insert, 0.5),
     existing_lead_vs_insert_baseline: ratio(named.updated, named.insert, 0.25),
+    new_lead_100_workspaces_vs_insert_baseline: ratio(named.manyCreated, named.insert, 0.4),
+    existing_lead_100_workspaces_vs_insert_baseline: ratio(named.manyUpdated, named.insert, 0.2),
     batch_leads_per_second: {
       value: round(named.batch.leadsPerSecond ?? 0, 0),
       pass: (named.batch.leadsPerSecond ?? 0) >= ROUND_TWO_BATCH_LEADS_PER_SECOND,

@@ -6,8 +6,9 @@ import { seededPerson } from './seed.js';
 export type Workload =
   | { kind: 'get'; path: string }
   | { kind: 'get-random-lead'; ids: { from: number; to: number } }
-  | { kind: 'new-lead'; runId: string; phoneBase: number }
-  | { kind: 'existing-lead'; seeded: number }
+  /** `tokens`: each request sent with the next of these API keys in turn (one per workspace), instead of the run's one key. */
+  | { kind: 'new-lead'; runId: string; phoneBase: number; tokens?: readonly string[] }
+  | { kind: 'existing-lead'; seeded: number; tokens?: readonly string[] }
   | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
   | { kind: 'baseline-insert' }
   /** GET /me, each request with a new random well-formed key (`lk` + 10 base36 `_` 43 base64url). */
@@ -26,6 +27,7 @@ export interface BenchRequest {
 }
 
 let counter = 0;
+let turn = 0;
 // Per load process, so separate runs with the same runId never send the same person twice.
 const salt = Math.random().toString(36).slice(2, 7);
 const phoneOffset = Math.floor(Math.random() * 100) * 1_000_000;
@@ -57,6 +59,12 @@ function madeUpKey(): string {
   return `lk${prefix}_${randomBytes(32).toString('base64url')}`;
 }
 
+/** The next key in turn, as the request's own Authorization (it overrides the run's one key). */
+function spread(request: BenchRequest, tokens: readonly string[] | undefined): BenchRequest {
+  if (!tokens || tokens.length === 0) return request;
+  return { ...request, headers: { ...request.headers, authorization: `Bearer ${tokens[turn++ % tokens.length]}` } };
+}
+
 /** The next request of a workload (the baselines serve the service's paths). */
 export function nextRequest(workload: Workload): BenchRequest {
   const post = (path: string, body: unknown): BenchRequest => ({ method: 'POST', path, body: JSON.stringify(body) });
@@ -66,9 +74,9 @@ export function nextRequest(workload: Workload): BenchRequest {
     case 'get-random-lead':
       return { method: 'GET', path: `/api/v1/leads/${randomInt(workload.ids.from, workload.ids.to)}` };
     case 'new-lead':
-      return post('/api/v1/leads', newPerson(workload.runId, workload.phoneBase));
+      return spread(post('/api/v1/leads', newPerson(workload.runId, workload.phoneBase)), workload.tokens);
     case 'existing-lead':
-      return post('/api/v1/leads', existingPerson(workload.seeded));
+      return spread(post('/api/v1/leads', existingPerson(workload.seeded)), workload.tokens);
     case 'new-batch':
       return post('/api/v1/leads/batch', { leads: Array.from({ length: workload.size }, () => newPerson(workload.runId, workload.phoneBase)) });
     case 'baseline-insert':
