@@ -45,14 +45,23 @@ export type GroupOutcome = Settled | typeof RUN_AGAIN;
  * set-based write that failed as a whole reruns the transaction one row at a time, so only
  * the row at fault fails. Throws when the transaction itself fails (the database went away,
  * or a failure no row's savepoint contains): the caller decides whose failure it is.
+ * `commits`: called when every statement but the COMMIT is done (the write groups start the
+ * next group then); it may be called again when the transaction runs again.
  */
-export async function runGroupTransaction(db: Db, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger): Promise<GroupOutcome[]> {
+export async function runGroupTransaction(
+  db: Db, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, commits: () => void = () => {},
+): Promise<GroupOutcome[]> {
+  const run = (setBased: boolean) => inTransactionRetried(db, async (trx) => {
+    const outcomes = await runGroup(trx, requests, log, setBased);
+    commits();
+    return outcomes;
+  });
   try {
-    return await inTransactionRetried(db, (trx) => runGroup(trx, requests, log, true));
+    return await run(true);
   } catch (error) {
     if (!(error instanceof SetBasedWriteFailed)) throw error;
     log.warn({ err: error.cause, requests: requests.length }, 'set-based write of new leads failed; running the group again one row at a time');
-    return inTransactionRetried(db, (trx) => runGroup(trx, requests, log, false));
+    return run(false);
   }
 }
 

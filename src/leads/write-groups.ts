@@ -6,19 +6,27 @@ import { RUN_AGAIN, runGroupTransaction, type GroupOutcome, type Settled, type W
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
 // one group: one transaction (src/leads/group-transaction.ts), their rows through the intake
-// engine as one set, one commit. A request that arrives while a group may start (fewer than
-// RUNNING_GROUPS run) starts one at once (no timer, no added latency at low load); requests
-// arriving while they all run wait and form the next group, taken from each API key's
-// waiting requests in turn. A request's failure is its own: a group whose transaction fails
-// for any reason but the database itself runs again in halves, down to the request at fault.
+// engine as one set, one commit. A request that arrives when no group is working starts one at
+// once (no timer, no added latency at low load). Requests arriving while a group works wait:
+// the next group forms from them while that group commits (its statements done, its COMMIT on
+// the way), so under load every group holds what arrived during the one before, instead of
+// the first caller after a commit starting a group of its own. A group is taken from each API
+// key's waiting requests in turn, whatever their workspaces. A request's failure is its own: a
+// group whose transaction fails for any reason but the database itself runs again in halves,
+// down to the request at fault.
 
 /** A group holds at most this many requests: enough to share a commit among every connection
  * a busy process serves, few enough that one group's transaction stays short. */
 export const MAX_GROUP_REQUESTS = 64;
 /**
- * Groups that may run at once. With two, one group's round trips overlap the next's: rows
- * that run one at a time (updates) keep two connections busy instead of one, while new people
- * still arrive in large groups.
+ * Groups that may work at once (send their statements before the commit). One: a second
+ * group started beside a working one would hold only the few requests that came in a moment
+ * after it, and pay a commit of its own for them.
+ */
+export const WORKING_GROUPS = 1;
+/**
+ * Groups that may hold a connection at once: one working while the one before commits (and,
+ * when its commit is slow, the next forming behind them waits for a connection no longer).
  */
 export const RUNNING_GROUPS = 2;
 
@@ -44,7 +52,9 @@ export class WriteGroups {
   /** Waiting requests per API key, in arrival order; the keys in the order of their turns. */
   private readonly queues = new Map<number, Member[]>();
   private queued = 0;
+  /** Groups holding a connection (drain loops), and those of them not yet committing. */
   private running = 0;
+  private working = 0;
 
   constructor(private readonly db: Db, private readonly log: Logger, private readonly options: WriteGroupsOptions) {}
 
@@ -58,12 +68,12 @@ export class WriteGroups {
     return this.options.slots.waiting;
   }
 
-  /** Runs the request in the next group of concurrent requests (at once when a group may start). */
+  /** Runs the request in the next group of concurrent requests (at once when no group is working). */
   submit<Body>(request: WriteRequest<Body>): Promise<WriteResult<Body>> {
     if (this.queued >= this.options.queueLimit) return Promise.reject(new WriteQueueFull());
     return answered(request, (member) => {
       this.enqueue([member]);
-      if (this.running < RUNNING_GROUPS) void this.drain();
+      this.startGroup();
     });
   }
 
@@ -103,12 +113,36 @@ export class WriteGroups {
     return group.sort((a, b) => workspaces.indexOf(a.request.workspaceId) - workspaces.indexOf(b.request.workspaceId));
   }
 
+  /** Starts the next group when requests wait, no group is working and a connection may be taken. */
+  private startGroup(): void {
+    if (this.queued > 0 && this.working < WORKING_GROUPS && this.running < RUNNING_GROUPS) void this.drain();
+  }
+
+  /**
+   * Runs groups one after another while requests wait and no other group works; a group that
+   * reaches its commit lets the next one start beside it (startGroup), which then carries on.
+   */
   private async drain(): Promise<void> {
     this.running += 1;
     try {
-      while (this.queued > 0) await this.run(this.nextGroup());
+      while (this.queued > 0 && this.working < WORKING_GROUPS) {
+        this.working += 1;
+        let committing = false;
+        const commits = () => {
+          if (committing) return;
+          committing = true;
+          this.working -= 1;
+          this.startGroup();
+        };
+        try {
+          await this.run(this.nextGroup(), false, commits);
+        } finally {
+          commits();
+        }
+      }
     } finally {
       this.running -= 1;
+      this.startGroup();
     }
   }
 
@@ -117,13 +151,14 @@ export class WriteGroups {
    * every request (503 for each). Any other failure was caused by some request: each half of
    * the group runs again on its own, recursively, so the request at fault fails alone and
    * every other one gets the answer it would have got alone (the first half commits first,
-   * as it arrived first).
+   * as it arrived first). `commits`: told when the group's statements are done and its commit
+   * is on the way.
    */
-  private async run(group: Member[], isolating = false): Promise<void> {
+  private async run(group: Member[], isolating = false, commits?: () => void): Promise<void> {
     if (!isolating) this.options.groupRan(group.length);
     let outcomes: GroupOutcome[];
     try {
-      outcomes = await runGroupTransaction(this.db, group.map((member) => member.request), this.log);
+      outcomes = await runGroupTransaction(this.db, group.map((member) => member.request), this.log, commits);
     } catch (error) {
       if (group.length === 1 || isUnavailable(error)) {
         for (const member of group) member.settle({ error });

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import pg from 'pg';
-import { RUNNING_GROUPS } from '../../src/leads/write-groups.js';
+import { WORKING_GROUPS } from '../../src/leads/write-groups.js';
 import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
@@ -71,14 +71,14 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
 }
 
 /**
- * Every group the process may run at once, each a request of the tenant waiting on a lead the
- * test holds locked: requests sent meanwhile queue for the next groups.
+ * Every group the process may have working at once, each a request of the tenant waiting on a
+ * lead the test holds locked: requests sent meanwhile queue for the next groups.
  */
 export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
-  const gates = await Promise.all(Array.from({ length: RUNNING_GROUPS }, () => lockedLead(t, tenant)));
+  const gates = await Promise.all(Array.from({ length: WORKING_GROUPS }, () => lockedLead(t, tenant)));
   // then(): supertest sends a request only once it is awaited.
   const blockers = gates.map((gate) => postLead(t, tenant, { name: 'Blocker', email: gate.email }).then((response) => response));
-  await lockWaits(t, RUNNING_GROUPS);
+  await lockWaits(t, WORKING_GROUPS);
   return {
     release: async () => { for (const gate of gates) await gate.release(); },
     finished: async () => { for (const blocker of blockers) expect((await blocker).status).toBe(200); },
