@@ -4,7 +4,7 @@ import type { Response } from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { whileAnswersContaining, whileLeadsNamed } from '../support/faults.js';
 import { eventually } from '../support/eventually.js';
-import { lockedLead as heldLead, lockWaiters, occupyGroups as occupyAllGroups, terminateBackend } from '../support/held-writes.js';
+import { lockedLead as heldLead, lockWaiters, lockWaits, occupyGroups as occupyAllGroups, terminateBackend } from '../support/held-writes.js';
 import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
@@ -175,6 +175,28 @@ describe('a group of concurrent POST /leads calls', () => {
       expect(answer.headers['retry-after']).toBe('5');
     }
     for (const sent of lost) expect(await countLeadsNamed(sent.name as string)).toBe(0);
+  });
+});
+
+describe('groups that fill', () => {
+  it('starts no group beside a working one: requests arriving meanwhile wait, then run together as the next group', async () => {
+    const held = await lockedLead();
+    const before = await groupSizes();
+    const blocker = post({ name: 'Blocker', email: held.email });
+    const answers: Array<Promise<Response>> = [];
+    try {
+      await lockWaits(t, 1);
+      answers.push(post(person()), post(person()));
+      await eventually(async () => t.ctx.writeGroups.waiting === 2, 10_000, 2);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(t.ctx.writeGroups.waiting).toBe(2);
+    } finally {
+      await held.release();
+    }
+    expect((await blocker).status).toBe(200);
+    expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual([201, 201]);
+    const after = await groupSizes();
+    expect({ groups: after.groups - before.groups, requests: after.requests - before.requests }).toEqual({ groups: 2, requests: 3 });
   });
 });
 
