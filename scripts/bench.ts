@@ -209,6 +209,7 @@ async function main(): Promise<void> {
       if (wanted('new-100')) picked.push(await measure(manyNewName, base, token, manyNew, pid));
       if (wanted('existing-100')) picked.push(await measure(manyExistingName, base, token, manyExisting, pid));
       if (wanted('batch')) picked.push(await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid));
+      serviceRss.stop();
       reportOnly(picked, insert);
       const broken = picked.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
       if (broken.length > 0) {
