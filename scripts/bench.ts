@@ -36,7 +36,7 @@ const { values: flags } = parseArgs({
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
-const ONLY_SCENARIOS = ['insert', 'new', 'existing', 'new-100', 'existing-100', 'batch'] as const;
+const ONLY_SCENARIOS = ['insert', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate'] as const;
 type OnlyScenario = typeof ONLY_SCENARIOS[number];
 const only = flags.only === undefined ? null : new Set(flags.only.split(',').map((name) => name.trim()).filter(Boolean));
 for (const name of only ?? []) {
@@ -209,8 +209,12 @@ async function main(): Promise<void> {
       if (wanted('new-100')) picked.push(await measure(manyNewName, base, token, manyNew, pid));
       if (wanted('existing-100')) picked.push(await measure(manyExistingName, base, token, manyExisting, pid));
       if (wanted('batch')) picked.push(await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid));
+      const lowRate = wanted('low-rate')
+        ? await atFixedRate('3 POST /leads new person, 20 req/s', 20, base, token, { kind: 'new-lead', runId: `${runId}l`, phoneBase: 8_000_000_000 }, pid)
+        : null;
       serviceRss.stop();
       reportOnly(picked, insert);
+      if (lowRate) process.stdout.write(`${lowRate.name}: p50 ${lowRate.p50} ms, p99 ${lowRate.p99} ms\n`);
       const broken = picked.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
       if (broken.length > 0) {
         log(`FAILED: ${broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`).join('; ')}`);
