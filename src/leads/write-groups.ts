@@ -9,26 +9,29 @@ import { RUN_AGAIN, runGroupTransaction, type GroupOutcome, type Settled, type W
 // engine as one set, one commit. A request that arrives when no group is working starts one at
 // once (no timer, no added latency at low load). Requests arriving while a group works wait:
 // the next group forms from them while that group commits (its statements done, its COMMIT on
-// the way), so under load every group holds what arrived during the one before, instead of
-// the first caller after a commit starting a group of its own. A group is taken from each API
-// key's waiting requests in turn, whatever their workspaces. A request's failure is its own: a
-// group whose transaction fails for any reason but the database itself runs again in halves,
-// down to the request at fault.
+// the way), or beside it once GROUP_FILL of them wait, so under load a group holds what
+// arrived during the one before instead of the first caller after a commit starting a group
+// of its own. A group is taken from each API key's waiting requests in turn, whatever their
+// workspaces. A request's failure is its own: a group whose transaction fails for any reason
+// but the database itself runs again in halves, down to the request at fault.
 
 /** A group holds at most this many requests: enough to share a commit among every connection
  * a busy process serves, few enough that one group's transaction stays short. */
 export const MAX_GROUP_REQUESTS = 64;
 /**
- * Groups that may work at once (send their statements before the commit). One: a second
- * group started beside a working one would hold only the few requests that came in a moment
- * after it, and pay a commit of its own for them.
+ * Groups that may work at once (send their statements before their commit). Two: rows that
+ * run one at a time (updates) and runs of many workspaces cost round trips per request, and
+ * two groups keep two connections busy with them.
  */
-export const WORKING_GROUPS = 1;
+export const WORKING_GROUPS = 2;
 /**
- * Groups that may hold a connection at once: one working while the one before commits (and,
- * when its commit is slow, the next forming behind them waits for a connection no longer).
+ * Requests that must wait before a group starts beside one still working. Fewer wait for its
+ * commit: a group of the one or two calls that came in a moment after the working group
+ * started would pay a commit of its own for them (the first caller after a commit used to).
  */
-export const RUNNING_GROUPS = 2;
+export const GROUP_FILL = 8;
+/** Groups that may hold a connection at once: those working and one committing. */
+export const RUNNING_GROUPS = WORKING_GROUPS + 1;
 
 /** Every place in this process's write queue is taken (WRITE_QUEUE_LIMIT): 503, retry shortly. */
 export class WriteQueueFull extends Error {
@@ -113,19 +116,21 @@ export class WriteGroups {
     return group.sort((a, b) => workspaces.indexOf(a.request.workspaceId) - workspaces.indexOf(b.request.workspaceId));
   }
 
-  /** Starts the next group when requests wait, no group is working and a connection may be taken. */
+  /** Starts the next group when requests wait and none works, or enough wait to fill one beside those working. */
   private startGroup(): void {
-    if (this.queued > 0 && this.working < WORKING_GROUPS && this.running < RUNNING_GROUPS) void this.drain();
+    if (this.running >= RUNNING_GROUPS || this.working >= WORKING_GROUPS) return;
+    if (this.queued > 0 && (this.working === 0 || this.queued >= GROUP_FILL)) void this.drain();
   }
 
   /**
-   * Runs groups one after another while requests wait and no other group works; a group that
-   * reaches its commit lets the next one start beside it (startGroup), which then carries on.
+   * Runs groups one after another while requests wait and no other group works (or enough wait
+   * to fill one beside it); a group that reaches its commit lets the next one start beside it
+   * (startGroup), which then carries on.
    */
   private async drain(): Promise<void> {
     this.running += 1;
     try {
-      while (this.queued > 0 && this.working < WORKING_GROUPS) {
+      while (this.queued > 0 && (this.working === 0 || (this.working < WORKING_GROUPS && this.queued >= GROUP_FILL))) {
         this.working += 1;
         let committing = false;
         const commits = () => {

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import pg from 'pg';
-import { WORKING_GROUPS } from '../../src/leads/write-groups.js';
+import { GROUP_FILL, WORKING_GROUPS } from '../../src/leads/write-groups.js';
 import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
@@ -71,14 +71,22 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
 }
 
 /**
- * Every group the process may have working at once, each a request of the tenant waiting on a
- * lead the test holds locked: requests sent meanwhile queue for the next groups.
+ * Every group the process may have working at once, each waiting on a lead the test holds
+ * locked, so requests sent meanwhile queue for the next group: the group a request starts when
+ * none works (one blocker), and the group GROUP_FILL waiting requests start beside it
+ * (GROUP_FILL blockers of a second locked lead; not when the write queue holds fewer).
  */
 export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
-  const gates = await Promise.all(Array.from({ length: WORKING_GROUPS }, () => lockedLead(t, tenant)));
+  const beside = WORKING_GROUPS > 1 && t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL;
+  const gates = await Promise.all(Array.from({ length: beside ? 2 : 1 }, () => lockedLead(t, tenant)));
   // then(): supertest sends a request only once it is awaited.
-  const blockers = gates.map((gate) => postLead(t, tenant, { name: 'Blocker', email: gate.email }).then((response) => response));
-  await lockWaits(t, WORKING_GROUPS);
+  const block = (gate: LockedLead) => postLead(t, tenant, { name: 'Blocker', email: gate.email }).then((response) => response);
+  const blockers = [block(gates[0]!)];
+  await lockWaits(t, 1);
+  if (beside) {
+    blockers.push(...Array.from({ length: GROUP_FILL }, () => block(gates[1]!)));
+    await lockWaits(t, 2);
+  }
   return {
     release: async () => { for (const gate of gates) await gate.release(); },
     finished: async () => { for (const blocker of blockers) expect((await blocker).status).toBe(200); },
