@@ -54,9 +54,14 @@ const referenceLowRateP50 = flags['reference-p50-at-20'] === undefined ? null : 
 const largeWorkspaceLeads = smoke ? 1_000 : 1_000_000;
 const deliveryEvents = smoke ? 200 : 10_000;
 const INITIAL_LEADS = 1_000;
-/** The many-workspace scenarios: this many workspaces, one key each, each with this many seeded people. */
+/**
+ * The many-workspace scenarios: this many workspaces, one key each. Their seeded people are
+ * as many in all as scenario 4's (10 each), so that as large a share of 4w's updates is a
+ * person's first (its job title changed, its company created from the email's domain) as of
+ * scenario 4's, whose later updates of the same people change nothing.
+ */
 const WORKSPACES = 100;
-const LEADS_PER_WORKSPACE = smoke ? 100 : 1_000;
+const LEADS_PER_WORKSPACE = INITIAL_LEADS / WORKSPACES;
 
 const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
