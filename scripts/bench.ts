@@ -19,6 +19,7 @@ import type { Workload } from './bench/load.js';
 import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads, seedWorkspaces } from './bench/seed.js';
+import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
 import {
   adminQuery, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, runOpenLoop, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
 } from './bench/support.js';
@@ -32,6 +33,7 @@ const { values: flags } = parseArgs({
     'flood-rate': { type: 'string' },
     'reference-p50-at-20': { type: 'string' },
     only: { type: 'string' },
+    citus: { type: 'boolean', default: false },
   },
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
@@ -51,7 +53,11 @@ const floodRate = Number(flags['flood-rate'] ?? 500);
 // The p50 of single POST /leads at 20 req/s measured on the build before (an A/B run of that
 // build, see bench/README.md): the target compares this run's p50 with it.
 const referenceLowRateP50 = flags['reference-p50-at-20'] === undefined ? null : Number(flags['reference-p50-at-20']);
-const largeWorkspaceLeads = smoke ? 1_000 : 1_000_000;
+// `--citus`: the same run on the Citus test cluster (scripts/bench/citus.ts), its ratios beside
+// the single server's. Its large workspace is a tenth as large: seeding a million leads through
+// the coordinator alone takes longer than the rest of the run.
+const citus = flags.citus ? citusCluster() : null;
+const largeWorkspaceLeads = smoke ? 1_000 : citus ? 100_000 : 1_000_000;
 const deliveryEvents = smoke ? 200 : 10_000;
 const INITIAL_LEADS = 1_000;
 /**
@@ -63,7 +69,7 @@ const INITIAL_LEADS = 1_000;
 const WORKSPACES = 100;
 const LEADS_PER_WORKSPACE = INITIAL_LEADS / WORKSPACES;
 
-const adminUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const adminUrl = citus?.url ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const benchDatabase = `lead_intake_bench_${Date.now()}`;
 const benchUrl = databaseUrl(adminUrl, benchDatabase);
@@ -152,7 +158,8 @@ async function withBaseline<T>(mode: 'constant' | 'insert' | 'read' | 'same-work
 async function main(): Promise<void> {
   log(`mode ${smoke ? 'smoke' : 'full'}; database ${benchDatabase} on ${new URL(adminUrl).host}; Redis ${redisUrl}`);
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-needed.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  await adminQuery(adminUrl, `CREATE DATABASE "${benchDatabase}"`);
+  if (citus) citus.createDatabase(benchDatabase);
+  else await adminQuery(adminUrl, `CREATE DATABASE "${benchDatabase}"`);
   const pool = new pg.Pool({ connectionString: benchUrl, max: 2 });
   idlePool = pool;
   const port = await freePort();
@@ -171,7 +178,8 @@ async function main(): Promise<void> {
   const cleanup = async () => {
     await stopChild(service);
     await pool.end().catch(() => {});
-    await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${benchDatabase}" WITH (FORCE)`).catch(() => {});
+    if (citus) citus.dropDatabase(benchDatabase);
+    else await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${benchDatabase}" WITH (FORCE)`).catch(() => {});
   };
   process.once('SIGINT', () => {
     killAllChildren();
@@ -285,12 +293,13 @@ async function main(): Promise<void> {
     };
     // A smoke run's figures mean nothing: they go to the temporary directory, never over the
     // published ones.
-    const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', 'results.json');
+    const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', citus ? 'results-citus.json' : 'results.json');
     report({
       connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, updated, manyCreated, manyUpdated, batch, large }, fixedRate, lowRate, referenceLowRateP50, delivery, flood, serverPeakRssBytes,
       ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
     }, extra, file);
     log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
+    if (citus && !smoke) reportBesideSingleServer(file, path.join(ROOT, 'bench', 'results.json'));
     const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
       .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0)
       .map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`);

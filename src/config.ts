@@ -25,7 +25,7 @@ const envSchema = z.object({
   RATE_LIMIT_PER_MINUTE: positiveInt.default(300),
   // Requests of one API key this process works on at once; one more is answered 429 (src/http/middleware/concurrency-limit.ts).
   CONCURRENT_REQUESTS_PER_KEY: positiveInt.default(64),
-  // Single writes waiting for a group in this process; one more is answered 503 (src/leads/write-groups.ts).
+  // Single writes waiting for a group in this process; one more is answered 503 (src/leads/intake/write-groups.ts).
   WRITE_QUEUE_LIMIT: positiveInt.default(512),
   EMBEDDED_PG_DIR: z.string().min(1).default('.data/postgres'),
   // Unset: derived from the data directory (see src/db/embedded/start.ts).

@@ -13,7 +13,7 @@ import { FairSlots } from './db/fair-slots.js';
 import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
-import { WriteGroups } from './leads/write-groups.js';
+import { WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 
 // Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far

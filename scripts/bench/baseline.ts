@@ -51,7 +51,7 @@ if (mode === 'constant') {
 async function serveSameWork(): Promise<void> {
   const load = async <T>(file: string) => (await import(pathToFileURL(path.join(ROOT, 'dist/src', file)).href)) as T;
   // Typed as the sources, so a changed signature fails the type check instead of the run.
-  const { INTAKE_LOOKUP } = await load<typeof import('../../src/leads/lookup.js')>('leads/lookup.js');
+  const { INTAKE_LOOKUP } = await load<typeof import('../../src/leads/lookup-repository.js')>('leads/lookup-repository.js');
   const { NEW_LEAD_RECORDS, newLeadsInput } = await load<typeof import('../../src/leads/new-leads-repository.js')>('leads/new-leads-repository.js');
   const workspaceId = Number(process.env.WORKSPACE_ID);
   const pool = newPool();

@@ -7,8 +7,8 @@ import type {
 } from '../../generated/api.js';
 import { isUnavailable } from '../db/availability.js';
 import { IdempotencyConflict } from '../idempotency/claims.js';
-import { DuplicateRejected, RowRejected } from '../leads/rejections.js';
-import { WriteQueueFull } from '../leads/write-groups.js';
+import { DuplicateRejected, RowRejected } from '../leads/intake/rejections.js';
+import { WriteQueueFull } from '../leads/intake/write-groups.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, REQUEST_BODY_MAX_BYTES } from '../limits.js';
 import { validationErrorsFromValidator } from './validation-errors.js';
 

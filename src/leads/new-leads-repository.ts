@@ -9,7 +9,7 @@ import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEvent
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { missingTagsInsert } from '../tags/repository.js';
 import { leadColumns, NEW_LEAD_COLUMNS, type LeadRecord, type LeadValues } from './columns.js';
-import type { MatchKey } from './lookup.js';
+import type { MatchKey } from './lookup-repository.js';
 
 // The statements that create leads: every new lead is written by the one new-lead statement,
 // after the companies and tags a batch's new leads need.

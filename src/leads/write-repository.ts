@@ -4,7 +4,7 @@ import type { LeadRow } from '../db/schema.js';
 import { appendDistinct, jsonParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import type { LeadValues } from './columns.js';
-import type { MatchKey } from './lookup.js';
+import type { MatchKey } from './lookup-repository.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 

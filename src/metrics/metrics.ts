@@ -25,7 +25,7 @@ export type IntakeOutcome = 'created' | 'updated' | 'skipped' | 'duplicate' | 'f
 export interface IntakeMetrics {
   rows(operationId: string, outcome: IntakeOutcome, count?: number): void;
   replayed(operationId: string): void;
-  /** A group of concurrent write requests ran in one transaction (see src/leads/write-groups.ts). */
+  /** A group of concurrent write requests ran in one transaction (see src/leads/intake/write-groups.ts). */
   groupRan(requests: number): void;
 }
 

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { CompanyInput, LeadFields, LeadInput } from '../../generated/api.js';
-import { COMPANY_FIELD_TARGETS, LEAD_FIELD_TARGETS, prepareLead } from '../../src/leads/prepare.js';
+import { COMPANY_FIELD_TARGETS, LEAD_FIELD_TARGETS, prepareLead } from '../../src/leads/intake/prepare.js';
 import { insertTag } from '../../src/tags/repository.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';

@@ -41,7 +41,7 @@ async function typecheckAfter(change: Change): Promise<{ failed: boolean; output
 }
 
 describe('a contract change cannot pass unhandled', () => {
-  it('an optional property added to LeadFields or CompanyInput fails the typecheck in src/leads/prepare.ts, naming it', async () => {
+  it('an optional property added to LeadFields or CompanyInput fails the typecheck in src/leads/intake/prepare.ts, naming it', async () => {
     const addProperty = (schema: string, property: string): Change => (document) => {
       document.setIn(['components', 'schemas', schema, 'properties', property], { type: 'string', maxLength: 255 });
     };

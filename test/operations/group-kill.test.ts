@@ -65,7 +65,7 @@ describe('SIGKILL of the API in the middle of a group', () => {
     const [gate, stuck] = [acknowledged[0]!, acknowledged[2]!];
 
     // The working group waits on a locked lead; the group under test queues behind it (fewer
-    // calls than GROUP_FILL start no group beside it: src/leads/write-groups.ts).
+    // calls than GROUP_FILL start no group beside it: src/leads/intake/write-groups.ts).
     const gates = [await lock(gate.body.data.id)];
     const stuckLock = await lock(stuck.body.data.id);
     const blockers = [post({ name: 'Blocker A', email: 'kept1@killco.example' })];

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import pg from 'pg';
-import { GROUP_FILL, WORKING_GROUPS } from '../../src/leads/write-groups.js';
+import { GROUP_FILL, WORKING_GROUPS } from '../../src/leads/intake/write-groups.js';
 import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { createLead } from '../../leads/intake-service.js';
+import { createLead } from '../../leads/intake/intake-service.js';
 import { authOf } from '../middleware/auth.js';
 import type { OperationHandler } from '../operations.js';
 import { countLeadWrite } from './intake-counts.js';

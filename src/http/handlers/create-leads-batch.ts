@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { createLeadsBatch } from '../../leads/intake-service.js';
+import { createLeadsBatch } from '../../leads/intake/intake-service.js';
 import { authOf } from '../middleware/auth.js';
 import type { OperationHandler } from '../operations.js';
 import { countBatchWrite } from './intake-counts.js';

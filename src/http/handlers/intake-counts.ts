@@ -1,6 +1,6 @@
 import type { BatchResponse, LeadWriteResponse } from '../../../generated/api.js';
-import type { WriteResult } from '../../leads/group-transaction.js';
-import { DuplicateRejected, RowRejected } from '../../leads/rejections.js';
+import type { WriteResult } from '../../leads/intake/group-transaction.js';
+import { DuplicateRejected, RowRejected } from '../../leads/intake/rejections.js';
 import type { IntakeMetrics } from '../../metrics/metrics.js';
 
 // What the intake operations did, for the metrics: a replay counts as a replay only (nothing

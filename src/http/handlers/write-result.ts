@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { WriteResult } from '../../leads/group-transaction.js';
-import type { Idempotency } from '../../leads/intake-service.js';
+import type { WriteResult } from '../../leads/intake/group-transaction.js';
+import type { Idempotency } from '../../leads/intake/intake-service.js';
 
 /** The Idempotency-Key of a POST (its length was checked against the document by the request validator) and the body it covers. */
 export function idempotencyOf(req: Request): Idempotency {

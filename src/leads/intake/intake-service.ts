@@ -1,16 +1,17 @@
-import type { BatchRequest, BatchResponse, BatchRowResult, IntakeSwitches, Lead, LeadCreateRequest, LeadWriteResponse } from '../../generated/api.js';
-import { fingerprintRequest } from '../idempotency/fingerprint.js';
+import type { BatchRequest, BatchResponse, BatchRowResult, Lead, LeadCreateRequest, LeadWriteResponse } from '../../../generated/api.js';
+import { fingerprintRequest } from '../../idempotency/fingerprint.js';
 import type { RowResult } from './intake-engine.js';
-import { nothingMatched } from './lookup.js';
+import { nothingMatched } from './match.js';
 import { prepareLead } from './prepare.js';
-import { presentLead } from './present.js';
+import { presentLead } from '../present.js';
 import { DuplicateRejected } from './rejections.js';
-import type { IntakeOptions, RowOutcome } from './row-intake.js';
+import type { RowOutcome } from './row-intake.js';
+import { switchesOf } from './options.js';
 import type { WriteRequest, WriteResult } from './group-transaction.js';
 import type { WriteGroups } from './write-groups.js';
 
 // Lead intake as the two POST operations ask for it: each call is a write request run by the
-// intake engine in a group's transaction (src/leads/write-groups.ts), made idempotent by its
+// intake engine in a group's transaction (src/leads/intake/write-groups.ts), made idempotent by its
 // Idempotency-Key, and answered with the body and status the contract gives. Rejections are
 // thrown (RowRejected, DuplicateRejected, IdempotencyConflict) and nothing of the call is kept.
 
@@ -21,17 +22,6 @@ export interface Caller { workspaceId: number; apiKeyId: number }
 export interface Idempotency { key: string | undefined; bodyAsSent: unknown }
 
 type WriteAnswer<Body> = { status: number; body: Body };
-
-function switchesOf(request: IntakeSwitches): { options: IntakeOptions; dryRun: boolean } {
-  return {
-    options: {
-      onDuplicate: request.on_duplicate ?? 'update',
-      createMissingTags: request.create_missing_tags ?? true,
-      enrich: request.enrich ?? true,
-    },
-    dryRun: request.dry_run ?? false,
-  };
-}
 
 /** A dry run reports what would be saved; ids of rows that would be created do not exist. */
 function maskPreviewIds(lead: Lead, outcome: RowOutcome): Lead {

@@ -1,8 +1,8 @@
-import type { CompanyInput, LeadFields, LeadInput, Link, Location, LocationInput } from '../../generated/api.js';
-import type { IdentityKind } from '../db/schema.js';
-import { CUSTOM_FIELD_KEY_MAX_LENGTH, MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from '../normalize.js';
-import { LEAD_TEXT_COLUMNS, type LeadScalars } from './columns.js';
+import type { CompanyInput, LeadFields, LeadInput, Link, Location, LocationInput } from '../../../generated/api.js';
+import type { IdentityKind } from '../../db/schema.js';
+import { CUSTOM_FIELD_KEY_MAX_LENGTH, MAX_EMAILS, MAX_PHONES } from '../../limits.js';
+import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from '../../normalize.js';
+import { LEAD_TEXT_COLUMNS, type LeadScalars } from '../columns.js';
 
 export interface IdentityKey {
   kind: IdentityKind;

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
-import { inTransactionRetried } from '../db/conflicts.js';
-import type { Db, Executor } from '../db/connect.js';
-import { claimKeys, reusedKey, type KeyedRequest } from '../idempotency/claims.js';
-import { settleRecords } from '../idempotency/repository.js';
-import { addDailyCounts, type IntakeTally } from './daily-counts-repository.js';
+import { inTransactionRetried } from '../../db/conflicts.js';
+import type { Db, Executor } from '../../db/connect.js';
+import { claimKeys, reusedKey, type KeyedRequest } from '../../idempotency/claims.js';
+import { settleRecords } from '../../idempotency/repository.js';
+import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
 import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
-import type { IntakeOptions } from './row-intake.js';
+import { sameOptions, type IntakeOptions } from './options.js';
 
-// The transaction of one write group (src/leads/write-groups.ts): every request's
+// The transaction of one write group (src/leads/intake/write-groups.ts): every request's
 // Idempotency-Key claimed, their rows run through the intake engine, each request's answer
 // shaped and stored, one commit. Each request gets exactly the answer it would have got
 // alone: its own claim, its rows' results shaped by its own operation, its own refusal. What
@@ -67,8 +67,7 @@ export async function runGroupTransaction(
 
 /** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
 const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
-  a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && a.options.onDuplicate === b.options.onDuplicate
-  && a.options.createMissingTags === b.options.createMissingTags && a.options.enrich === b.options.enrich;
+  a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && sameOptions(a.options, b.options);
 
 /** Adds the rows' outcomes to the workspace's tally: a row without an outcome failed (refused or unexpectedly). */
 function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, results: readonly RowResult[]): void {

@@ -1,25 +1,18 @@
-import type { OnDuplicate } from '../../generated/api.js';
-import type { Executor } from '../db/connect.js';
-import { enqueue, type CompanyAnalyzeEvent } from '../outbox/repository.js';
-import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
-import type { LeadRecord, LeadValues } from './columns.js';
+import type { IntakeOptions } from './options.js';
+import type { Executor } from '../../db/connect.js';
+import { enqueue, type CompanyAnalyzeEvent } from '../../outbox/repository.js';
+import { findTagsByNames, insertMissingTags } from '../../tags/repository.js';
+import type { LeadRecord, LeadValues } from '../columns.js';
 import { resolveCompany, type ResolvedCompany } from './company-resolution.js';
-import {
-  findIdentityMatches, lookupForIntake, nothingMatched, reportMatch, strongestMatch,
-  type IdentityMatch, type IntakeLookup, type MatchReport, type StrongestMatch,
-} from './lookup.js';
-import { insertNewLead } from './new-leads-repository.js';
+import { findIdentityMatches, type IdentityMatch, type IntakeLookup } from '../lookup-repository.js';
+import { lookupForIntake } from './lookup.js';
+import { nothingMatched, reportMatch, strongestMatch, type MatchReport, type StrongestMatch } from './match.js';
+import { insertNewLead } from '../new-leads-repository.js';
 import type { IdentityKey, PreparedLead } from './prepare.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { attachTags, claimIdentities, deleteLeads, lockLead, mergeIntoLead } from './write-repository.js';
+import { attachTags, claimIdentities, deleteLeads, lockLead, mergeIntoLead } from '../write-repository.js';
 
 // One lead row inside a transaction: matched, then created, updated or skipped.
-
-export interface IntakeOptions {
-  onDuplicate: OnDuplicate;
-  createMissingTags: boolean;
-  enrich: boolean;
-}
 
 export interface RowOutcome {
   status: 'created' | 'updated' | 'skipped';

@@ -1,16 +1,18 @@
 import type { Logger } from 'pino';
-import { isUnavailable } from '../db/availability.js';
-import { isRetryableConflict } from '../db/conflicts.js';
-import type { Executor } from '../db/connect.js';
-import { inSavepoint } from '../db/savepoint.js';
-import { enqueue } from '../outbox/repository.js';
+import { isUnavailable } from '../../db/availability.js';
+import { isRetryableConflict } from '../../db/conflicts.js';
+import type { Executor } from '../../db/connect.js';
+import { inSavepoint } from '../../db/savepoint.js';
+import { enqueue } from '../../outbox/repository.js';
 import { planBulkRows, writeBulkRows, type BulkRow } from './bulk-path.js';
-import { nothingMatched, type IntakeLookup } from './lookup.js';
+import type { IntakeLookup } from '../lookup-repository.js';
+import { nothingMatched } from './match.js';
 import type { PreparedLead } from './prepare.js';
-import { findLeadRecords } from './read-repository.js';
+import { findLeadRecords } from '../read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { intakeLead, type IntakeOptions, type RowOutcome } from './row-intake.js';
-import { deleteLeads } from './write-repository.js';
+import { intakeLead, type RowOutcome } from './row-intake.js';
+import type { IntakeOptions } from './options.js';
+import { deleteLeads } from '../write-repository.js';
 
 // The one intake engine. A batch, a group of concurrent POST /leads calls and a lone call are
 // all a list of rows run here in order, inside the caller's transaction; they differ only in

@@ -1,12 +1,14 @@
-import { findCompaniesByDomains } from '../companies/repository.js';
-import type { Executor } from '../db/connect.js';
-import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
-import { findTagsByNames } from '../tags/repository.js';
+import { findCompaniesByDomains } from '../../companies/repository.js';
+import type { Executor } from '../../db/connect.js';
+import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
+import { findTagsByNames } from '../../tags/repository.js';
 import { companyHasDetails } from './company-resolution.js';
-import { lookupForBatch, rowLookup, type IntakeLookup, type MatchKey } from './lookup.js';
-import { insertCompaniesAndTags, insertNewLeads } from './new-leads-repository.js';
+import type { IntakeLookup, MatchKey } from '../lookup-repository.js';
+import { lookupForBatch, rowLookup } from './lookup.js';
+import { insertCompaniesAndTags, insertNewLeads } from '../new-leads-repository.js';
 import type { PreparedLead } from './prepare.js';
-import { checkReferences, leadValues, type IntakeOptions, type References } from './row-intake.js';
+import { checkReferences, leadValues, type References } from './row-intake.js';
+import type { IntakeOptions } from './options.js';
 
 // The bulk path of the intake engine (intake-engine.ts): consecutive rows that certainly
 // create a new person are written set-based, a run of them in two statements.

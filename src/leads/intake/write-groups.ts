@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import { isUnavailable } from '../db/availability.js';
-import type { Db } from '../db/connect.js';
-import type { FairSlots } from '../db/fair-slots.js';
+import { isUnavailable } from '../../db/availability.js';
+import type { Db } from '../../db/connect.js';
+import type { FairSlots } from '../../db/fair-slots.js';
 import { RUN_AGAIN, runGroupTransaction, type GroupOutcome, type Settled, type WriteRequest, type WriteResult } from './group-transaction.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
-// one group: one transaction (src/leads/group-transaction.ts), their rows through the intake
+// one group: one transaction (src/leads/intake/group-transaction.ts), their rows through the intake
 // engine as one set, one commit. A request that arrives when no group is working starts one at
 // once (no timer, no added latency at low load). Requests arriving while a group works wait:
 // the next group forms from them while that group commits (its statements done, its COMMIT on

@@ -1,12 +1,13 @@
 import {
   fillCompany, findCompanyByDomain, findCompanyByName, giveDomainToNamedCompany, insertCompanyIfNew, lockCompanyName,
-} from '../companies/repository.js';
-import { newCompanyStatus, websiteLinkOfDomain } from '../companies/rules.js';
-import type { Executor } from '../db/connect.js';
-import { inSavepoint } from '../db/savepoint.js';
-import { isUniqueViolation } from '../db/sql.js';
-import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
-import { existingCompanyId, type IntakeLookup } from './lookup.js';
+} from '../../companies/repository.js';
+import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
+import type { Executor } from '../../db/connect.js';
+import { inSavepoint } from '../../db/savepoint.js';
+import { isUniqueViolation } from '../../db/sql.js';
+import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
+import type { IntakeLookup } from '../lookup-repository.js';
+import { existingCompanyId } from './lookup.js';
 import type { PreparedCompany } from './prepare.js';
 
 export interface ResolvedCompany { id: number; created: boolean }

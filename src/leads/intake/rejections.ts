@@ -1,4 +1,4 @@
-import type { DuplicateLeadError } from '../../generated/api.js';
+import type { DuplicateLeadError } from '../../../generated/api.js';
 
 // Problems found while processing a lead row, thrown before anything of the row is kept.
 
