@@ -50,9 +50,9 @@ describe('a contract change cannot pass unhandled', () => {
       typecheckAfter(addProperty('CompanyInput', 'stock_ticker')),
     ]);
     expect(lead.failed).toBe(true);
-    expect(lead.output).toMatch(/src\/leads\/prepare\.ts\(\d+,\d+\): error TS\d+: .*'favourite_colour'/s);
+    expect(lead.output).toMatch(/src\/leads\/intake\/prepare\.ts\(\d+,\d+\): error TS\d+: .*'favourite_colour'/s);
     expect(company.failed).toBe(true);
-    expect(company.output).toMatch(/src\/leads\/prepare\.ts\(\d+,\d+\): error TS\d+: .*'stock_ticker'/s);
+    expect(company.output).toMatch(/src\/leads\/intake\/prepare\.ts\(\d+,\d+\): error TS\d+: .*'stock_ticker'/s);
   }, 240_000);
 
   it('an operation added to the document fails the typecheck at the handler table, naming its operationId', async () => {
