@@ -118,6 +118,9 @@ export async function seedWorkspaces(connectionString: string, count: number, te
     const { rows } = await client.query<{ id: string; n: string }>(SEED_WORKSPACES, [
       tokens.map((token) => token.prefix), tokens.map((token) => token.hash), template, [...scopeValues],
     ]);
+    // What the service's key statements send (src/api-keys/repository.ts): its processes learn
+    // the new prefixes at once (on Citus no trigger would tell them).
+    await client.query("SELECT pg_notify('api_key_changed', p) FROM unnest($1::text[]) AS p", [tokens.map((token) => token.prefix)]);
     return rows.map((row) => ({ workspaceId: Number(row.id), token: tokens[Number(row.n) - 1]!.token }));
   } finally {
     await client.end();
