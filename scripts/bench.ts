@@ -21,7 +21,20 @@ import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
 import {
-  adminQuery, freePort, killAllChildren, nodeFlagsOf, ROOT, RssSampler, runCli, runLoad, runOpenLoop, spawnChild, spawnTsx, stopChild, waitForHttp, waitForIdleDatabase,
+  adminQuery,
+  freePort,
+  killAllChildren,
+  nodeFlagsOf,
+  ROOT,
+  RssSampler,
+  runCli,
+  runLoad,
+  runOpenLoop,
+  spawnChild,
+  spawnTsx,
+  stopChild,
+  waitForHttp,
+  waitForIdleDatabase,
 } from './bench/support.js';
 
 const { values: flags } = parseArgs({
@@ -39,8 +52,16 @@ const { values: flags } = parseArgs({
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
 const ONLY_SCENARIOS = ['insert', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate'] as const;
-type OnlyScenario = typeof ONLY_SCENARIOS[number];
-const only = flags.only === undefined ? null : new Set(flags.only.split(',').map((name) => name.trim()).filter(Boolean));
+type OnlyScenario = (typeof ONLY_SCENARIOS)[number];
+const only =
+  flags.only === undefined
+    ? null
+    : new Set(
+        flags.only
+          .split(',')
+          .map((name) => name.trim())
+          .filter(Boolean),
+      );
 for (const name of only ?? []) {
   if (!(ONLY_SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only ${name}: not one of ${ONLY_SCENARIOS.join(', ')}`);
 }
@@ -85,9 +106,11 @@ const loadAtStart = os.loadavg().map((load) => Number(load.toFixed(2)));
 
 /** A console session cookie for the user: a sign-in link minted by the CLI, redeemed as the sign-in page posts it. */
 async function consoleSession(base: string, userId: number): Promise<string> {
-  const { url } = await runCli(['console', 'link', '--user', String(userId)], { DATABASE_URL: benchUrl, LOG_LEVEL: 'warn' }) as { url: string };
+  const { url } = (await runCli(['console', 'link', '--user', String(userId)], { DATABASE_URL: benchUrl, LOG_LEVEL: 'warn' })) as { url: string };
   const answer = await fetch(`${base}/console/sign-in/link`, {
-    method: 'POST', redirect: 'manual', headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    redirect: 'manual',
+    headers: { origin: base, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ token: new URL(url).hash.slice(1) }),
   });
   const cookie = answer.headers.get('set-cookie')?.split(';')[0];
@@ -134,11 +157,26 @@ async function atFixedRate(name: string, rate: number, url: string, token: strin
 /** The PostgreSQL-only ceiling of a statement (see bench/pg-ceiling.ts), in its own process. */
 async function ceiling(mode: 'insert' | 'lead-write', workspaceId: number): Promise<CeilingResult> {
   log(`ceiling ${mode}: ${Math.min(warmupSeconds, 2)}s warm-up + ${durationSeconds}s at ${connections} callers`);
-  const child = spawnTsx('scripts/bench/pg-ceiling.ts', [JSON.stringify({
-    databaseUrl: benchUrl, mode, workspaceId, concurrency: connections, poolSize: 10, warmupSeconds: Math.min(warmupSeconds, 2), durationSeconds,
-  })], {}, { stdout: 'pipe' });
+  const child = spawnTsx(
+    'scripts/bench/pg-ceiling.ts',
+    [
+      JSON.stringify({
+        databaseUrl: benchUrl,
+        mode,
+        workspaceId,
+        concurrency: connections,
+        poolSize: 10,
+        warmupSeconds: Math.min(warmupSeconds, 2),
+        durationSeconds,
+      }),
+    ],
+    {},
+    { stdout: 'pipe' },
+  );
   let stdout = '';
-  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
   const [code] = await once(child, 'exit');
   if (code !== 0) throw new Error(`pg-ceiling ${mode} failed with exit code ${code}`);
   return JSON.parse(stdout) as CeilingResult;
@@ -171,8 +209,15 @@ async function main(): Promise<void> {
   // integrators, so neither its budget per minute nor its requests in progress are bounded
   // (the fixed-rate runs keep hundreds in flight whenever the machine stalls).
   const service = spawnChild([...nodeFlagsOf('start'), path.join(ROOT, 'dist', 'src', 'main.js')], {
-    DATABASE_URL: benchUrl, REDIS_URL: redisUrl, PORT: String(port), LOG_LEVEL: 'warn', WORKER: 'off', RATE_LIMIT_PER_MINUTE: '1000000000',
-    CONCURRENT_REQUESTS_PER_KEY: '1000000', DATABASE_CONNECT_TIMEOUT_MS: '30000', METRICS_PORT: String(metricsPort),
+    DATABASE_URL: benchUrl,
+    REDIS_URL: redisUrl,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    WORKER: 'off',
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    CONCURRENT_REQUESTS_PER_KEY: '1000000',
+    DATABASE_CONNECT_TIMEOUT_MS: '30000',
+    METRICS_PORT: String(metricsPort),
   });
   const serviceRss = new RssSampler(() => [service.pid!]).start();
   const cleanup = async () => {
@@ -199,14 +244,26 @@ async function main(): Promise<void> {
     // Every new person refers to one of 500 company domains and 11 tags: these exist before
     // any scenario, so the same-work baseline and scenario 3 do the same work from the start.
     log('priming the workspace: 500 new people through the service (companies and tags)');
-    const primed = await runOpenLoop({ url: base, token, rate: 250, warmupSeconds: 0, durationSeconds: 2, workload: { kind: 'new-lead', runId: `${runId}p`, phoneBase: 1_000_000_000 } });
+    const primed = await runOpenLoop({
+      url: base,
+      token,
+      rate: 250,
+      warmupSeconds: 0,
+      durationSeconds: 2,
+      workload: { kind: 'new-lead', runId: `${runId}p`, phoneBase: 1_000_000_000 },
+    });
     if (primed.errors + primed.non2xx > 0) throw new Error(`priming failed: ${primed.errors} errors, ${primed.non2xx} non-2xx`);
     const readWorkload: Workload = { kind: 'get-random-lead', ids: { from: seeded.firstId, to: seeded.lastId } };
 
     // The many-workspace scenarios' workspaces, keys, companies, tags and people, set-based.
     const many = await seedWorkspaces(benchUrl, WORKSPACES, workspaceId);
     const manyTokens = many.map((workspace) => workspace.token);
-    const manySeeded = await seedLeads(benchUrl, many.map((workspace) => workspace.workspaceId), 1, LEADS_PER_WORKSPACE);
+    const manySeeded = await seedLeads(
+      benchUrl,
+      many.map((workspace) => workspace.workspaceId),
+      1,
+      LEADS_PER_WORKSPACE,
+    );
     log(`seeded ${WORKSPACES} workspaces with a key and ${LEADS_PER_WORKSPACE} people each in ${(manySeeded.insertSeconds + manySeeded.vacuumSeconds).toFixed(1)} s`);
     const manyNew: Workload = { kind: 'new-lead', runId: `${runId}w`, phoneBase: 5_000_000_000, tokens: manyTokens };
     const manyExisting: Workload = { kind: 'existing-lead', seeded: LEADS_PER_WORKSPACE, tokens: manyTokens };
@@ -221,7 +278,8 @@ async function main(): Promise<void> {
       if (wanted('existing')) picked.push(await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid));
       if (wanted('new-100')) picked.push(await measure(manyNewName, base, token, manyNew, pid));
       if (wanted('existing-100')) picked.push(await measure(manyExistingName, base, token, manyExisting, pid));
-      if (wanted('batch')) picked.push(await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid));
+      if (wanted('batch'))
+        picked.push(await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid));
       const lowRate = wanted('low-rate')
         ? await atFixedRate('3 POST /leads new person, 20 req/s', 20, base, token, { kind: 'new-lead', runId: `${runId}l`, phoneBase: 8_000_000_000 }, pid)
         : null;
@@ -236,10 +294,14 @@ async function main(): Promise<void> {
       return;
     }
 
-    const constant = await withBaseline('constant', workspaceId, (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
+    const constant = await withBaseline('constant', workspaceId, (url, baselinePid) =>
+      measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid),
+    );
     const insert = await withBaseline('insert', workspaceId, (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
     const readBaseline = await withBaseline('read', workspaceId, (url, baselinePid) => measure('baseline: express + pg primary-key SELECT', url, null, readWorkload, baselinePid));
-    const sameWork = await withBaseline('same-work', workspaceId, (url, baselinePid) => measure('baseline: express + the new-lead statements', url, null, { kind: 'new-lead', runId: `${runId}s`, phoneBase: 6_000_000_000 }, baselinePid));
+    const sameWork = await withBaseline('same-work', workspaceId, (url, baselinePid) =>
+      measure('baseline: express + the new-lead statements', url, null, { kind: 'new-lead', runId: `${runId}s`, phoneBase: 6_000_000_000 }, baselinePid),
+    );
     const insertCeiling = await ceiling('insert', workspaceId);
 
     const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
@@ -268,7 +330,13 @@ async function main(): Promise<void> {
     const { insertSeconds: seedSeconds, vacuumSeconds } = await seedLeads(benchUrl, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + largeWorkspaceLeads);
     const leadCount = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
     log(`seeded in ${seedSeconds.toFixed(1)} s (+ ${vacuumSeconds.toFixed(1)} s VACUUM ANALYZE); the workspace holds ${leadCount.toLocaleString('en')} leads`);
-    const large = await measure(`6 POST /leads new person, ${leadCount.toLocaleString('en')} leads`, base, token, { kind: 'new-lead', runId: `${runId}c`, phoneBase: 4_000_000_000 }, pid);
+    const large = await measure(
+      `6 POST /leads new person, ${leadCount.toLocaleString('en')} leads`,
+      base,
+      token,
+      { kind: 'new-lead', runId: `${runId}c`, phoneBase: 4_000_000_000 },
+      pid,
+    );
     // The console's pages on the same large workspace, signed in as the demo admin (a sign-in link redeemed once).
     const cookie = await consoleSession(base, demo.user.id as number);
     const consoleList = await measure(`6b GET /console/leads, ${leadCount.toLocaleString('en')} leads`, base, null, { kind: 'console-lead-list', cookie }, pid);
@@ -288,26 +356,50 @@ async function main(): Promise<void> {
     const extra = {
       date: new Date().toISOString(),
       mode: smoke ? 'smoke' : 'full',
-      options: { durationSeconds, warmupSeconds, connections, largeWorkspaceLeads: leadCount, deliveryEvents, seedSeconds: Number(seedSeconds.toFixed(1)), vacuumSeconds: Number(vacuumSeconds.toFixed(1)) },
+      options: {
+        durationSeconds,
+        warmupSeconds,
+        connections,
+        largeWorkspaceLeads: leadCount,
+        deliveryEvents,
+        seedSeconds: Number(seedSeconds.toFixed(1)),
+        vacuumSeconds: Number(vacuumSeconds.toFixed(1)),
+      },
       machine: machine(),
     };
     // A smoke run's figures mean nothing: they go to the temporary directory, never over the
     // published ones.
     const file = smoke ? path.join(os.tmpdir(), 'lead-intake-bench-smoke.json') : path.join(ROOT, 'bench', citus ? 'results-citus.json' : 'results.json');
-    report({
-      connections, scenarios, named: { constant, insert, readBaseline, sameWork, me, read, created, updated, manyCreated, manyUpdated, batch, large }, fixedRate, lowRate, referenceLowRateP50, delivery, flood, serverPeakRssBytes,
-      ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
-    }, extra, file);
+    report(
+      {
+        connections,
+        scenarios,
+        named: { constant, insert, readBaseline, sameWork, me, read, created, updated, manyCreated, manyUpdated, batch, large },
+        fixedRate,
+        lowRate,
+        referenceLowRateP50,
+        delivery,
+        flood,
+        serverPeakRssBytes,
+        ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
+      },
+      extra,
+      file,
+    );
     log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
     if (citus && !smoke) reportBesideSingleServer(file, path.join(ROOT, 'bench', 'results.json'));
     const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
       .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0)
       .map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`);
     for (const fixed of [...fixedRate, lowRate]) {
-      if (fixed.errors > 0 || fixed.non2xx > 0 || fixed.requests === 0) broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
+      if (fixed.errors > 0 || fixed.non2xx > 0 || fixed.requests === 0)
+        broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
     }
     const floodBroken = flood.non401 > 0 || [flood.flood, flood.floodDuringValid].some((run) => run.errors > 0 || run.timeouts > 0 || run.requests === 0);
-    if (floodBroken) broken.push(`8 invalid-key flood: ${flood.non401} answers other than 401 (${JSON.stringify([flood.flood.statusCounts, flood.floodDuringValid.statusCounts])}), ${flood.flood.errors + flood.floodDuringValid.errors} errors, ${flood.flood.timeouts + flood.floodDuringValid.timeouts} timeouts`);
+    if (floodBroken)
+      broken.push(
+        `8 invalid-key flood: ${flood.non401} answers other than 401 (${JSON.stringify([flood.flood.statusCounts, flood.floodDuringValid.statusCounts])}), ${flood.flood.errors + flood.floodDuringValid.errors} errors, ${flood.flood.timeouts + flood.floodDuringValid.timeouts} timeouts`,
+      );
     if (delivery.lost || delivery.duplicates) broken.push(`delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates`);
     // Every scenario must run: a skipped one is a failure (the smoke run in CI relies on it).
     if (delivery.skipped) broken.push(`7 delivery skipped: ${delivery.skipped}`);
@@ -324,9 +416,10 @@ async function main(): Promise<void> {
 function reportOnly(scenarios: ScenarioResult[], insert: ScenarioResult): void {
   const lines = scenarios.map((scenario) => {
     const ratio = scenario.requestsPerSecond / Math.max(insert.requestsPerSecond, 1e-9);
-    const groups = scenario.groupSizes && scenario.groupSizes.groups > 0
-      ? `; ${scenario.groupSizes.groups} groups, mean ${(scenario.groupSizes.requests / scenario.groupSizes.groups).toFixed(1)}, of one request ${scenario.groupSizes.buckets['1'] ?? 0}`
-      : '';
+    const groups =
+      scenario.groupSizes && scenario.groupSizes.groups > 0
+        ? `; ${scenario.groupSizes.groups} groups, mean ${(scenario.groupSizes.requests / scenario.groupSizes.groups).toFixed(1)}, of one request ${scenario.groupSizes.buckets['1'] ?? 0}`
+        : '';
     return `${scenario.name}: ${scenario.requestsPerSecond.toFixed(0)} req/s, p50 ${scenario.p50} ms, p99 ${scenario.p99} ms, ${ratio.toFixed(2)}x INSERT${groups}`;
   });
   process.stdout.write(`\n${lines.join('\n')}\n`);

@@ -50,7 +50,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const log = (message: string) => process.stderr.write(`failover: ${message}\n`);
 const seconds = (ms: number) => Number((ms / 1000).toFixed(2));
 
-interface Probe { startedAt: number; endedAt: number; writable: boolean; error?: string }
+interface Probe {
+  startedAt: number;
+  endedAt: number;
+  writable: boolean;
+  error?: string;
+}
 
 /**
  * Every 100 ms a new connection to each node (not through HAProxy, which may still send some
@@ -127,7 +132,12 @@ function checkWorkers(workers: ServiceProcess[], since: number, verdict: Verdict
   verdict.figures['workers'] = states.join('; ');
 }
 
-interface Running { cluster: HaCluster; receiver: Receiver; apis: Array<{ service: ServiceProcess; url: string }>; workers: ServiceProcess[] }
+interface Running {
+  cluster: HaCluster;
+  receiver: Receiver;
+  apis: Array<{ service: ServiceProcess; url: string }>;
+  workers: ServiceProcess[];
+}
 
 async function runEvent(event: Event, { cluster, receiver, apis, workers }: Running): Promise<Verdict> {
   const verdict: Verdict = { figures: {}, failures: [] };
@@ -152,8 +162,9 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
     await cluster.switchover(leader, standby).catch((error: Error) => verdict.failures.push(error.message));
     switchedAt = Date.now();
   }
-  await waitFor('a new writable primary', NEW_PRIMARY_TIMEOUT_MS, async () => primary.outage(actionAt) !== null)
-    .catch((error: Error) => verdict.failures.push(error.message.split('\n')[0]!));
+  await waitFor('a new writable primary', NEW_PRIMARY_TIMEOUT_MS, async () => primary.outage(actionAt) !== null).catch((error: Error) =>
+    verdict.failures.push(error.message.split('\n')[0]!),
+  );
   const webhookAfterUp = nextWebhook(receiver, event);
   await sleep(AFTER_MS);
   await Promise.all(traffic.map((part) => part.stop()));
@@ -172,10 +183,17 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
       upAt: outage.recovery.endedAt,
     };
     verdict.figures['no writable primary (s)'] = seconds(timeline.upAt - (event === 'failover' ? actionAt : outage.firstFailure.startedAt));
-    verdict.figures[event === 'failover' ? "the killed postmaster's backends lived on (s)" : 'sessions of the old primary cut after (s)'] = seconds(await oldSessionsGone - actionAt);
+    verdict.figures[event === 'failover' ? "the killed postmaster's backends lived on (s)" : 'sessions of the old primary cut after (s)'] = seconds(
+      (await oldSessionsGone) - actionAt,
+    );
     if (event === 'switchover') verdict.figures['patronictl switchover took (s)'] = seconds(switchedAt - actionAt);
     verdict.figures['the nodes just before the new primary'] = outage.lastFailure.error ?? '';
-    checkAnswers(ledger.answers, readiness.flatMap((probe) => probe.answers), timeline, verdict);
+    checkAnswers(
+      ledger.answers,
+      readiness.flatMap((probe) => probe.answers),
+      timeline,
+      verdict,
+    );
     figuresOfTheOutage(ledger.answers, actionAt, timeline.downAt, event, verdict);
   } else {
     verdict.failures.push('the probe never saw the primary go away and a new one come');
@@ -198,10 +216,12 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
   }
   checkWorkers(workers, actionAt, verdict);
   // The key cache's LISTEN connection dies with the old primary and comes back on the new one.
-  verdict.figures['key cache listening again after (s)'] = apis.map((api) => {
-    const line = api.service.logs.find((entry) => entry.msg === 'API key cache listening for key changes again' && Number(entry.time) >= actionAt);
-    return line ? seconds(Number(line.time) - actionAt) : 'never';
-  }).join(', ');
+  verdict.figures['key cache listening again after (s)'] = apis
+    .map((api) => {
+      const line = api.service.logs.find((entry) => entry.msg === 'API key cache listening for key changes again' && Number(entry.time) >= actionAt);
+      return line ? seconds(Number(line.time) - actionAt) : 'never';
+    })
+    .join(', ');
   for (const [index, api] of apis.entries()) if (!api.service.alive()) verdict.failures.push(`API ${index + 1} exited: ${api.service.stderr.slice(-2000)}`);
   return verdict;
 }
@@ -212,9 +232,11 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
  */
 function figuresOfTheOutage(answers: Answer[], actionAt: number, downAt: number, event: Event, verdict: Verdict): void {
   const after = answers.filter((answer) => answer.startedAt >= actionAt);
-  verdict.figures['503 answers (with Retry-After)'] = `${after.filter((answer) => answer.status === 503).length} (${after.filter((answer) => answer.status === 503 && answer.retryAfter !== null).length})`;
+  verdict.figures['503 answers (with Retry-After)'] =
+    `${after.filter((answer) => answer.status === 503).length} (${after.filter((answer) => answer.status === 503 && answer.retryAfter !== null).length})`;
   verdict.figures['500 answers'] = answers.filter((answer) => answer.status === 500).length;
-  const firstCreated = after.filter((answer) => answer.status === 201 && answer.startedAt >= downAt)
+  const firstCreated = after
+    .filter((answer) => answer.status === 201 && answer.startedAt >= downAt)
     .reduce<number | null>((first, answer) => Math.min(first ?? Infinity, answer.startedAt + answer.ms), null);
   const label = event === 'failover' ? 'kill -> first 201 (s)' : 'switchover command -> first 201 after the outage (s)';
   if (firstCreated === null) verdict.failures.push('no 201 after the outage');
@@ -282,8 +304,11 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-main().then((code) => process.exit(code), async (error: unknown) => {
-  process.stderr.write(`failover: ${error instanceof Error ? error.stack : String(error)}\n`);
-  await tearDown().catch(() => {});
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  async (error: unknown) => {
+    process.stderr.write(`failover: ${error instanceof Error ? error.stack : String(error)}\n`);
+    await tearDown().catch(() => {});
+    process.exit(1);
+  },
+);

@@ -132,7 +132,10 @@ async function main(): Promise<number> {
   return passed ? 0 : 1;
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  process.stderr.write(`faults: ${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`faults: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -95,7 +95,9 @@ async function main(): Promise<string[]> {
     const after = await countedInRedis();
     await redis.quit();
     if (after !== before + 5 || remaining !== RATE_LIMIT - after) {
-      failures.push(`after the Redis restart 5 requests were not all counted in Redis: it went from ${before} to ${after}, RateLimit r=${remaining} (expected ${RATE_LIMIT} - ${after})`);
+      failures.push(
+        `after the Redis restart 5 requests were not all counted in Redis: it went from ${before} to ${after}, RateLimit r=${remaining} (expected ${RATE_LIMIT} - ${after})`,
+      );
     }
     log(`Redis: answering again after ${redisBack} ms, counting in Redis again after ${backOnRedis} ms; r=${remaining} with ${after} counted there`);
 
@@ -124,11 +126,14 @@ async function main(): Promise<string[]> {
   return failures;
 }
 
-main().then((failures) => {
-  for (const failure of failures) process.stdout.write(`FAILED: ${failure}\n`);
-  process.stdout.write(failures.length === 0 ? 'restarts: PASS\n' : 'restarts: FAIL\n');
-  process.exit(failures.length === 0 ? 0 : 1);
-}, (error: unknown) => {
-  process.stderr.write(`restarts: ${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  (failures) => {
+    for (const failure of failures) process.stdout.write(`FAILED: ${failure}\n`);
+    process.stdout.write(failures.length === 0 ? 'restarts: PASS\n' : 'restarts: FAIL\n');
+    process.exit(failures.length === 0 ? 0 : 1);
+  },
+  (error: unknown) => {
+    process.stderr.write(`restarts: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

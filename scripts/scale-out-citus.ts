@@ -92,8 +92,11 @@ async function main(): Promise<number> {
     // a generous timeout keeps a busy machine from passing for a duplicate the move caused.
     const worker = services.start('worker-main.js', url, { ...WORKER_ENV, WEBHOOK_TIMEOUT_MS: '15000' });
     await worker.waitForLog('worker started');
-    const placement = async () => query<{ node: string; shards: number }>(url,
-      "SELECT nodename || ':' || nodeport AS node, count(*)::int AS shards FROM citus_shards WHERE citus_table_type = 'distributed' GROUP BY 1 ORDER BY 1");
+    const placement = async () =>
+      query<{ node: string; shards: number }>(
+        url,
+        "SELECT nodename || ':' || nodeport AS node, count(*)::int AS shards FROM citus_shards WHERE citus_table_type = 'distributed' GROUP BY 1 ORDER BY 1",
+      );
     const tenants = [];
     for (let index = 0; index < Number(args.workspaces); index++) tenants.push(await tenant(url, receiver, `w${index}`));
     const traffic = tenants.map(({ token }, index) => new Traffic({ apiUrl, token }, Number(args.users), 50, `w${index}`));
@@ -121,8 +124,11 @@ async function main(): Promise<number> {
 
     const answers = traffic.flatMap((users) => users.ledger.answers);
     const during = answers.filter((answer) => answer.startedAt + answer.ms >= moveStarted && answer.startedAt <= moveEnded);
-    const statuses = (list: typeof answers) => [...list.reduce((counts, answer) => counts.set(answer.status, (counts.get(answer.status) ?? 0) + 1), new Map<number, number>())]
-      .sort(([a], [b]) => a - b).map(([status, count]) => `${status === 0 ? 'none' : status}: ${count}`).join(', ');
+    const statuses = (list: typeof answers) =>
+      [...list.reduce((counts, answer) => counts.set(answer.status, (counts.get(answer.status) ?? 0) + 1), new Map<number, number>())]
+        .sort(([a], [b]) => a - b)
+        .map(([status, count]) => `${status === 0 ? 'none' : status}: ${count}`)
+        .join(', ');
     const slowest = (list: typeof answers) => list.reduce((max, answer) => Math.max(max, answer.ms), 0);
     verdict.figures['move: node added -> rebalance finished (s)'] = Number(((moveEnded - moveStarted) / 1000).toFixed(2));
     verdict.figures['shards per node after'] = (await placement()).map((row) => `${row.node} ${row.shards}`).join(', ');
@@ -132,7 +138,9 @@ async function main(): Promise<number> {
     verdict.figures['slowest answer during the move (ms)'] = slowest(during);
     verdict.figures['slowest answer in all (ms)'] = slowest(answers);
     for (const answer of answers.filter((item) => item.status >= 500 || item.status === 0)) {
-      verdict.failures.push(`${answer.kind} at +${answer.startedAt - moveStarted} ms from the move: ${answer.status === 0 ? 'no answer' : answer.status} ${JSON.stringify(answer.body)}`);
+      verdict.failures.push(
+        `${answer.kind} at +${answer.startedAt - moveStarted} ms from the move: ${answer.status === 0 ? 'no answer' : answer.status} ${JSON.stringify(answer.body)}`,
+      );
     }
     if (!(await placement()).some((row) => row.node.endsWith(`:${port}`))) verdict.failures.push('no shard moved to the new node');
 
@@ -144,10 +152,18 @@ async function main(): Promise<number> {
         checked.figures['drained after the traffic stopped (s)'] = Number(((await drain(db, workspaceId, receiver)) / 1000).toFixed(1));
         const leads = await checkLeads(db, workspaceId, traffic[index]!.ledger, checked);
         await checkIdempotency(db, traffic[index]!.ledger, checked);
-        await checkDeliveries(db, workspaceId, leads, receiver.requests.filter((request) => request.path.startsWith(`/w${index}/`)), checked, { exactlyOnce: true });
+        await checkDeliveries(
+          db,
+          workspaceId,
+          leads,
+          receiver.requests.filter((request) => request.path.startsWith(`/w${index}/`)),
+          checked,
+          { exactlyOnce: true },
+        );
         const { rows: retried } = await db.query<{ error: string; attempts: number }>(
           "SELECT coalesce(error, status_code::text, '?') AS error, count(*)::int AS attempts FROM delivery_attempts WHERE workspace_id = $1 AND (error IS NOT NULL OR status_code >= 300) GROUP BY 1",
-          [workspaceId]);
+          [workspaceId],
+        );
         checked.figures['failed attempts (retried)'] = retried.length === 0 ? 'none' : retried.map((row) => `${row.attempts} x ${row.error}`).join('; ');
         workspaces[`workspace w${index}`] = checked;
       }
@@ -157,7 +173,10 @@ async function main(): Promise<number> {
     for (const service of [api, worker]) if (!service.alive()) verdict.failures.push(`a process exited: ${service.stderr.slice(-2000)}`);
     // What the processes logged as warnings or errors, once each: what a failure above came from.
     const logged = new Map<string, number>();
-    for (const [name, service] of [['api', api], ['worker', worker]] as const) {
+    for (const [name, service] of [
+      ['api', api],
+      ['worker', worker],
+    ] as const) {
       for (const line of service.logs.filter((entry) => (entry.level ?? 0) >= 40)) {
         const error = (line.err as { message?: string } | undefined)?.message;
         const key = `${name}: ${line.msg ?? ''}${error ? ` (${error.split('\n')[0]})` : ''}`;
@@ -170,7 +189,9 @@ async function main(): Promise<number> {
     await receiver.close();
     try {
       run(cluster, ['dropdb', DATABASE]);
-    } catch { /* the cluster may be gone */ }
+    } catch {
+      /* the cluster may be gone */
+    }
     run(extraNode, ['down']);
     if (logical) run(extraNode, ['wal-level', 'replica']);
   }
@@ -180,7 +201,10 @@ async function main(): Promise<number> {
   return passed ? 0 : 1;
 }
 
-main().then((code) => process.exit(code), (error: unknown) => {
-  process.stderr.write(`scale-out-citus: ${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`scale-out-citus: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -2,9 +2,7 @@ import { z } from 'zod';
 import { isSecretKeyText } from './secrets/keyring.js';
 
 /** A boolean as the environment and the CLI write it. */
-export const booleanFlag = z
-  .enum(['true', 'false', '1', '0', 'on', 'off', 'yes', 'no'])
-  .transform((value) => ['true', '1', 'on', 'yes'].includes(value));
+export const booleanFlag = z.enum(['true', 'false', '1', '0', 'on', 'off', 'yes', 'no']).transform((value) => ['true', '1', 'on', 'yes'].includes(value));
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -13,8 +11,14 @@ const envSchema = z.object({
   // Unset: no metrics listener. Set: GET /metrics on this port of HOST (src/metrics/server.ts).
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   WORKER: booleanFlag.default(true),
   WEBHOOKS_ALLOW_PRIVATE_NETWORKS: booleanFlag.default(false),
@@ -33,12 +37,25 @@ const envSchema = z.object({
   DATABASE_POOL_SIZE: positiveInt.default(10),
   // Longest an API request waits for a database connection before answering 503 (src/context.ts).
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(1500),
-  PUBLIC_URL: z.string().url().refine((url) => /^https?:\/\//.test(url), 'must be an http(s) URL').optional(),
+  PUBLIC_URL: z
+    .string()
+    .url()
+    .refine((url) => /^https?:\/\//.test(url), 'must be an http(s) URL')
+    .optional(),
   DOCUMENTATION_URL: z.string().url().optional(),
   // Unset: the checkout's key file .data/secrets.key, created on first start (src/secrets/keyring.ts).
   SECRETS_KEY: z.string().refine(isSecretKeyText, 'must be 32 random bytes in base64, as `openssl rand -base64 32` prints them').optional(),
-  SECRETS_KEY_PREVIOUS: z.string().refine((list) => list.split(',').filter((key) => key.trim() !== '').every(isSecretKeyText),
-    'must be a comma-separated list of keys, each 32 random bytes in base64').optional(),
+  SECRETS_KEY_PREVIOUS: z
+    .string()
+    .refine(
+      (list) =>
+        list
+          .split(',')
+          .filter((key) => key.trim() !== '')
+          .every(isSecretKeyText),
+      'must be a comma-separated list of keys, each 32 random bytes in base64',
+    )
+    .optional(),
   DELIVERY_RETENTION_DAYS: positiveInt.default(30),
   // An endpoint whose attempts have all failed for this long, at least this many in a row, is disabled (src/deliveries/endpoint-health.ts).
   ENDPOINT_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(3650).default(5),
@@ -55,13 +72,15 @@ function publicUrl(env: { PUBLIC_URL?: string | undefined; HOST: string; PORT: n
   return `http://${host}:${env.PORT}`;
 }
 
-const configSchema = envSchema.refine((env) => env.METRICS_PORT === undefined || env.METRICS_PORT === 0 || env.METRICS_PORT !== env.PORT, {
-  path: ['METRICS_PORT'],
-  message: 'must differ from PORT (the metrics have their own listener)',
-}).transform((env) => {
-  const PUBLIC_URL = publicUrl(env);
-  return { ...env, PUBLIC_URL, DOCUMENTATION_URL: env.DOCUMENTATION_URL ?? `${PUBLIC_URL}/docs` };
-});
+const configSchema = envSchema
+  .refine((env) => env.METRICS_PORT === undefined || env.METRICS_PORT === 0 || env.METRICS_PORT !== env.PORT, {
+    path: ['METRICS_PORT'],
+    message: 'must differ from PORT (the metrics have their own listener)',
+  })
+  .transform((env) => {
+    const PUBLIC_URL = publicUrl(env);
+    return { ...env, PUBLIC_URL, DOCUMENTATION_URL: env.DOCUMENTATION_URL ?? `${PUBLIC_URL}/docs` };
+  });
 
 export type Config = z.output<typeof configSchema>;
 

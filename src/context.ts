@@ -77,7 +77,10 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     redis.on('ready', () => outage.recovered());
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 2000);
-      redis!.once('ready', () => { clearTimeout(timer); resolve(); });
+      redis!.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
     if (redis.status !== 'ready') outage.failed(new Error(`Redis not ready within 2 s at start-up (status ${redis.status})`));
   } else {

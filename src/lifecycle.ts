@@ -59,9 +59,11 @@ export async function runProcess(logger: Logger, parts: { stopping: string; star
 export function describeStartupFailure(error: unknown): string {
   if (error instanceof ConfigError || error instanceof EmbeddedDatabaseError) return error.message;
   const { code, message, syscall } = (typeof error === 'object' && error !== null ? error : {}) as { code?: string; message?: string; syscall?: string };
-  if (syscall === 'listen' && code === 'EADDRINUSE') return `Cannot listen: ${message}. Set PORT (or METRICS_PORT, whichever it names) and HOST to a free address, or stop the process holding it.`;
+  if (syscall === 'listen' && code === 'EADDRINUSE')
+    return `Cannot listen: ${message}. Set PORT (or METRICS_PORT, whichever it names) and HOST to a free address, or stop the process holding it.`;
   if (syscall === 'listen' && code === 'EACCES') return `Cannot listen: ${message} (ports below 1024 need privileges). Set PORT to another port.`;
-  if (code === READ_ONLY_SQLSTATE) return `PostgreSQL is read-only (${message}): DATABASE_URL leads to a replica, such as a former primary after a failover. Point it at the primary (the cluster's read-write endpoint), or retry once the failover is over.`;
+  if (code === READ_ONLY_SQLSTATE)
+    return `PostgreSQL is read-only (${message}): DATABASE_URL leads to a replica, such as a former primary after a failover. Point it at the primary (the cluster's read-write endpoint), or retry once the failover is over.`;
   if (isUnavailable(error)) return `Cannot reach PostgreSQL (${message}). Check DATABASE_URL and that the server runs, or unset DATABASE_URL to use the embedded database.`;
   if (code === '28P01' || code === '28000' || code === '3D000') return `PostgreSQL refused the connection: ${message}. Check the user, password and database name in DATABASE_URL.`;
   return `Failed to start: ${error instanceof Error ? error.stack : String(error)}`;

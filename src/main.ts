@@ -22,7 +22,7 @@ interface Running {
 }
 
 async function start(config: Config, logger: Logger, running: Running): Promise<void> {
-  const database = running.database = await ProcessDatabase.open(config, logger);
+  const database = (running.database = await ProcessDatabase.open(config, logger));
   running.ctx = await createContext(config, { database, logger });
   const applied = await database.migrate();
   if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');

@@ -68,7 +68,15 @@ function isFreeMailDomain(domain: string): boolean {
 /** The registrable domain of an address (`jane@mail.acme.co.uk` -> `acme.co.uk`); null for free-mail providers. */
 export function businessDomainOfEmail(email: string): string | null {
   const at = email.lastIndexOf('@');
-  const host = at < 0 ? null : canonicalHost(email.slice(at + 1).trim().toLowerCase());
+  const host =
+    at < 0
+      ? null
+      : canonicalHost(
+          email
+            .slice(at + 1)
+            .trim()
+            .toLowerCase(),
+        );
   return host && !isFreeMailDomain(host) ? registrableDomain(host) : null;
 }
 

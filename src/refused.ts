@@ -3,7 +3,10 @@
  * prints it as `{ "error": code, "message": text }` on stderr and exits non-zero.
  */
 export class Refused extends Error {
-  constructor(readonly code: string, message: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   await runProcess(logger, {
     stopping: 'worker shutting down: finishing in-flight deliveries and analyses',
     async start() {
-      const database = running.database = await ProcessDatabase.open(config, logger);
+      const database = (running.database = await ProcessDatabase.open(config, logger));
       await database.migrate();
       // The worker needs only the database: no Redis, no API key cache.
       running.worker = WorkerContext.fromConfig(config, { database, logger });

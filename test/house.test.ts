@@ -12,7 +12,7 @@ const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.met
 const MAX_LINES = 250;
 
 /** Every file of src/ as a path from the repository root, build output and installs left out. */
-const sourceFiles = (readdirSync(path.join(ROOT, 'src'), { recursive: true, withFileTypes: true }))
+const sourceFiles = readdirSync(path.join(ROOT, 'src'), { recursive: true, withFileTypes: true })
   .filter((entry) => entry.isFile())
   .map((entry) => path.relative(ROOT, path.join(entry.parentPath, entry.name)))
   .filter((file) => !file.split(path.sep).some((part) => part === 'dist' || part === 'node_modules'))
@@ -47,13 +47,15 @@ describe('the house', () => {
     expect(typescript.filter((file) => !layerOf(layers, file))).toEqual([]);
     const refused = Object.entries(tree)
       .filter(([file]) => fromRoot(file).startsWith('src/'))
-      .flatMap(([file, imports]) => (imports ?? []).flatMap((imported) => {
-        if (!imported.id) return [];
-        const from = fromRoot(file);
-        const to = fromRoot(imported.id);
-        if (!/^(src|generated)\//.test(to) || to.includes('node_modules')) return [];
-        return mayImport(layers, from, to) ? [] : [`${from} (${layerOf(layers, from)?.name}) -> ${to} (${layerOf(layers, to)?.name ?? 'no layer'})`];
-      }));
+      .flatMap(([file, imports]) =>
+        (imports ?? []).flatMap((imported) => {
+          if (!imported.id) return [];
+          const from = fromRoot(file);
+          const to = fromRoot(imported.id);
+          if (!/^(src|generated)\//.test(to) || to.includes('node_modules')) return [];
+          return mayImport(layers, from, to) ? [] : [`${from} (${layerOf(layers, from)?.name}) -> ${to} (${layerOf(layers, to)?.name ?? 'no layer'})`];
+        }),
+      );
     expect(refused).toEqual([]);
   });
 

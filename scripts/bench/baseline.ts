@@ -29,7 +29,9 @@ if (mode === 'constant') {
   });
 } else if (mode === 'insert') {
   const pool = newPool();
-  await pool.query('CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
+  await pool.query(
+    'CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+  );
   app.post('/insert', express.json(), async (request, response) => {
     const { rows } = await pool.query<{ id: string; created_at: Date }>('INSERT INTO bench_baseline (payload) VALUES ($1) RETURNING id, created_at', [request.body]);
     response.status(201).json({ data: rows[0] });
@@ -60,29 +62,61 @@ async function serveSameWork(): Promise<void> {
     const email = body.email.toLowerCase();
     const phone = body.phone.replace(/\D/g, '');
     const handle = body.linkedin_url.slice(body.linkedin_url.lastIndexOf('/in/') + 4);
-    const keys = [{ kind: 'email' as const, value: email }, { kind: 'linkedin' as const, value: handle }, { kind: 'phone' as const, value: phone.slice(-10) }];
+    const keys = [
+      { kind: 'email' as const, value: email },
+      { kind: 'linkedin' as const, value: handle },
+      { kind: 'phone' as const, value: phone.slice(-10) },
+    ];
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
       // Named, as the service's pool sends them (src/db/connect.ts): parsed once per connection.
-      const { rows: [lookup] } = await client.query({ name: INTAKE_LOOKUP.name, text: INTAKE_LOOKUP.text, values: INTAKE_LOOKUP.parameters({
-        workspaceId, tagIds: [], tagNames: body.tags.map((tag) => tag.toLowerCase()), kinds: keys.map((key) => key.kind), values: keys.map((key) => key.value),
-        companyId: null, domain: email.slice(email.indexOf('@') + 1), companyName: null,
-      }) });
+      const {
+        rows: [lookup],
+      } = await client.query({
+        name: INTAKE_LOOKUP.name,
+        text: INTAKE_LOOKUP.text,
+        values: INTAKE_LOOKUP.parameters({
+          workspaceId,
+          tagIds: [],
+          tagNames: body.tags.map((tag) => tag.toLowerCase()),
+          kinds: keys.map((key) => key.kind),
+          values: keys.map((key) => key.value),
+          companyId: null,
+          domain: email.slice(email.indexOf('@') + 1),
+          companyName: null,
+        }),
+      });
       if (lookup.matches.length > 0) {
         await client.query('COMMIT');
         response.status(200).json({ data: { matched: lookup.matches[0] } });
         return;
       }
-      const { rows: [lead] } = await client.query({ name: NEW_LEAD_RECORDS.name, text: NEW_LEAD_RECORDS.text, values: NEW_LEAD_RECORDS.parameters(newLeadsInput(workspaceId, [{
-        values: {
-          name: body.name, job_title: body.job_title, company_id: lookup.companyByDomain, emails: [email], phones: [phone],
-          links: [{ type: 'linkedin', url: body.linkedin_url }], locations: [], custom_fields: {},
-        },
-        keys,
-        tagIds: (lookup.tags as Array<{ id: number }>).map((tag) => tag.id),
-        events: [{ topic: 'lead.created' }],
-      }])) });
+      const {
+        rows: [lead],
+      } = await client.query({
+        name: NEW_LEAD_RECORDS.name,
+        text: NEW_LEAD_RECORDS.text,
+        values: NEW_LEAD_RECORDS.parameters(
+          newLeadsInput(workspaceId, [
+            {
+              values: {
+                name: body.name,
+                job_title: body.job_title,
+                company_id: lookup.companyByDomain,
+                emails: [email],
+                phones: [phone],
+                links: [{ type: 'linkedin', url: body.linkedin_url }],
+                locations: [],
+                custom_fields: {},
+              },
+              keys,
+              tagIds: (lookup.tags as Array<{ id: number }>).map((tag) => tag.id),
+              events: [{ topic: 'lead.created' }],
+            },
+          ]),
+        ),
+      });
       await client.query('COMMIT');
       response.status(201).json({ data: lead });
     } finally {

@@ -29,16 +29,23 @@ export function citusCluster(): CitusCluster {
   const url = run(cluster, ['up']);
   return {
     url,
-    createDatabase: (name) => { run(cluster, ['createdb', name]); },
+    createDatabase: (name) => {
+      run(cluster, ['createdb', name]);
+    },
     dropDatabase: (name) => {
       try {
         run(cluster, ['dropdb', name]);
-      } catch { /* already gone with the cluster */ }
+      } catch {
+        /* already gone with the cluster */
+      }
     },
   };
 }
 
-interface Results { date: string; targets: Record<string, { value: number | string | null }> }
+interface Results {
+  date: string;
+  targets: Record<string, { value: number | string | null }>;
+}
 
 /** Every target's value of this Citus run beside the single server's, as a table on stdout. */
 export function reportBesideSingleServer(citusFile: string, singleFile: string): void {
@@ -49,6 +56,8 @@ export function reportBesideSingleServer(citusFile: string, singleFile: string):
   const single = JSON.parse(readFileSync(singleFile, 'utf8')) as Results;
   const distributed = JSON.parse(readFileSync(citusFile, 'utf8')) as Results;
   const rows = Object.keys(distributed.targets).map((name) => `| ${name} | ${single.targets[name]?.value ?? '—'} | ${distributed.targets[name]!.value ?? '—'} |`);
-  process.stdout.write(`\nRatios and figures: single server (${single.date}) beside Citus, a coordinator and two workers (${distributed.date})\n\n`
-    + `| target | single server | Citus |\n|---|---|---|\n${rows.join('\n')}\n`);
+  process.stdout.write(
+    `\nRatios and figures: single server (${single.date}) beside Citus, a coordinator and two workers (${distributed.date})\n\n` +
+      `| target | single server | Citus |\n|---|---|---|\n${rows.join('\n')}\n`,
+  );
 }

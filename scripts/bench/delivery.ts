@@ -30,7 +30,14 @@ export interface DeliveryResult {
  * Scenario 7: `events` queued lead.created events, a lead_created workflow to a local
  * receiver, drained by `workers` worker processes. The receiver counts every message id.
  */
-export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl: string; workspaceId: number; events: number; workers: number; timeoutMs: number }): Promise<DeliveryResult> {
+export async function runDeliveryScenario(options: {
+  pool: pg.Pool;
+  databaseUrl: string;
+  workspaceId: number;
+  events: number;
+  workers: number;
+  timeoutMs: number;
+}): Promise<DeliveryResult> {
   const seen = new Map<string, number>();
   let first = 0;
   let last = 0;
@@ -58,7 +65,19 @@ export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl:
   const env = { DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'warn', WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', OUTBOX_POLL_MS: '100' };
   const skip = (reason: string): DeliveryResult => {
     receiver.close();
-    return { skipped: reason, events: options.events, workers: options.workers, delivered: 0, duplicates: 0, lost: 0, deliveriesPerSecond: 0, drainSeconds: 0, workerPeakRssBytes: 0, workerCpuMicrosecondsPerDelivery: 0, workerCpuMicrosecondsPerDeliveryWithStartup: 0 };
+    return {
+      skipped: reason,
+      events: options.events,
+      workers: options.workers,
+      delivered: 0,
+      duplicates: 0,
+      lost: 0,
+      deliveriesPerSecond: 0,
+      drainSeconds: 0,
+      workerPeakRssBytes: 0,
+      workerCpuMicrosecondsPerDelivery: 0,
+      workerCpuMicrosecondsPerDeliveryWithStartup: 0,
+    };
   };
   if (!existsSync(path.join(ROOT, 'dist', 'src', 'worker-main.js'))) return skip('outbound not implemented');
   try {
@@ -68,16 +87,24 @@ export async function runDeliveryScenario(options: { pool: pg.Pool; databaseUrl:
     if (error instanceof CliFailed && /unknown command/i.test(error.stderr)) return skip('outbound not implemented');
     throw error;
   }
-  await options.pool.query(`
+  await options.pool.query(
+    `
     INSERT INTO outbox (workspace_id, topic, payload)
     SELECT $1, 'lead.created', jsonb_build_object('lead_id', id)
     FROM (SELECT id FROM leads WHERE workspace_id = $1 ORDER BY id LIMIT $2) AS some_leads ORDER BY id
-  `, [options.workspaceId, options.events]);
-  const queued = Number((await options.pool.query<{ n: string }>(`SELECT count(*) AS n FROM outbox WHERE workspace_id = $1 AND topic = 'lead.created' AND processed_at IS NULL`, [options.workspaceId])).rows[0]!.n);
+  `,
+    [options.workspaceId, options.events],
+  );
+  const queued = Number(
+    (await options.pool.query<{ n: string }>(`SELECT count(*) AS n FROM outbox WHERE workspace_id = $1 AND topic = 'lead.created' AND processed_at IS NULL`, [options.workspaceId]))
+      .rows[0]!.n,
+  );
   if (queued < options.events) throw new Error(`only ${queued} events could be queued; seed more leads`);
 
   const started = performance.now();
-  const workers = Array.from({ length: options.workers }, () => spawnChild([...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? nodeFlagsOf('worker')), path.join(ROOT, 'dist', 'src', 'worker-main.js')], env));
+  const workers = Array.from({ length: options.workers }, () =>
+    spawnChild([...(process.env.BENCH_WORKER_NODE_FLAGS?.split(' ').filter(Boolean) ?? nodeFlagsOf('worker')), path.join(ROOT, 'dist', 'src', 'worker-main.js')], env),
+  );
   workerPids = workers.map((worker) => worker.pid!).filter(Boolean);
   const rss = new RssSampler(() => workerPids).start();
   const deadline = Date.now() + options.timeoutMs;

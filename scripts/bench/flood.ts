@@ -33,13 +33,19 @@ const STATS_SETTLE_MS = 11_000;
  * client's GET /me alone and beside a flood at a fixed rate.
  */
 export async function runFloodScenario(options: {
-  url: string; token: string; benchUrl: string; connections: number; warmupSeconds: number; durationSeconds: number;
-  floodRate: number; serverPid: number; log: (message: string) => void;
+  url: string;
+  token: string;
+  benchUrl: string;
+  connections: number;
+  warmupSeconds: number;
+  durationSeconds: number;
+  floodRate: number;
+  serverPid: number;
+  log: (message: string) => void;
 }): Promise<FloodResult> {
   const { url, token, connections, warmupSeconds, durationSeconds, floodRate, log } = options;
   const rss = new RssSampler(() => [options.serverPid]).start();
-  const spec = (workload: LoadSpec['workload'], extra: Partial<LoadSpec> = {}): LoadSpec =>
-    ({ url, token: null, connections, warmupSeconds, durationSeconds, workload, ...extra });
+  const spec = (workload: LoadSpec['workload'], extra: Partial<LoadSpec> = {}): LoadSpec => ({ url, token: null, connections, warmupSeconds, durationSeconds, workload, ...extra });
 
   log(`8 invalid-key flood: waiting ${STATS_SETTLE_MS / 1000}s for PostgreSQL's counters, then ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
   const database = await DatabaseWatch.open(options.benchUrl);
@@ -129,7 +135,10 @@ type CpuByProcess = Map<number, number>;
 class DatabaseWatch {
   private statements = 0;
 
-  private constructor(private readonly client: pg.Client, private readonly local: boolean) {}
+  private constructor(
+    private readonly client: pg.Client,
+    private readonly local: boolean,
+  ) {}
 
   static async open(databaseUrl: string): Promise<DatabaseWatch> {
     const client = new pg.Client({ connectionString: databaseUrl });
@@ -141,9 +150,7 @@ class DatabaseWatch {
   async transactions(): Promise<{ count: number; statementsSent: number }> {
     // This read is a transaction too, counted after it: it belongs to the window it opens.
     const statementsSent = this.statements;
-    const { rows } = await this.query<{ transactions: string }>(
-      'SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE datname = current_database()',
-    );
+    const { rows } = await this.query<{ transactions: string }>('SELECT xact_commit + xact_rollback AS transactions FROM pg_stat_database WHERE datname = current_database()');
     return { count: Number(rows[0]!.transactions), statementsSent };
   }
 

@@ -32,6 +32,9 @@ export function groupSizesBetween(before: GroupSnapshot, after: GroupSnapshot): 
 
 export function formatGroupSizes(sizes: GroupSizes | undefined): string {
   if (!sizes || sizes.groups === 0) return '';
-  const spread = Object.entries(sizes.buckets).filter(([, count]) => count > 0).map(([le, count]) => `<=${le}: ${count}`).join(', ');
+  const spread = Object.entries(sizes.buckets)
+    .filter(([, count]) => count > 0)
+    .map(([le, count]) => `<=${le}: ${count}`)
+    .join(', ');
   return `${sizes.groups} groups, mean ${(sizes.requests / sizes.groups).toFixed(1)} requests (${spread})`;
 }

@@ -35,29 +35,34 @@ function requestsFor(spec: LoadSpec): autocannon.Request[] {
   const first = nextRequest(spec.workload);
   // A constant request is sent as it is; anything else is made anew for every request.
   if (first.constant) return [{ method: first.method, path: first.path }];
-  return [{
-    method: first.method,
-    path: first.path,
-    setupRequest: (request) => {
-      const next = nextRequest(spec.workload);
-      return { ...request, path: next.path, ...(next.body !== undefined ? { body: next.body } : {}), headers: { ...request.headers, ...next.headers } };
+  return [
+    {
+      method: first.method,
+      path: first.path,
+      setupRequest: (request) => {
+        const next = nextRequest(spec.workload);
+        return { ...request, path: next.path, ...(next.body !== undefined ? { body: next.body } : {}), headers: { ...request.headers, ...next.headers } };
+      },
     },
-  }];
+  ];
 }
 
 function run(spec: LoadSpec, seconds: number): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (spec.token) headers.authorization = `Bearer ${spec.token}`;
-    autocannon({
-      url: spec.url,
-      connections: spec.connections,
-      duration: seconds,
-      headers,
-      requests: requestsFor(spec),
-      timeout: 30,
-      ...(spec.rate ? { overallRate: spec.rate } : {}),
-    }, (error, result) => (error ? reject(error) : resolve(result)));
+    autocannon(
+      {
+        url: spec.url,
+        connections: spec.connections,
+        duration: seconds,
+        headers,
+        requests: requestsFor(spec),
+        timeout: 30,
+        ...(spec.rate ? { overallRate: spec.rate } : {}),
+      },
+      (error, result) => (error ? reject(error) : resolve(result)),
+    );
   });
 }
 

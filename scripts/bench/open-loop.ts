@@ -76,10 +76,17 @@ async function runFor(spec: OpenLoopSpec, agent: http.Agent, seconds: number) {
     while (sent < total && started + sent * interval <= now) {
       const due = started + sent * interval;
       maxSendLagMs = Math.max(maxSendLagMs, now - due);
-      pending.push(send(agent, base, spec.token, spec.workload).then((status) => {
-        latencies[answered++] = performance.now() - due;
-        if (status < 200 || status > 299) non2xx += 1;
-      }, () => { errors += 1; }));
+      pending.push(
+        send(agent, base, spec.token, spec.workload).then(
+          (status) => {
+            latencies[answered++] = performance.now() - due;
+            if (status < 200 || status > 299) non2xx += 1;
+          },
+          () => {
+            errors += 1;
+          },
+        ),
+      );
       sent += 1;
     }
     const next = started + sent * interval;

@@ -32,14 +32,25 @@ const phoneOffset = 5_000_000_000 + Math.floor(Math.random() * 100) * 1_000_000;
 async function main(): Promise<void> {
   // Typed as the sources, so a changed signature fails the type check instead of the run.
   const { createDb, createPool } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/db/connect.js')).href)) as typeof import('../../src/db/connect.js');
-  const { insertNewLead } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/leads/new-leads-repository.js')).href)) as typeof import('../../src/leads/new-leads-repository.js');
+  const { insertNewLead } = (await import(
+    pathToFileURL(path.join(ROOT, 'dist/src/leads/new-leads-repository.js')).href
+  )) as typeof import('../../src/leads/new-leads-repository.js');
   const pool: pg.Pool = createPool(spec.databaseUrl, spec.poolSize, { logger: pino({ level: 'error' }, pino.destination(2)), name: 'bench' });
   const db = createDb(pool);
 
   let work: (n: number) => Promise<unknown>;
   if (spec.mode === 'insert') {
-    const payload = JSON.stringify({ name: 'Bench Person', email: 'p@firm1.example', phone: '+1 2000000001', linkedin_url: 'https://www.linkedin.com/in/bench', job_title: 'Buyer', tags: ['bench', 'wave-1'] });
-    await pool.query('CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
+    const payload = JSON.stringify({
+      name: 'Bench Person',
+      email: 'p@firm1.example',
+      phone: '+1 2000000001',
+      linkedin_url: 'https://www.linkedin.com/in/bench',
+      job_title: 'Buyer',
+      tags: ['bench', 'wave-1'],
+    });
+    await pool.query(
+      'CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
+    );
     work = () => pool.query('INSERT INTO bench_baseline (payload) VALUES ($1) RETURNING id, created_at', [payload]);
   } else {
     const { rows: companies } = await pool.query<{ id: number }>('SELECT id FROM companies WHERE workspace_id = $1 ORDER BY id LIMIT 500', [spec.workspaceId]);
@@ -51,10 +62,20 @@ async function main(): Promise<void> {
       const handle = `ceiling-${salt}-${n}`;
       return insertNewLead(db, spec.workspaceId, {
         values: {
-          name: `Ceiling Person ${n}`, job_title: 'Buyer', company_id: companies[n % companies.length]!.id,
-          emails: [email], phones: [`1${phone}`], links: [{ type: 'linkedin', url: `https://www.linkedin.com/in/${handle}` }], locations: [], custom_fields: {},
+          name: `Ceiling Person ${n}`,
+          job_title: 'Buyer',
+          company_id: companies[n % companies.length]!.id,
+          emails: [email],
+          phones: [`1${phone}`],
+          links: [{ type: 'linkedin', url: `https://www.linkedin.com/in/${handle}` }],
+          locations: [],
+          custom_fields: {},
         },
-        keys: [{ kind: 'email', value: email }, { kind: 'linkedin', value: handle }, { kind: 'phone', value: phone }],
+        keys: [
+          { kind: 'email', value: email },
+          { kind: 'linkedin', value: handle },
+          { kind: 'phone', value: phone },
+        ],
         tagIds: [tags[0]!.id, tags[1 + (n % (tags.length - 1))]!.id],
         events: [{ topic: 'lead.created' }],
       });
@@ -65,12 +86,14 @@ async function main(): Promise<void> {
   const runFor = async (seconds: number) => {
     const deadline = performance.now() + seconds * 1000;
     let done = 0;
-    await Promise.all(Array.from({ length: spec.concurrency }, async () => {
-      while (performance.now() < deadline) {
-        await work(++counter);
-        done += 1;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: spec.concurrency }, async () => {
+        while (performance.now() < deadline) {
+          await work(++counter);
+          done += 1;
+        }
+      }),
+    );
     return done;
   };
   if (spec.warmupSeconds > 0) await runFor(spec.warmupSeconds);

@@ -23,7 +23,10 @@ export interface FixedRateResult extends OpenLoopResult {
   groupSizes?: GroupSizes;
 }
 
-export interface CeilingResult { statementsPerSecond: number; statements: number }
+export interface CeilingResult {
+  statementsPerSecond: number;
+  statements: number;
+}
 
 export interface BenchRun {
   connections: number;
@@ -83,9 +86,10 @@ export function targetsOf(run: BenchRun): Record<string, Target> {
     single_post_p50_ms_at_20_rps: {
       value: run.lowRate.p50,
       pass: run.referenceLowRateP50 === null ? null : run.lowRate.p50 <= run.referenceLowRateP50 + LOW_RATE_P50_SLACK_MS,
-      target: run.referenceLowRateP50 === null
-        ? `within ${LOW_RATE_P50_SLACK_MS} ms of the build before (run with --reference-p50-at-20)`
-        : `<= ${run.referenceLowRateP50} + ${LOW_RATE_P50_SLACK_MS} (the build before, same machine)`,
+      target:
+        run.referenceLowRateP50 === null
+          ? `within ${LOW_RATE_P50_SLACK_MS} ms of the build before (run with --reference-p50-at-20)`
+          : `<= ${run.referenceLowRateP50} + ${LOW_RATE_P50_SLACK_MS} (the build before, same machine)`,
     },
   };
   for (const fixed of run.fixedRate) {
@@ -99,10 +103,10 @@ export function targetsOf(run: BenchRun): Record<string, Target> {
   targets.deliveries_per_second = delivery.skipped
     ? { value: `skipped: ${delivery.skipped}`, pass: null, target: '>= 1000, 0 duplicates, 0 lost' }
     : {
-      value: round(delivery.deliveriesPerSecond, 0),
-      pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0,
-      target: `>= 1000, 0 duplicates (${delivery.duplicates}), 0 lost (${delivery.lost}); worker CPU ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us per delivery`,
-    };
+        value: round(delivery.deliveriesPerSecond, 0),
+        pass: delivery.deliveriesPerSecond >= 1000 && delivery.duplicates === 0 && delivery.lost === 0,
+        target: `>= 1000, 0 duplicates (${delivery.duplicates}), 0 lost (${delivery.lost}); worker CPU ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us per delivery`,
+      };
   targets.server_peak_rss_mb = {
     value: round(run.serverPeakRssBytes / 1024 / 1024, 0),
     pass: run.serverPeakRssBytes < RSS_LIMIT_MB * 1024 * 1024,
@@ -110,11 +114,23 @@ export function targetsOf(run: BenchRun): Record<string, Target> {
   };
   // Targets of the earlier performance round, still reported.
   targets.new_lead_p99_ms_closed_loop = { value: named.created.p99, pass: named.created.p99 < 50, target: `< 50 at ${run.connections} connections` };
-  targets.batch_leads_vs_single = { value: round((named.batch.leadsPerSecond ?? 0) / named.created.requestsPerSecond), pass: (named.batch.leadsPerSecond ?? 0) >= named.created.requestsPerSecond * 10, target: '>= 10x' };
-  targets.large_workspace_p50_vs_new_lead_p50 = { value: round(named.large.p50 / Math.max(named.created.p50, 0.001)), pass: named.large.p50 <= named.created.p50 * 1.25, target: '<= 1.25' };
+  targets.batch_leads_vs_single = {
+    value: round((named.batch.leadsPerSecond ?? 0) / named.created.requestsPerSecond),
+    pass: (named.batch.leadsPerSecond ?? 0) >= named.created.requestsPerSecond * 10,
+    target: '>= 10x',
+  };
+  targets.large_workspace_p50_vs_new_lead_p50 = {
+    value: round(named.large.p50 / Math.max(named.created.p50, 0.001)),
+    pass: named.large.p50 <= named.created.p50 * 1.25,
+    target: '<= 1.25',
+  };
   targets.invalid_key_flood_transactions_per_answer = { value: round(flood.transactionsPerAnswer, 5), pass: flood.transactionsPerAnswer < 0.01, target: '< 0.01' };
   const besideFlood = flood.validWithFlood.requestsPerSecond / Math.max(flood.validAlone.requestsPerSecond, 1e-9);
-  targets.valid_me_beside_flood_vs_alone = { value: round(besideFlood), pass: besideFlood >= 0.8, target: `>= 0.8 (no more than 20% slower beside a flood of ${flood.floodRate} answers/s)` };
+  targets.valid_me_beside_flood_vs_alone = {
+    value: round(besideFlood),
+    pass: besideFlood >= 0.8,
+    target: `>= 0.8 (no more than 20% slower beside a flood of ${flood.floodRate} answers/s)`,
+  };
   return targets;
 }
 
@@ -129,17 +145,40 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
     `${scenario.errors + scenario.timeouts}/${scenario.non2xx}`,
     mb(scenario.serverPeakRssBytes),
   ]);
-  rows.push(delivery.skipped
-    ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '']
-    : [`7 delivery (${delivery.events} events, ${delivery.workers} workers)`, `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`, '', '', `dup ${delivery.duplicates} / lost ${delivery.lost}`, `${mb(delivery.workerPeakRssBytes)} (worker)`]);
+  rows.push(
+    delivery.skipped
+      ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '']
+      : [
+          `7 delivery (${delivery.events} events, ${delivery.workers} workers)`,
+          `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`,
+          '',
+          '',
+          `dup ${delivery.duplicates} / lost ${delivery.lost}`,
+          `${mb(delivery.workerPeakRssBytes)} (worker)`,
+        ],
+  );
   const table = markdownTable(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS'], rows);
   const fixedRateTable = markdownTable(
     ['fixed rate (open model): half the maximum, or as named', 'rate/s', 'answered/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors/non-2xx', 'peak RSS'],
-    [...run.fixedRate, run.lowRate].map((fixed) => [fixed.name, fixed.rate.toFixed(0), fixed.answeredPerSecond.toFixed(0), `${fixed.p50}`, `${fixed.p99}`, `${fixed.p999}`, `${fixed.max}`, `${fixed.errors}/${fixed.non2xx}`, mb(fixed.serverPeakRssBytes)]),
+    [...run.fixedRate, run.lowRate].map((fixed) => [
+      fixed.name,
+      fixed.rate.toFixed(0),
+      fixed.answeredPerSecond.toFixed(0),
+      `${fixed.p50}`,
+      `${fixed.p99}`,
+      `${fixed.p999}`,
+      `${fixed.max}`,
+      `${fixed.errors}/${fixed.non2xx}`,
+      mb(fixed.serverPeakRssBytes),
+    ]),
   );
-  const grouped = [...run.scenarios, ...run.fixedRate.map((fixed) => ({ ...fixed, name: `${fixed.name} (fixed rate)` })), run.lowRate]
-    .filter((scenario) => scenario.groupSizes && scenario.groupSizes.groups > 0);
-  const groupTable = markdownTable(['write groups (requests per transaction)', 'groups'], grouped.map((scenario) => [scenario.name, formatGroupSizes(scenario.groupSizes)]));
+  const grouped = [...run.scenarios, ...run.fixedRate.map((fixed) => ({ ...fixed, name: `${fixed.name} (fixed rate)` })), run.lowRate].filter(
+    (scenario) => scenario.groupSizes && scenario.groupSizes.groups > 0,
+  );
+  const groupTable = markdownTable(
+    ['write groups (requests per transaction)', 'groups'],
+    grouped.map((scenario) => [scenario.name, formatGroupSizes(scenario.groupSizes)]),
+  );
   const targets = targetsOf(run);
   const targetTable = markdownTable(
     ['target', 'value', 'goal', 'verdict'],
@@ -159,7 +198,9 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
     `  CPU per answer: service ${flood.serviceCpuMicrosecondsPerAnswer.toFixed(0)} us, PostgreSQL ${flood.databaseCpuMicrosecondsPerAnswer === null ? 'not measured (not on this machine)' : `${flood.databaseCpuMicrosecondsPerAnswer.toFixed(0)} us`}`,
     `  valid GET /me at ${run.connections} connections: ${flood.validAlone.requestsPerSecond.toFixed(0)} req/s alone (p99 ${flood.validAlone.p99} ms), ${flood.validWithFlood.requestsPerSecond.toFixed(0)} req/s (p99 ${flood.validWithFlood.p99} ms) beside a flood at ${flood.floodRate}/s (it got ${flood.floodDuringValid.requestsPerSecond.toFixed(0)} answers/s)`,
   ];
-  const deliveryLine = delivery.skipped ? '' : `7 delivery: worker CPU per delivery ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us from the first delivery on, ${delivery.workerCpuMicrosecondsPerDeliveryWithStartup.toFixed(0)} us with start-up (both workers)\n\n`;
+  const deliveryLine = delivery.skipped
+    ? ''
+    : `7 delivery: worker CPU per delivery ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us from the first delivery on, ${delivery.workerCpuMicrosecondsPerDeliveryWithStartup.toFixed(0)} us with start-up (both workers)\n\n`;
   process.stdout.write(`\n${table}\n\n${fixedRateTable}\n\n${groupTable}\n\n${deliveryLine}${floodLines.join('\n')}\n\n${targetTable}\n\n${ceilingLines.join('\n')}\n`);
 
   const results = {

@@ -40,7 +40,11 @@ const SEED_CHUNK = `
  * `parallel` connections at once, then VACUUM ANALYZEs. Returns the range of lead ids created.
  */
 export async function seedLeads(
-  connectionString: string, workspaceId: number | readonly number[], from: number, to: number, parallel = 2,
+  connectionString: string,
+  workspaceId: number | readonly number[],
+  from: number,
+  to: number,
+  parallel = 2,
 ): Promise<{ firstId: number; lastId: number; insertSeconds: number; vacuumSeconds: number }> {
   const started = performance.now();
   const workspaceIds = typeof workspaceId === 'number' ? [workspaceId] : [...workspaceId];
@@ -78,7 +82,10 @@ export async function seedLeads(
 }
 
 /** A workspace of the many-workspace scenarios, with the token of its one key. */
-export interface BenchWorkspace { workspaceId: number; token: string }
+export interface BenchWorkspace {
+  workspaceId: number;
+  token: string;
+}
 
 // The many-workspace scenarios' workspaces in one statement: each with an admin user, a key
 // holding every scope (tokens made here, only their hashes stored, as the service stores
@@ -116,7 +123,10 @@ export async function seedWorkspaces(connectionString: string, count: number, te
   await client.connect();
   try {
     const { rows } = await client.query<{ id: string; n: string }>(SEED_WORKSPACES, [
-      tokens.map((token) => token.prefix), tokens.map((token) => token.hash), template, [...scopeValues],
+      tokens.map((token) => token.prefix),
+      tokens.map((token) => token.hash),
+      template,
+      [...scopeValues],
     ]);
     // What the service's key statements send (src/api-keys/repository.ts): its processes learn
     // the new prefixes at once (on Citus no trigger would tell them).

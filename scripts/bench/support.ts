@@ -113,7 +113,11 @@ export async function waitForHttp(url: string, timeoutMs = 60000): Promise<void>
 }
 
 export class CliFailed extends Error {
-  constructor(readonly args: string[], readonly code: number | null, readonly stderr: string) {
+  constructor(
+    readonly args: string[],
+    readonly code: number | null,
+    readonly stderr: string,
+  ) {
     super(`cli ${args.join(' ')} failed with exit code ${code}: ${stderr.trim()}`);
   }
 }
@@ -123,8 +127,12 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
   const child = spawnChild([path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], env, { stdout: 'pipe', stderr: 'pipe' });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   const [code] = await once(child, 'exit');
   if (code !== 0) throw new CliFailed(args, code as number | null, stderr);
   return JSON.parse(stdout);
@@ -144,7 +152,9 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
 async function runJsonChild<T>(file: string, spec: unknown): Promise<T> {
   const child = spawnTsx(file, [JSON.stringify(spec)], {}, { stdout: 'pipe' });
   let stdout = '';
-  child.stdout!.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+  child.stdout!.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
   const [code] = await once(child, 'exit');
   if (code !== 0) throw new Error(`${file} failed with exit code ${code}`);
   return JSON.parse(stdout) as T;

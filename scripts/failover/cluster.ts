@@ -49,9 +49,20 @@ export function installPackages(log: (message: string) => void): void {
   }
 }
 
-export interface Member { name: string; role: string; state: string; lag?: number | string }
+export interface Member {
+  name: string;
+  role: string;
+  state: string;
+  lag?: number | string;
+}
 
-export interface NodeConfig { name: string; pgPort: number; restPort: number; dir: string; configFile: string }
+export interface NodeConfig {
+  name: string;
+  pgPort: number;
+  restPort: number;
+  dir: string;
+  configFile: string;
+}
 
 export interface HaCluster {
   /** postgres://... of the service's database, through HAProxy. */
@@ -79,7 +90,11 @@ export interface HaCluster {
   stop(): Promise<void>;
 }
 
-interface Ports { etcdClient: number; etcdPeer: number; haproxy: number }
+interface Ports {
+  etcdClient: number;
+  etcdPeer: number;
+  haproxy: number;
+}
 
 /**
  * Patroni's configuration of one node. Failover-relevant choices: `synchronous_mode` (an
@@ -188,13 +203,21 @@ export async function startCluster(): Promise<HaCluster> {
   const launch = (name: string, command: string, args: string[], asPostgres: boolean) => {
     const child = spawn(command, args, { cwd: base, env, stdio: ['ignore', 'pipe', 'pipe'], ...(asPostgres && account ? account : {}) });
     const output: string[] = [];
-    const keep = (chunk: Buffer) => { output.push(chunk.toString()); if (output.length > 200) output.shift(); };
+    const keep = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (output.length > 200) output.shift();
+    };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     processes.push({ name, child, output });
     return child;
   };
-  const tail = (name: string) => processes.filter((entry) => entry.name === name).flatMap((entry) => entry.output).join('').slice(-3000);
+  const tail = (name: string) =>
+    processes
+      .filter((entry) => entry.name === name)
+      .flatMap((entry) => entry.output)
+      .join('')
+      .slice(-3000);
 
   const postmasterOf = async (name: string) => {
     const node = nodes.find((candidate) => candidate.name === name)!;
@@ -208,8 +231,10 @@ export async function startCluster(): Promise<HaCluster> {
     for (const node of nodes) {
       try {
         const answer = await restGet(node, '/cluster');
-        if (answer.status === 200) return ((answer.body as { members?: Member[] }).members ?? []);
-      } catch { /* that node's Patroni is not answering: ask the other */ }
+        if (answer.status === 200) return (answer.body as { members?: Member[] }).members ?? [];
+      } catch {
+        /* that node's Patroni is not answering: ask the other */
+      }
     }
     return [];
   };
@@ -218,8 +243,15 @@ export async function startCluster(): Promise<HaCluster> {
     // Patroni stops its PostgreSQL on SIGTERM; whatever is left after 20 s is killed, and a
     // postmaster that outlived its Patroni is stopped by its data directory.
     const alive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
-    const exited = (child: ChildProcess) => new Promise<void>((resolve) => { if (!alive(child)) resolve(); else child.once('exit', () => resolve()); });
-    for (const stage of [['node1', 'node2'], ['haproxy', 'etcd']]) {
+    const exited = (child: ChildProcess) =>
+      new Promise<void>((resolve) => {
+        if (!alive(child)) resolve();
+        else child.once('exit', () => resolve());
+      });
+    for (const stage of [
+      ['node1', 'node2'],
+      ['haproxy', 'etcd'],
+    ]) {
       const group = processes.filter((entry) => stage.includes(entry.name) && alive(entry.child));
       for (const entry of group) entry.child.kill('SIGTERM');
       await Promise.race([Promise.all(group.map((entry) => exited(entry.child))), sleep(20_000)]);
@@ -231,21 +263,48 @@ export async function startCluster(): Promise<HaCluster> {
       if (!existsSync(path.join(data, 'postmaster.pid'))) continue;
       try {
         execFileSync(path.join(PG_BIN, 'pg_ctl'), ['stop', '-D', data, '-m', 'immediate', '-w', '-t', '10'], { stdio: 'ignore', ...(account ?? {}) });
-      } catch { /* already stopped */ }
+      } catch {
+        /* already stopped */
+      }
     }
     await rm(base, { recursive: true, force: true });
   };
 
   try {
     await owned(path.join(base, 'etcd'));
-    launch('etcd', 'etcd', [
-      '--name', 'etcd1', '--data-dir', path.join(base, 'etcd', 'data'),
-      '--listen-client-urls', `http://127.0.0.1:${ports.etcdClient}`, '--advertise-client-urls', `http://127.0.0.1:${ports.etcdClient}`,
-      '--listen-peer-urls', `http://127.0.0.1:${ports.etcdPeer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${ports.etcdPeer}`,
-      '--initial-cluster', `etcd1=http://127.0.0.1:${ports.etcdPeer}`, '--initial-cluster-state', 'new',
-      '--initial-cluster-token', path.basename(base), '--log-level', 'warn',
-    ], true);
-    await waitFor('etcd', 30_000, async () => (await fetch(`http://127.0.0.1:${ports.etcdClient}/health`, { signal: AbortSignal.timeout(1000) })).ok, () => tail('etcd'));
+    launch(
+      'etcd',
+      'etcd',
+      [
+        '--name',
+        'etcd1',
+        '--data-dir',
+        path.join(base, 'etcd', 'data'),
+        '--listen-client-urls',
+        `http://127.0.0.1:${ports.etcdClient}`,
+        '--advertise-client-urls',
+        `http://127.0.0.1:${ports.etcdClient}`,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${ports.etcdPeer}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${ports.etcdPeer}`,
+        '--initial-cluster',
+        `etcd1=http://127.0.0.1:${ports.etcdPeer}`,
+        '--initial-cluster-state',
+        'new',
+        '--initial-cluster-token',
+        path.basename(base),
+        '--log-level',
+        'warn',
+      ],
+      true,
+    );
+    await waitFor(
+      'etcd',
+      30_000,
+      async () => (await fetch(`http://127.0.0.1:${ports.etcdClient}/health`, { signal: AbortSignal.timeout(1000) })).ok,
+      () => tail('etcd'),
+    );
     for (const node of nodes) {
       await owned(node.dir);
       await writeFile(node.configFile, stringify(patroniConfig(node, ports)), { mode: 0o600 });
@@ -253,7 +312,12 @@ export async function startCluster(): Promise<HaCluster> {
     }
     // One node first, so it bootstraps the cluster; the second clones it.
     launch('node1', 'patroni', [nodes[0]!.configFile], true);
-    await waitFor('the first Patroni node to lead', 60_000, async () => (await restGet(nodes[0]!, '/primary')).status === 200, () => tail('node1'));
+    await waitFor(
+      'the first Patroni node to lead',
+      60_000,
+      async () => (await restGet(nodes[0]!, '/primary')).status === 200,
+      () => tail('node1'),
+    );
     launch('node2', 'patroni', [nodes[1]!.configFile], true);
     await writeFile(path.join(base, 'haproxy.cfg'), haproxyConfig(nodes, ports, base));
     launch('haproxy', 'haproxy', ['-db', '-f', path.join(base, 'haproxy.cfg')], false);
@@ -264,14 +328,19 @@ export async function startCluster(): Promise<HaCluster> {
       members,
       async waitHealthy(timeoutMs) {
         let found = { leader: '', standby: '' };
-        await waitFor('a leader with a streaming synchronous standby', timeoutMs, async () => {
-          const list = await members();
-          const leader = list.find((member) => member.role === 'leader' && member.state === 'running');
-          const standby = list.find((member) => member.role === 'sync_standby' && (member.state === 'streaming' || member.state === 'running'));
-          if (!leader || !standby) return false;
-          found = { leader: leader.name, standby: standby.name };
-          return (await restGet(nodes.find((node) => node.name === leader.name)!, '/primary')).status === 200;
-        }, async () => `${JSON.stringify(await members())}\n${tail('node1')}\n${tail('node2')}`);
+        await waitFor(
+          'a leader with a streaming synchronous standby',
+          timeoutMs,
+          async () => {
+            const list = await members();
+            const leader = list.find((member) => member.role === 'leader' && member.state === 'running');
+            const standby = list.find((member) => member.role === 'sync_standby' && (member.state === 'streaming' || member.state === 'running'));
+            if (!leader || !standby) return false;
+            found = { leader: leader.name, standby: standby.name };
+            return (await restGet(nodes.find((node) => node.name === leader.name)!, '/primary')).status === 200;
+          },
+          async () => `${JSON.stringify(await members())}\n${tail('node1')}\n${tail('node2')}`,
+        );
         return found;
       },
       async killPostmaster(name) {
@@ -288,7 +357,9 @@ export async function startCluster(): Promise<HaCluster> {
         const ended = (async () => {
           try {
             for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(20)) await client.query('SELECT 1');
-          } catch { /* cut */ }
+          } catch {
+            /* cut */
+          }
           const at = Date.now();
           await client.end().catch(() => {});
           return at;
@@ -297,7 +368,10 @@ export async function startCluster(): Promise<HaCluster> {
       },
       async switchover(leader, candidate) {
         // Asynchronous: the traffic of this process goes on while Patroni switches over.
-        const { stdout, stderr } = await run('patronictl', ['-c', nodes[0]!.configFile, 'switchover', '--leader', leader, '--candidate', candidate, '--force', SCOPE], { env, timeout: 60_000 });
+        const { stdout, stderr } = await run('patronictl', ['-c', nodes[0]!.configFile, 'switchover', '--leader', leader, '--candidate', candidate, '--force', SCOPE], {
+          env,
+          timeout: 60_000,
+        });
         // patronictl exits 0 when Patroni refuses (e.g. the candidate is not the synchronous standby).
         if (!/Successfully switched over/.test(stdout)) throw new Error(`patronictl switchover failed:\n${stdout}${stderr}`);
         return stdout;
@@ -306,18 +380,23 @@ export async function startCluster(): Promise<HaCluster> {
     };
     await cluster.waitHealthy(60_000);
     // The service's database; created through HAProxy, which proves the route.
-    await waitFor('HAProxy to route to the leader', 15_000, async () => {
-      const client = new pg.Client({ connectionString: cluster.url.replace(`/${DATABASE}`, '/postgres'), connectionTimeoutMillis: 1000 });
-      client.on('error', () => {});
-      try {
-        await client.connect();
-        const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
-        if (rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
-        return true;
-      } finally {
-        await client.end().catch(() => {});
-      }
-    }, () => tail('haproxy'));
+    await waitFor(
+      'HAProxy to route to the leader',
+      15_000,
+      async () => {
+        const client = new pg.Client({ connectionString: cluster.url.replace(`/${DATABASE}`, '/postgres'), connectionTimeoutMillis: 1000 });
+        client.on('error', () => {});
+        try {
+          await client.connect();
+          const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+          if (rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+          return true;
+        } finally {
+          await client.end().catch(() => {});
+        }
+      },
+      () => tail('haproxy'),
+    );
     return cluster;
   } catch (error) {
     await stop();
@@ -352,7 +431,9 @@ export async function waitFor(what: string, timeoutMs: number, check: () => Prom
   for (;;) {
     try {
       if (await check()) return;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs / 1000} s\n${await details()}`);
     await sleep(200);
   }

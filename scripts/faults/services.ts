@@ -50,7 +50,10 @@ export async function tenant(databaseUrl: string, receiver: Receiver, label: str
   const demo = await runCli(['demo'], env);
   if (demo.code !== 0) throw new Error(`cli demo failed: ${demo.stderr}`);
   const { workspace, key } = demo.json as { workspace: { id: number }; key: { token: string } };
-  for (const trigger of [['--trigger', 'lead_created'], ['--trigger', 'tag_added', '--tag', VIP_TAG]]) {
+  for (const trigger of [
+    ['--trigger', 'lead_created'],
+    ['--trigger', 'tag_added', '--tag', VIP_TAG],
+  ]) {
     const workflow = await runCli(['workflow', 'create', '--workspace', String(workspace.id), ...trigger, '--url', `${receiver.url}/${label}/${trigger[1]}`], env);
     if (workflow.code !== 0) throw new Error(`cli workflow create failed: ${workflow.stderr}`);
   }
@@ -70,10 +73,13 @@ export async function nextWebhook(receiver: Receiver, label: string): Promise<nu
 export async function drain(db: pg.Client, workspaceId: number, receiver: Receiver): Promise<number> {
   const started = Date.now();
   for (;;) {
-    const { rows } = await db.query<{ open: number; ids: string[] }>(`
+    const { rows } = await db.query<{ open: number; ids: string[] }>(
+      `
       SELECT (SELECT count(*) FROM outbox WHERE workspace_id = $1 AND processed_at IS NULL AND topic IN ('lead.created', 'lead.tag_added'))::int
         + (SELECT count(*) FROM deliveries WHERE workspace_id = $1 AND branch = 'pending')::int AS open,
-        (SELECT coalesce(array_agg(message_id), '{}') FROM deliveries WHERE workspace_id = $1) AS ids`, [workspaceId]);
+        (SELECT coalesce(array_agg(message_id), '{}') FROM deliveries WHERE workspace_id = $1) AS ids`,
+      [workspaceId],
+    );
     const received = new Set(receiver.requests.map((request) => String(request.headers['webhook-id'])));
     if (rows[0]!.open === 0 && rows[0]!.ids.every((id) => received.has(id))) return Date.now() - started;
     if (Date.now() - started > DRAIN_TIMEOUT_MS) return Date.now() - started;

@@ -53,7 +53,10 @@ export interface Ledger {
   idempotent: IdempotentCall[];
 }
 
-interface Target { apiUrl: string; token: string }
+interface Target {
+  apiUrl: string;
+  token: string;
+}
 
 type LeadResult = { data?: { id?: number; lead_id?: number | null; status?: string }[] | { id?: number } };
 
@@ -62,7 +65,12 @@ export class Traffic {
   private stopping = false;
   private running: Promise<void>[] = [];
 
-  constructor(private readonly target: Target, private readonly users: number, private readonly pauseMs: number, private readonly label: string) {}
+  constructor(
+    private readonly target: Target,
+    private readonly users: number,
+    private readonly pauseMs: number,
+    private readonly label: string,
+  ) {}
 
   start(): void {
     this.running = Array.from({ length: this.users }, (_, user) => this.user(user));
@@ -157,7 +165,10 @@ export class Traffic {
 
   private async write(kind: string, people: Person[], shape: 'single' | 'batch'): Promise<void> {
     const { path, body } = this.writeRequest(people, shape);
-    this.noteWrites(people.map((person) => person.email), await this.send(kind, 'POST', path, body));
+    this.noteWrites(
+      people.map((person) => person.email),
+      await this.send(kind, 'POST', path, body),
+    );
   }
 
   /** Marks each person's latest write with the answer: acknowledged (2xx and its row not failed), or in doubt (no answer). */
@@ -169,7 +180,7 @@ export class Traffic {
       if (answer.status === 0 && write.acknowledged === false) write.acknowledged = null;
       if (!ok) return;
       const row = Array.isArray(data) ? data[index] : data;
-      const leadId = Array.isArray(data) ? (row as { lead_id?: number | null } | undefined)?.lead_id ?? null : (row as { id?: number } | undefined)?.id ?? null;
+      const leadId = Array.isArray(data) ? ((row as { lead_id?: number | null } | undefined)?.lead_id ?? null) : ((row as { id?: number } | undefined)?.id ?? null);
       const failed = Array.isArray(data) && (row as { status?: string } | undefined)?.status === 'failed';
       if (!failed) {
         write.acknowledged = true;
@@ -196,7 +207,11 @@ export class Traffic {
       answer.status = response.status;
       answer.retryAfter = response.headers.get('retry-after');
       answer.replayed = response.headers.get('idempotency-replayed') === 'true';
-      try { answer.body = JSON.parse(text); } catch { answer.body = text; }
+      try {
+        answer.body = JSON.parse(text);
+      } catch {
+        answer.body = text;
+      }
     } catch (error) {
       const cause = (error as { cause?: unknown }).cause;
       answer.body = cause === undefined ? String(error) : `${String(error)} (${String(cause)})`;
@@ -216,7 +231,10 @@ export class ReadinessProbe {
   readonly answers: Array<{ startedAt: number; ms: number; status: number }> = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly baseUrl: string, private readonly everyMs: number) {}
+  constructor(
+    private readonly baseUrl: string,
+    private readonly everyMs: number,
+  ) {}
 
   start(): void {
     const probe = async () => {
@@ -224,7 +242,9 @@ export class ReadinessProbe {
       let status = 0;
       try {
         status = (await fetch(`${this.baseUrl}/readyz`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })).status;
-      } catch { /* no answer: status 0 */ }
+      } catch {
+        /* no answer: status 0 */
+      }
       this.answers.push({ startedAt, ms: Date.now() - startedAt, status });
       if (this.timer !== null) this.timer = setTimeout(() => void probe(), this.everyMs);
     };

@@ -35,12 +35,17 @@ export function checkAnswers(answers: Answer[], readiness: Array<{ startedAt: nu
   const byStatus = new Map<number, number>();
   for (const answer of answers) byStatus.set(answer.status, (byStatus.get(answer.status) ?? 0) + 1);
   figures['requests sent'] = answers.length;
-  figures['answers per status'] = [...byStatus].sort(([a], [b]) => a - b).map(([status, count]) => `${status === 0 ? 'none' : status}: ${count}`).join(', ');
+  figures['answers per status'] = [...byStatus]
+    .sort(([a], [b]) => a - b)
+    .map(([status, count]) => `${status === 0 ? 'none' : status}: ${count}`)
+    .join(', ');
 
   for (const answer of answers) {
     if (isSuccess(answer)) continue;
     if (answer.status !== 503) {
-      failures.push(`${answer.kind} at +${answer.startedAt - timeline.stopBegin} ms from the stop: ${answer.status === 0 ? `no answer (${String(answer.body)})` : `${answer.status} ${JSON.stringify(answer.body)}`}`);
+      failures.push(
+        `${answer.kind} at +${answer.startedAt - timeline.stopBegin} ms from the stop: ${answer.status === 0 ? `no answer (${String(answer.body)})` : `${answer.status} ${JSON.stringify(answer.body)}`}`,
+      );
       continue;
     }
     const body = answer.body as { error?: unknown; message?: unknown };
@@ -61,34 +66,48 @@ export function checkAnswers(answers: Answer[], readiness: Array<{ startedAt: nu
   if (whileDown.length === 0) failures.push('no request was sent while the database was down');
   if (notUnavailable.length > 0) failures.push(`${notUnavailable.length} requests sent while the database was down were not answered 503 (e.g. ${notUnavailable[0]!.status})`);
 
-  const firstSuccess = answers.filter((answer) => answer.startedAt >= timeline.upAt && isSuccess(answer))
+  const firstSuccess = answers
+    .filter((answer) => answer.startedAt >= timeline.upAt && isSuccess(answer))
     .reduce<number | null>((first, answer) => Math.min(first ?? Infinity, answer.startedAt + answer.ms), null);
   if (firstSuccess === null) {
     failures.push('no request succeeded after the database came back');
   } else {
     figures['database up -> first success (s)'] = seconds(firstSuccess - timeline.upAt);
-    if (firstSuccess - timeline.upAt > RECOVERY_BUDGET_MS) failures.push(`the first success came ${firstSuccess - timeline.upAt} ms after the database was back (budget ${RECOVERY_BUDGET_MS} ms)`);
+    if (firstSuccess - timeline.upAt > RECOVERY_BUDGET_MS)
+      failures.push(`the first success came ${firstSuccess - timeline.upAt} ms after the database was back (budget ${RECOVERY_BUDGET_MS} ms)`);
   }
   const lateFailures = answers.filter((answer) => answer.startedAt >= timeline.upAt + RECOVERY_BUDGET_MS && !isSuccess(answer));
-  if (lateFailures.length > 0) failures.push(`${lateFailures.length} requests failed more than ${RECOVERY_BUDGET_MS} ms after the database was back (e.g. ${lateFailures[0]!.status})`);
+  if (lateFailures.length > 0)
+    failures.push(`${lateFailures.length} requests failed more than ${RECOVERY_BUDGET_MS} ms after the database was back (e.g. ${lateFailures[0]!.status})`);
 
   const probesDown = readiness.filter((probe) => probe.startedAt >= timeline.downAt && probe.startedAt + probe.ms <= timeline.startBegin);
-  figures['/readyz while down'] = `${probesDown.length} probes, ${probesDown.filter((probe) => probe.status === 503).length} answered 503, longest ${Math.max(0, ...probesDown.map((probe) => probe.ms))} ms`;
-  if (probesDown.length === 0 || probesDown.some((probe) => probe.status !== 503 || probe.ms >= ANSWER_BUDGET_MS)) failures.push(`/readyz while down: ${figures['/readyz while down']}`);
+  figures['/readyz while down'] =
+    `${probesDown.length} probes, ${probesDown.filter((probe) => probe.status === 503).length} answered 503, longest ${Math.max(0, ...probesDown.map((probe) => probe.ms))} ms`;
+  if (probesDown.length === 0 || probesDown.some((probe) => probe.status !== 503 || probe.ms >= ANSWER_BUDGET_MS))
+    failures.push(`/readyz while down: ${figures['/readyz while down']}`);
   const probesLate = readiness.filter((probe) => probe.startedAt >= timeline.upAt + RECOVERY_BUDGET_MS);
   if (probesLate.some((probe) => probe.status !== 200)) failures.push('/readyz still not 200 five seconds after the database came back');
 }
 
-interface LeadRow { id: number; name: string; job_title: string | null; emails: string[]; tags: string[] }
+interface LeadRow {
+  id: number;
+  name: string;
+  job_title: string | null;
+  emails: string[];
+  tags: string[];
+}
 
 /** Every acknowledged write is saved as sent (or as a later, unanswered write of the same person left it); one lead per person. */
 export async function checkLeads(db: pg.Client, workspaceId: number, ledger: Ledger, verdict: Verdict): Promise<Map<string, LeadRow>> {
-  const { rows } = await db.query<LeadRow>(`
+  const { rows } = await db.query<LeadRow>(
+    `
     SELECT l.id::int, l.name, l.job_title, l.emails,
       coalesce(array_agg(t.name ORDER BY t.name) FILTER (WHERE t.name IS NOT NULL), '{}') AS tags
     FROM leads l LEFT JOIN lead_tags lt ON lt.workspace_id = l.workspace_id AND lt.lead_id = l.id
       LEFT JOIN tags t ON t.workspace_id = lt.workspace_id AND t.id = lt.tag_id
-    WHERE l.workspace_id = $1 GROUP BY l.id, l.workspace_id`, [workspaceId]);
+    WHERE l.workspace_id = $1 GROUP BY l.id, l.workspace_id`,
+    [workspaceId],
+  );
   const byEmail = new Map<string, LeadRow[]>();
   for (const row of rows) for (const email of row.emails) byEmail.set(email, [...(byEmail.get(email) ?? []), row]);
 
@@ -145,7 +164,10 @@ export async function checkIdempotency(db: pg.Client, ledger: Ledger, verdict: V
     // Deep equality: a stored answer comes back from jsonb, which orders keys its own way.
     const first = successes[0]!;
     const differing = successes.find((answer) => answer.status !== first.status || !isDeepStrictEqual(answer.body, first.body));
-    if (differing) verdict.failures.push(`Idempotency-Key ${call.key}: 2xx answers differ: ${first.status} ${JSON.stringify(first.body)} and ${differing.status} ${JSON.stringify(differing.body)}`);
+    if (differing)
+      verdict.failures.push(
+        `Idempotency-Key ${call.key}: 2xx answers differ: ${first.status} ${JSON.stringify(first.body)} and ${differing.status} ${JSON.stringify(differing.body)}`,
+      );
   }
   const { rows } = await db.query<{ open: number }>('SELECT count(*)::int AS open FROM idempotency_records WHERE status_code IS NULL OR response_body IS NULL');
   verdict.figures['idempotent calls checked'] = `${ledger.idempotent.length} (${replays} replays)`;
@@ -153,19 +175,44 @@ export async function checkIdempotency(db: pg.Client, ledger: Ledger, verdict: V
   if (rows[0]!.open > 0) verdict.failures.push(`${rows[0]!.open} idempotency records have no stored answer`);
 }
 
-interface EventRow { id: number; topic: string; lead_id: number; tag_id: number | null; processed: boolean }
-interface WorkflowRow { id: number; trigger: string; tag_id: number | null }
-interface DeliveryRow { outbox_id: number | null; workflow_id: number | null; message_id: string; branch: string }
+interface EventRow {
+  id: number;
+  topic: string;
+  lead_id: number;
+  tag_id: number | null;
+  processed: boolean;
+}
+interface WorkflowRow {
+  id: number;
+  trigger: string;
+  tag_id: number | null;
+}
+interface DeliveryRow {
+  outbox_id: number | null;
+  workflow_id: number | null;
+  message_id: string;
+  branch: string;
+}
 
 /**
  * Each event of the workspace fanned out exactly once per workflow it fires (one delivery row
  * per event and workflow), each delivery Delivered and its webhook-id received at least once;
  * each acknowledged lead has its lead.created event, each VIP-tagged lead its tag_added event.
  */
-export async function checkDeliveries(db: pg.Client, workspaceId: number, leads: Map<string, LeadRow>, received: ReceivedRequest[], verdict: Verdict, options: { exactlyOnce?: boolean } = {}): Promise<void> {
+export async function checkDeliveries(
+  db: pg.Client,
+  workspaceId: number,
+  leads: Map<string, LeadRow>,
+  received: ReceivedRequest[],
+  verdict: Verdict,
+  options: { exactlyOnce?: boolean } = {},
+): Promise<void> {
   // One after the other: one client runs one query at a time.
-  const events = await db.query<EventRow>(`SELECT id::int, topic, (payload->>'lead_id')::int AS lead_id, (payload->>'tag_id')::int AS tag_id, processed_at IS NOT NULL AS processed
-      FROM outbox WHERE workspace_id = $1 AND topic IN ('lead.created', 'lead.tag_added')`, [workspaceId]);
+  const events = await db.query<EventRow>(
+    `SELECT id::int, topic, (payload->>'lead_id')::int AS lead_id, (payload->>'tag_id')::int AS tag_id, processed_at IS NOT NULL AS processed
+      FROM outbox WHERE workspace_id = $1 AND topic IN ('lead.created', 'lead.tag_added')`,
+    [workspaceId],
+  );
   const workflows = await db.query<WorkflowRow>('SELECT id::int, trigger, tag_id::int FROM workflows WHERE workspace_id = $1', [workspaceId]);
   const deliveries = await db.query<DeliveryRow>('SELECT outbox_id::int, workflow_id::int, message_id, branch FROM deliveries WHERE workspace_id = $1', [workspaceId]);
   const receivedIds = new Map<string, number>();
@@ -183,7 +230,9 @@ export async function checkDeliveries(db: pg.Client, workspaceId: number, leads:
   let missing = 0;
   for (const event of events.rows) {
     if (!event.processed) failures.push(`event ${event.id} (${event.topic}) never processed`);
-    const firing = workflows.rows.filter((workflow) => (event.topic === 'lead.created' ? workflow.trigger === 'lead_created' : workflow.trigger === 'tag_added' && workflow.tag_id === event.tag_id));
+    const firing = workflows.rows.filter((workflow) =>
+      event.topic === 'lead.created' ? workflow.trigger === 'lead_created' : workflow.trigger === 'tag_added' && workflow.tag_id === event.tag_id,
+    );
     for (const workflow of firing) {
       const rows = rowsFor.get(`${event.id}:${workflow.id}`) ?? [];
       checked += rows.length;

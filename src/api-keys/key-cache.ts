@@ -30,7 +30,10 @@ export class ApiKeyCache<T> {
   private readonly outage: OutageLog;
   private readonly followers: KeyChangeFollower[] = [];
 
-  constructor(private readonly connectionString: string, logger: Logger) {
+  constructor(
+    private readonly connectionString: string,
+    logger: Logger,
+  ) {
     this.outage = new OutageLog(logger, {
       down: 'API key cache lost its LISTEN connection: authenticating every request from the database, reconnecting every second (logged once per outage)',
       up: 'API key cache listening for key changes again',

@@ -34,7 +34,10 @@ export class PrefixView implements KeyChangeFollower {
   /** Bumped on every loss and every new LISTEN, so a load that began before either is dropped. */
   private generation = 0;
 
-  constructor(private readonly db: Db, private readonly logger: Logger) {}
+  constructor(
+    private readonly db: Db,
+    private readonly logger: Logger,
+  ) {}
 
   /** Whether the view currently answers for the database (false: every prefix may exist). */
   get isTrusted(): boolean {
@@ -82,7 +85,7 @@ export class PrefixView implements KeyChangeFollower {
       if (expected > MAX_PREFIXES) return this.tooMany(expected);
       let codes = new Float64Array(expected + 1024);
       let size = 0;
-      for (let afterId = 0; ;) {
+      for (let afterId = 0; ; ) {
         const page = await listPrefixesAfter(this.db, afterId, PAGE_SIZE);
         if (generation !== this.generation) return;
         for (const { prefix } of page) {

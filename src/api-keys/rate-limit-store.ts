@@ -12,7 +12,10 @@ class RedisWithLocalFallback implements Store {
   private readonly local = new MemoryStore();
   private lastWarning = 0;
 
-  constructor(private readonly redis: RedisStore, private readonly logger: Logger) {
+  constructor(
+    private readonly redis: RedisStore,
+    private readonly logger: Logger,
+  ) {
     this.prefix = redis.prefix;
   }
 

@@ -6,10 +6,7 @@ export function findKeyForAuthentication(db: Executor, prefix: string) {
     .selectFrom('api_keys as k')
     .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
     .where('k.prefix', '=', prefix)
-    .select([
-      'k.id', 'k.workspace_id', 'k.user_id', 'k.name', 'k.prefix', 'k.token_hash', 'k.scopes',
-      'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'w.name as workspace_name',
-    ])
+    .select(['k.id', 'k.workspace_id', 'k.user_id', 'k.name', 'k.prefix', 'k.token_hash', 'k.scopes', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'w.name as workspace_name'])
     .executeTakeFirst();
 }
 
@@ -22,10 +19,7 @@ export function touchLastUsed(db: Executor, keyId: number, intervalSeconds: numb
     .updateTable('api_keys')
     .set({ last_used_at: sql`now()` })
     .where('id', '=', keyId)
-    .where((eb) => eb.or([
-      eb('last_used_at', 'is', null),
-      eb('last_used_at', '<', sql<string>`now() - make_interval(secs => ${intervalSeconds})`),
-    ]))
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<string>`now() - make_interval(secs => ${intervalSeconds})`)]))
     .returning('last_used_at')
     .executeTakeFirst();
 }
@@ -42,20 +36,31 @@ export async function notifyKeysChanged(db: Executor, prefixes: readonly string[
   await sql`SELECT pg_notify('api_key_changed', p) FROM unnest(${[...prefixes]}::text[]) AS p`.execute(db);
 }
 
-export async function insertKey(db: Executor, key: {
-  workspace_id: number; user_id: number; name: string; prefix: string; token_hash: Buffer; scopes: string[]; expires_at: string | null;
-}) {
-  const inserted = await db.insertInto('api_keys').values(key)
-    .returning(['id', 'name', 'prefix', 'scopes', 'expires_at'])
-    .executeTakeFirstOrThrow();
+export async function insertKey(
+  db: Executor,
+  key: {
+    workspace_id: number;
+    user_id: number;
+    name: string;
+    prefix: string;
+    token_hash: Buffer;
+    scopes: string[];
+    expires_at: string | null;
+  },
+) {
+  const inserted = await db.insertInto('api_keys').values(key).returning(['id', 'name', 'prefix', 'scopes', 'expires_at']).executeTakeFirstOrThrow();
   await notifyKeysChanged(db, [inserted.prefix]);
   return inserted;
 }
 
 // least(), not coalesce(): Citus refuses now() inside COALESCE or CASE in a modification.
 export async function revokeKey(db: Executor, keyId: number) {
-  const revoked = await db.updateTable('api_keys').set({ revoked_at: sql`least(revoked_at, now())` })
-    .where('id', '=', keyId).returning(['id', 'prefix']).executeTakeFirst();
+  const revoked = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: sql`least(revoked_at, now())` })
+    .where('id', '=', keyId)
+    .returning(['id', 'prefix'])
+    .executeTakeFirst();
   if (revoked) await notifyKeysChanged(db, [revoked.prefix]);
   return revoked && { id: revoked.id };
 }
@@ -66,7 +71,8 @@ export async function prefixesOfUser(db: Executor, userId: number): Promise<stri
 }
 
 export function listKeys(db: Executor, workspaceId: number) {
-  return db.selectFrom('api_keys')
+  return db
+    .selectFrom('api_keys')
     .where('workspace_id', '=', workspaceId)
     .select(['id', 'name', 'prefix', 'scopes', 'user_id', 'expires_at', 'revoked_at', 'last_used_at', 'created_at'])
     .orderBy('id')
@@ -90,7 +96,10 @@ export async function keyCreationIsNotified(db: Executor): Promise<boolean> {
 }
 
 export async function countKeys(db: Executor): Promise<number> {
-  const row = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<number>().as('keys')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('keys'))
+    .executeTakeFirstOrThrow();
   return Number(row.keys);
 }
 

@@ -7,9 +7,16 @@ import { generateToken } from './tokens.js';
 
 const KEY_CREATION_PERMISSION = 'update-companies';
 
-export async function createApiKey(db: Executor, input: {
-  workspaceId: number; userId: number; name: string; scopes: Scope[]; expiresAt: string | null;
-}) {
+export async function createApiKey(
+  db: Executor,
+  input: {
+    workspaceId: number;
+    userId: number;
+    name: string;
+    scopes: Scope[];
+    expiresAt: string | null;
+  },
+) {
   const user = await findUser(db, input.userId);
   if (!user || user.workspace_id !== input.workspaceId) {
     throw new Refused('user_not_in_workspace', `User ${input.userId} does not belong to workspace ${input.workspaceId}.`);

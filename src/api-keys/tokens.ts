@@ -8,7 +8,11 @@ const PREFIX_PATTERN = /^lk[0-9a-z]{10}$/;
 const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 const BASE36 = '0123456789abcdefghijklmnopqrstuvwxyz';
 
-export interface NewToken { prefix: string; token: string; hash: Buffer }
+export interface NewToken {
+  prefix: string;
+  token: string;
+  hash: Buffer;
+}
 
 export function generateToken(): NewToken {
   const prefix = 'lk' + Array.from(randomBytes(10), (byte) => BASE36[byte % 36]).join('');

@@ -55,7 +55,8 @@ export function parseTimeWindow(since: string, until: string | undefined): { sin
 /** The one flag given among alternatives (`--a A | --b B`): refused when none or several are. */
 export function exactlyOne<K extends string>(options: Partial<Record<NoInfer<K>, string>>, flags: Record<K, string>): [K, string] {
   const given = (Object.keys(flags) as K[]).filter((key) => options[key] !== undefined);
-  if (given.length !== 1) throw invalid(`Give exactly one of ${Object.values<string>(flags).join(', ')}${given.length ? `, not ${given.map((key) => flags[key]).join(' and ')}` : ''}.`);
+  if (given.length !== 1)
+    throw invalid(`Give exactly one of ${Object.values<string>(flags).join(', ')}${given.length ? `, not ${given.map((key) => flags[key]).join(' and ')}` : ''}.`);
   return [given[0]!, options[given[0]!]!];
 }
 

@@ -28,7 +28,9 @@ export const otherWays = (source: SecretSource) => `\`${source.flag} -\` reads i
 async function readStandardInput(stdin: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /** One JSON line on stderr: stdout carries only the command's result. */
@@ -43,7 +45,10 @@ export async function readConnectorSecrets(flags: ConnectorSecrets): Promise<Con
   const names = Object.keys(CONNECTOR_SECRETS) as Array<keyof ConnectorSecrets>;
   const fromStdin = names.filter((name) => flags[name] === FROM_STDIN);
   if (fromStdin.length > 1) {
-    throw new Refused('invalid_argument', `Only one secret can come from standard input, not ${fromStdin.map((name) => CONNECTOR_SECRETS[name].flag).join(' and ')}: pass the other through its environment variable.`);
+    throw new Refused(
+      'invalid_argument',
+      `Only one secret can come from standard input, not ${fromStdin.map((name) => CONNECTOR_SECRETS[name].flag).join(' and ')}: pass the other through its environment variable.`,
+    );
   }
   const secrets = {} as ConnectorSecrets;
   for (const name of names) {

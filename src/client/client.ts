@@ -4,8 +4,18 @@ import { createLeadsInBatches, type CreateLeadsOptions, type CreateLeadsResult }
 import { resultFromOutcome, resultFromThrown } from './results.js';
 import { createRetryingFetch, type FetchImplementation, type RetryPolicy } from './transport.js';
 import type {
-  ApiResult, CreateBatchBody, CreateBatchOperation, CreateLeadBody, CreateLeadOperation, GeneratedRequestBody, GetLeadOperation, GetMeOperation,
-  LeadRow, ListTagsOperation, PostOptions, PostResult,
+  ApiResult,
+  CreateBatchBody,
+  CreateBatchOperation,
+  CreateLeadBody,
+  CreateLeadOperation,
+  GeneratedRequestBody,
+  GetLeadOperation,
+  GetMeOperation,
+  LeadRow,
+  ListTagsOperation,
+  PostOptions,
+  PostResult,
 } from './types.js';
 import { verifyWebhook, type WebhookHeaders } from './webhooks.js';
 import type { WebhookEvent } from './webhook-event.js';
@@ -70,7 +80,10 @@ function rootUrl(baseUrl: string): string {
   } catch {
     throw new TypeError(`baseUrl must be an absolute http(s) URL such as http://localhost:3000, not ${JSON.stringify(baseUrl)}`);
   }
-  return url.toString().replace(/\/+$/, '').replace(/\/api\/v1$/, '');
+  return url
+    .toString()
+    .replace(/\/+$/, '')
+    .replace(/\/api\/v1$/, '');
 }
 
 const sleepWithTimer = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -101,8 +114,7 @@ export function createLeadIntakeClient(options: LeadIntakeClientOptions): LeadIn
 
   const client: LeadIntakeClient = {
     me: () => settle(api.GET('/api/v1/me')),
-    listTags: ({ includeArchived } = {}) =>
-      settle(api.GET('/api/v1/tags', { params: { query: includeArchived === undefined ? {} : { include_archived: includeArchived } } })),
+    listTags: ({ includeArchived } = {}) => settle(api.GET('/api/v1/tags', { params: { query: includeArchived === undefined ? {} : { include_archived: includeArchived } } })),
     getLead: (id) => settle(api.GET('/api/v1/leads/{id}', { params: { path: { id } } })),
 
     async createLead(body, { idempotencyKey = crypto.randomUUID() } = {}) {

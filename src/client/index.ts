@@ -6,9 +6,30 @@ export type { CreateLeadsOptions, CreateLeadsResult, CreateLeadsRow, Unprocessed
 export { BATCH_MAX } from '../../generated/limits.js';
 export type { FetchImplementation } from './transport.js';
 export type {
-  ApiError, ApiFailure, ApiResult, ApiSuccess, BatchMeta, BatchRowResult, CreateBatchBody, CreateBatchOperation, CreateLeadBody,
-  CreateLeadOperation, GetLeadOperation, GetMeOperation, Lead, LeadRow, LeadWriteMeta, ListTagsOperation, Me, NetworkError,
-  PostOptions, PostResult, ResponseInfo, Switches, Tag, UnexpectedResponseError,
+  ApiError,
+  ApiFailure,
+  ApiResult,
+  ApiSuccess,
+  BatchMeta,
+  BatchRowResult,
+  CreateBatchBody,
+  CreateBatchOperation,
+  CreateLeadBody,
+  CreateLeadOperation,
+  GetLeadOperation,
+  GetMeOperation,
+  Lead,
+  LeadRow,
+  LeadWriteMeta,
+  ListTagsOperation,
+  Me,
+  NetworkError,
+  PostOptions,
+  PostResult,
+  ResponseInfo,
+  Switches,
+  Tag,
+  UnexpectedResponseError,
 } from './types.js';
 export { verifyWebhook, verifyWebhookForm, WebhookVerificationError, WEBHOOK_TOLERANCE_SECONDS, type WebhookHeaders, type WebhookRefusal } from './webhooks.js';
 export type { LeadPushEvent, TestEvent, WebhookEvent, WorkflowEvent } from './webhook-event.js';

@@ -17,8 +17,7 @@ interface FetchOutcome {
   response: Response;
 }
 
-const isJsonObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isJsonObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function missingErrorCode(status: number): string {
   if (status === 422) return 'validation_failed';
@@ -50,9 +49,7 @@ export function resultFromOutcome<Op>(outcome: FetchOutcome, attempts: number): 
     const error = typeof body.error === 'string' ? body : { ...body, error: missingErrorCode(response.status), message: summary(body, response.status) };
     return { ok: false, status: response.status, error, ...base } as ApiResult<Op>;
   }
-  const message = isJsonObject(body) && typeof body.message === 'string'
-    ? body.message
-    : `HTTP ${response.status} ${response.statusText}`.trim();
+  const message = isJsonObject(body) && typeof body.message === 'string' ? body.message : `HTTP ${response.status} ${response.statusText}`.trim();
   const unexpected: UnexpectedResponseError = { error: 'unexpected_response', message, body };
   return { ok: false, status: response.status, error: unexpected, ...base } as ApiResult<Op>;
 }

@@ -24,7 +24,10 @@ export interface TransportDependencies {
 
 /** Every attempt failed without an answer; `cause` is what the last one threw. */
 export class NetworkFailure extends Error {
-  constructor(override readonly cause: unknown, readonly attempts: number) {
+  constructor(
+    override readonly cause: unknown,
+    readonly attempts: number,
+  ) {
     super(`no answer after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(cause)}`);
     this.name = 'NetworkFailure';
   }

@@ -64,9 +64,9 @@ export interface ResponseInfo {
 
 export type ApiSuccess<Op> = {
   [Status in SuccessStatus<Op>]: { ok: true; status: Status; data: ResponseBody<Op, Status>; error?: never } & ResponseInfo & {
-    /** `true` when the answer is a stored one replayed for the same `Idempotency-Key` (`Idempotency-Replayed: true`). */
-    replayed: boolean;
-  };
+      /** `true` when the answer is a stored one replayed for the same `Idempotency-Key` (`Idempotency-Replayed: true`). */
+      replayed: boolean;
+    };
 }[SuccessStatus<Op>];
 
 export type ApiDocumentedFailure<Op> = {

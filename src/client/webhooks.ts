@@ -13,7 +13,10 @@ export type WebhookRefusal = 'missing_headers' | 'stale_timestamp' | 'invalid_si
 
 /** A delivery that must not be trusted; `reason` says why. */
 export class WebhookVerificationError extends Error {
-  constructor(readonly reason: WebhookRefusal, message: string) {
+  constructor(
+    readonly reason: WebhookRefusal,
+    message: string,
+  ) {
     super(message);
     this.name = 'WebhookVerificationError';
   }
@@ -43,7 +46,10 @@ function checkTimestamp(value: string): void {
   if (!/^\d+$/.test(value)) throw new WebhookVerificationError('stale_timestamp', `webhook-timestamp is not Unix seconds: ${JSON.stringify(value.slice(0, 40))}`);
   const skew = Math.floor(Date.now() / 1000) - Number(value);
   if (Math.abs(skew) > WEBHOOK_TOLERANCE_SECONDS) {
-    throw new WebhookVerificationError('stale_timestamp', `webhook-timestamp is ${Math.abs(skew)} s ${skew > 0 ? 'old' : 'in the future'} (tolerance ${WEBHOOK_TOLERANCE_SECONDS} s): refused as a possible replay`);
+    throw new WebhookVerificationError(
+      'stale_timestamp',
+      `webhook-timestamp is ${Math.abs(skew)} s ${skew > 0 ? 'old' : 'in the future'} (tolerance ${WEBHOOK_TOLERANCE_SECONDS} s): refused as a possible replay`,
+    );
   }
 }
 
@@ -82,7 +88,10 @@ async function verifiedContent(secret: string, headers: WebhookHeaders, rawConte
     // subtle.verify compares in constant time.
     if (await crypto.subtle.verify('HMAC', key, candidate, signed)) return content;
   }
-  throw new WebhookVerificationError('invalid_signature', 'webhook-signature does not match this secret and content: not sent by this service with this secret, or altered on the way');
+  throw new WebhookVerificationError(
+    'invalid_signature',
+    'webhook-signature does not match this secret and content: not sent by this service with this secret, or altered on the way',
+  );
 }
 
 /**
@@ -100,9 +109,17 @@ export async function verifyWebhook(secret: string, headers: WebhookHeaders, raw
     throw new WebhookVerificationError('unexpected_payload', 'the signed body is not JSON: use verifyWebhookForm for form-encoded bodies and GET/DELETE query strings');
   }
   const record = payload as Record<string, unknown> | null;
-  if (typeof record !== 'object' || record === null || Array.isArray(record)
-    || !WEBHOOK_EVENT_NAMES.includes(record.event as WebhookEvent['event']) || typeof record.sent_at !== 'string') {
-    throw new WebhookVerificationError('unexpected_payload', `the signed body is not an event of this service (expected an object with event ${WEBHOOK_EVENT_NAMES.join(' | ')} and sent_at)`);
+  if (
+    typeof record !== 'object' ||
+    record === null ||
+    Array.isArray(record) ||
+    !WEBHOOK_EVENT_NAMES.includes(record.event as WebhookEvent['event']) ||
+    typeof record.sent_at !== 'string'
+  ) {
+    throw new WebhookVerificationError(
+      'unexpected_payload',
+      `the signed body is not an event of this service (expected an object with event ${WEBHOOK_EVENT_NAMES.join(' | ')} and sent_at)`,
+    );
   }
   return record as WebhookEvent;
 }

@@ -11,17 +11,22 @@ export type NewCompany = Pick<CompanyDetails, 'name' | 'domain' | 'status'> & Pa
 
 /** The one INSERT of companies, in the order given. Built, not run: callers add their conflict rule and what they read back. */
 function companiesInsert(db: Executor, workspaceId: number, companies: readonly NewCompany[]) {
-  return db.insertInto('companies').values(companies.map((company) => ({
-    workspace_id: workspaceId,
-    ...company,
-    links: company.links && jsonParameter(company.links),
-    locations: company.locations && jsonParameter(company.locations),
-  })));
+  return db.insertInto('companies').values(
+    companies.map((company) => ({
+      workspace_id: workspaceId,
+      ...company,
+      links: company.links && jsonParameter(company.links),
+      locations: company.locations && jsonParameter(company.locations),
+    })),
+  );
 }
 
 /** A company whose domain another company holds by now is not inserted (nothing is returned for it). */
 const unlessDomainHeld = (oc: OnConflictBuilder<Database, 'companies'>) =>
-  oc.expression(sql`workspace_id, domain`).where('domain', 'is not', null).doNothing();
+  oc
+    .expression(sql`workspace_id, domain`)
+    .where('domain', 'is not', null)
+    .doNothing();
 
 /** One company as an operator creates it; fails with a unique violation (23505) when another company holds its domain. */
 export function insertCompany(db: Executor, company: NewCompany & { workspace_id: number }) {
@@ -35,12 +40,23 @@ export function findCompanyByDomain(db: Executor, workspaceId: number, domain: s
 
 export async function findCompaniesByDomains(db: Executor, workspaceId: number, domains: readonly string[]) {
   if (domains.length === 0) return [];
-  return db.selectFrom('companies').where('workspace_id', '=', workspaceId).where('domain', 'in', [...domains]).select(['id', 'domain']).execute();
+  return db
+    .selectFrom('companies')
+    .where('workspace_id', '=', workspaceId)
+    .where('domain', 'in', [...domains])
+    .select(['id', 'domain'])
+    .execute();
 }
 
 export function findCompanyByName(db: Executor, workspaceId: number, name: string) {
-  return db.selectFrom('companies').where('workspace_id', '=', workspaceId).where(sql`lower(name)`, '=', name.toLowerCase())
-    .select('id').orderBy('id').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('companies')
+    .where('workspace_id', '=', workspaceId)
+    .where(sql`lower(name)`, '=', name.toLowerCase())
+    .select('id')
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /**
@@ -87,14 +103,24 @@ export function insertCompanyIfNew(db: Executor, workspaceId: number, details: C
  * inside a larger statement. `domains` must not be empty.
  */
 export function companiesOfDomainsInsert(db: Executor, workspaceId: number, domains: readonly string[], enrich: boolean) {
-  return companiesInsert(db, workspaceId, domains.map((domain) => ({
-    name: domain, domain, status: newCompanyStatus(domain, enrich), links: [websiteLinkOfDomain(domain)],
-  }))).onConflict(unlessDomainHeld).returning(['id', 'domain', 'status']);
+  return companiesInsert(
+    db,
+    workspaceId,
+    domains.map((domain) => ({
+      name: domain,
+      domain,
+      status: newCompanyStatus(domain, enrich),
+      links: [websiteLinkOfDomain(domain)],
+    })),
+  )
+    .onConflict(unlessDomainHeld)
+    .returning(['id', 'domain', 'status']);
 }
 
 /** Fills what the company does not have yet; never overwrites. */
 export function fillCompany(db: Executor, workspaceId: number, companyId: number, details: Omit<CompanyDetails, 'status' | 'domain'>) {
-  return db.updateTable('companies')
+  return db
+    .updateTable('companies')
     .set({
       name: sql`coalesce(name, ${details.name})`,
       industry: sql`coalesce(industry, ${details.industry})`,
@@ -114,8 +140,7 @@ export function fillCompany(db: Executor, workspaceId: number, companyId: number
 
 /** What website analysis needs of a company: where its site is, and whether it still waits for it. */
 export function findCompanyForAnalysis(db: Executor, workspaceId: number, companyId: number) {
-  return db.selectFrom('companies').select(['id', 'domain', 'links', 'status'])
-    .where('id', '=', companyId).where('workspace_id', '=', workspaceId).executeTakeFirst();
+  return db.selectFrom('companies').select(['id', 'domain', 'links', 'status']).where('id', '=', companyId).where('workspace_id', '=', workspaceId).executeTakeFirst();
 }
 
 /**
@@ -124,7 +149,11 @@ export function findCompanyForAnalysis(db: Executor, workspaceId: number, compan
  * False when the company is not pending (any more).
  */
 export async function finishCompanyAnalysis(
-  db: Executor, workspaceId: number, companyId: number, status: 'analyzed' | 'failed', found: { title: string | null; description: string | null },
+  db: Executor,
+  workspaceId: number,
+  companyId: number,
+  status: 'analyzed' | 'failed',
+  found: { title: string | null; description: string | null },
 ): Promise<boolean> {
   const { rows } = await sql<{ id: number }>`
     UPDATE companies SET

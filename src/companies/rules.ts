@@ -9,5 +9,4 @@ export const websiteOfDomain = (domain: string): string => `https://${domain}`;
 export const websiteLinkOfDomain = (domain: string): Link => ({ type: 'website', url: websiteOfDomain(domain) });
 
 /** A company that intake creates waits for website analysis when it has a domain and the caller asked to enrich. */
-export const newCompanyStatus = (domain: string | null, enrich: boolean): CompanyStatus =>
-  (domain !== null && enrich ? 'pending' : 'not_analyzed');
+export const newCompanyStatus = (domain: string | null, enrich: boolean): CompanyStatus => (domain !== null && enrich ? 'pending' : 'not_analyzed');

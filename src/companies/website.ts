@@ -33,21 +33,24 @@ export function extractMetadata(html: string): WebsiteMetadata {
   let inTitle = false;
   let title = '';
   const meta = new Map<string, string>();
-  const parser = new Parser({
-    onopentag(name, attributes) {
-      if (name === 'title') inTitle = true;
-      if (name === 'meta') {
-        const key = (attributes.name ?? attributes.property ?? '').toLowerCase();
-        if (key && attributes.content !== undefined && !meta.has(key)) meta.set(key, attributes.content);
-      }
+  const parser = new Parser(
+    {
+      onopentag(name, attributes) {
+        if (name === 'title') inTitle = true;
+        if (name === 'meta') {
+          const key = (attributes.name ?? attributes.property ?? '').toLowerCase();
+          if (key && attributes.content !== undefined && !meta.has(key)) meta.set(key, attributes.content);
+        }
+      },
+      ontext(text) {
+        if (inTitle) title += text;
+      },
+      onclosetag(name) {
+        if (name === 'title') inTitle = false;
+      },
     },
-    ontext(text) {
-      if (inTitle) title += text;
-    },
-    onclosetag(name) {
-      if (name === 'title') inTitle = false;
-    },
-  }, { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true });
+    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
+  );
   parser.write(html);
   parser.end();
   return {

@@ -33,14 +33,20 @@ export function openConnector(row: ConnectorRow): ConnectorRow {
 }
 
 export async function insertConnector(db: Executor, connector: NewConnector): Promise<ConnectorRow> {
-  return openConnector(await db.insertInto('connectors').values({
-    ...connector,
-    signing_secret: sealSecret(connector.signing_secret),
-    auth: jsonParameter(mapAuthSecret(connector.auth, sealSecret)),
-    mapping: jsonParameter(connector.mapping),
-    fields: jsonParameter(connector.fields),
-    headers: jsonParameter(mapCredentialValues(connector.headers, sealSecret)),
-  }).returningAll().executeTakeFirstOrThrow());
+  return openConnector(
+    await db
+      .insertInto('connectors')
+      .values({
+        ...connector,
+        signing_secret: sealSecret(connector.signing_secret),
+        auth: jsonParameter(mapAuthSecret(connector.auth, sealSecret)),
+        mapping: jsonParameter(connector.mapping),
+        fields: jsonParameter(connector.fields),
+        headers: jsonParameter(mapCredentialValues(connector.headers, sealSecret)),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow(),
+  );
 }
 
 /** Any connector by id, whatever its workspace or state: callers report why it is unusable. */
@@ -50,33 +56,47 @@ export async function insertConnector(db: Executor, connector: NewConnector): Pr
  */
 export async function findConnectors(db: Executor, ids: readonly number[], workspaceId?: number): Promise<Map<number, ConnectorRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('connectors').selectAll().where('id', 'in', [...new Set(ids)])
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!)).execute();
+  const rows = await db
+    .selectFrom('connectors')
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)])
+    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+    .execute();
   return new Map(rows.map((row) => [row.id, openConnector(row)]));
 }
 
 /** A workspace's connectors that are not deleted, in creation order. */
 export async function listConnectors(db: Executor, workspaceId: number): Promise<ConnectorRow[]> {
-  return db.selectFrom('connectors').selectAll().where('workspace_id', '=', workspaceId).where('deleted_at', 'is', null).orderBy('id').execute()
+  return db
+    .selectFrom('connectors')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .execute()
     .then((rows) => rows.map(openConnector));
 }
 
 export async function findAutoPushConnectors(db: Executor, workspaceIds: readonly number[]): Promise<ConnectorRow[]> {
   if (workspaceIds.length === 0) return [];
-  return db.selectFrom('connectors').selectAll()
-    .where('workspace_id', 'in', [...new Set(workspaceIds)]).where('auto_push', '=', true).where('deleted_at', 'is', null)
-    .orderBy('id').execute().then((rows) => rows.map(openConnector));
+  return db
+    .selectFrom('connectors')
+    .selectAll()
+    .where('workspace_id', 'in', [...new Set(workspaceIds)])
+    .where('auto_push', '=', true)
+    .where('deleted_at', 'is', null)
+    .orderBy('id')
+    .execute()
+    .then((rows) => rows.map(openConnector));
 }
 
 /** Marks the connector deleted, auto-push off; undefined when there is no such connector not yet deleted. */
 export async function softDeleteConnector(db: Executor, id: number): Promise<{ id: number } | undefined> {
-  return db.updateTable('connectors').set({ deleted_at: new Date(), auto_push: false })
-    .where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
+  return db.updateTable('connectors').set({ deleted_at: new Date(), auto_push: false }).where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
 }
 
 export async function setAutoPush(db: Executor, id: number, autoPush: boolean): Promise<ConnectorRow | undefined> {
-  const row = await db.updateTable('connectors').set({ auto_push: autoPush })
-    .where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+  const row = await db.updateTable('connectors').set({ auto_push: autoPush }).where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
   return row && openConnector(row);
 }
 
@@ -84,20 +104,28 @@ export async function setAutoPush(db: Executor, id: number, autoPush: boolean): 
 export async function resealConnectors(db: Executor): Promise<number> {
   const rows = await db.selectFrom('connectors').selectAll().orderBy('id').execute();
   for (const row of rows.map(openConnector)) {
-    await db.updateTable('connectors').set({
-      auth: jsonParameter(mapAuthSecret(row.auth, sealSecret)),
-      headers: jsonParameter(mapCredentialValues(row.headers, sealSecret)),
-      signing_secret: sealSecret(row.signing_secret),
-      previous_signing_secret: row.previous_signing_secret === null ? null : sealSecret(row.previous_signing_secret),
-    }).where('id', '=', row.id).execute();
+    await db
+      .updateTable('connectors')
+      .set({
+        auth: jsonParameter(mapAuthSecret(row.auth, sealSecret)),
+        headers: jsonParameter(mapCredentialValues(row.headers, sealSecret)),
+        signing_secret: sealSecret(row.signing_secret),
+        previous_signing_secret: row.previous_signing_secret === null ? null : sealSecret(row.previous_signing_secret),
+      })
+      .where('id', '=', row.id)
+      .execute();
   }
   return rows.length;
 }
 
 /** A new signing secret; the one it replaces keeps signing until `overlapEnds`. */
 export async function replaceSigningSecret(db: Executor, id: number, secret: string, overlapEnds: Date): Promise<ConnectorRow | undefined> {
-  const row = await db.updateTable('connectors')
+  const row = await db
+    .updateTable('connectors')
     .set((eb) => ({ previous_signing_secret: eb.ref('signing_secret'), previous_secret_expires_at: overlapEnds, signing_secret: sealSecret(secret) }))
-    .where('id', '=', id).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
   return row && openConnector(row);
 }

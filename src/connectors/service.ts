@@ -38,10 +38,14 @@ function presentConnector(connector: ConnectorRow, showSecret: boolean, state: E
     url: maskUrl(connector.url),
     method: connector.method,
     format: connector.format,
-    auth: auth.type === 'bearer' ? { type: 'bearer', token: mask(auth.token) }
-      : auth.type === 'basic' ? { type: 'basic', username: auth.username, password: mask(auth.password) }
-        : auth.type === 'header' ? { type: 'header', name: auth.name, value: mask(auth.value) }
-          : { type: 'none' },
+    auth:
+      auth.type === 'bearer'
+        ? { type: 'bearer', token: mask(auth.token) }
+        : auth.type === 'basic'
+          ? { type: 'basic', username: auth.username, password: mask(auth.password) }
+          : auth.type === 'header'
+            ? { type: 'header', name: auth.name, value: mask(auth.value) }
+            : { type: 'none' },
     mapping: connector.mapping,
     fields: connector.fields,
     headers: maskKeyValues(connector.headers),
@@ -66,7 +70,12 @@ export async function createConnector(db: Db, connector: Omit<NewConnector, 'sig
 /** A workspace's connectors (deleted ones left out), oldest first, credentials masked. */
 export async function listWorkspaceConnectors(db: Executor, workspaceId: number) {
   const connectors = await listConnectors(db, workspaceId);
-  const states = await findEndpointStates(db, 'connector', connectors.map((connector) => connector.id), workspaceId);
+  const states = await findEndpointStates(
+    db,
+    'connector',
+    connectors.map((connector) => connector.id),
+    workspaceId,
+  );
   return connectors.map((connector) => presentConnector(connector, false, states.get(connector.id)!));
 }
 

@@ -6,8 +6,8 @@ import { findConnectors } from './repository.js';
 export async function revealSigningSecret(db: Executor, id: number) {
   const connector = (await findConnectors(db, [id])).get(id);
   if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
-  const previousSigns = connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null
-    && Date.parse(connector.previous_secret_expires_at) > Date.now();
+  const previousSigns =
+    connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null && Date.parse(connector.previous_secret_expires_at) > Date.now();
   return {
     id: connector.id,
     signing_secret: connector.signing_secret,

@@ -41,7 +41,7 @@ export const hashPassword = (password: string): Promise<string> => bounded(() =>
 let decoy: Promise<string> | undefined;
 
 export async function verifyPassword(stored: string | null, password: string): Promise<boolean> {
-  const against = stored ?? await (decoy ??= hashPassword('no user has this password'));
+  const against = stored ?? (await (decoy ??= hashPassword('no user has this password')));
   const matches = await bounded(() => verify(against, password).catch(() => false));
   return stored !== null && matches;
 }

@@ -9,9 +9,14 @@ export function insertSignInLink(db: Executor, link: { token_hash: Buffer; works
 
 /** Uses the link up in the statement that finds it: of two concurrent redemptions one gets the row. */
 export function redeemSignInLink(db: Executor, tokenHash: Buffer) {
-  return db.updateTable('console_sign_in_links').set({ used_at: sql`now()` })
-    .where('token_hash', '=', tokenHash).where('used_at', 'is', null).where('expires_at', '>', sql<string>`now()`)
-    .returning(['workspace_id', 'user_id']).executeTakeFirst();
+  return db
+    .updateTable('console_sign_in_links')
+    .set({ used_at: sql`now()` })
+    .where('token_hash', '=', tokenHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', sql<string>`now()`)
+    .returning(['workspace_id', 'user_id'])
+    .executeTakeFirst();
 }
 
 export function insertSession(db: Executor, session: { token_hash: Buffer; workspace_id: number; user_id: number; expires_at: Date }) {
@@ -20,19 +25,23 @@ export function insertSession(db: Executor, session: { token_hash: Buffer; works
 
 /** The session's user as pages need it; none when the session is missing, idle too long or past its end. */
 export function findLiveSession(db: Executor, tokenHash: Buffer, idleSeconds: number) {
-  return db.selectFrom('console_sessions as s')
+  return db
+    .selectFrom('console_sessions as s')
     .innerJoin('users as u', 'u.id', 's.user_id')
     .innerJoin('workspaces as w', 'w.id', 's.workspace_id')
     .where('s.token_hash', '=', tokenHash)
     .where('s.expires_at', '>', sql<string>`now()`)
     .where('s.last_seen_at', '>', sql<string>`now() - make_interval(secs => ${idleSeconds})`)
-    .select(['s.workspace_id', 's.user_id', 'u.email', 'u.role', 'w.name as workspace_name',
-      sql<number>`extract(epoch FROM now() - s.last_seen_at)::float8`.as('idle_seconds')])
+    .select(['s.workspace_id', 's.user_id', 'u.email', 'u.role', 'w.name as workspace_name', sql<number>`extract(epoch FROM now() - s.last_seen_at)::float8`.as('idle_seconds')])
     .executeTakeFirst();
 }
 
 export function touchSession(db: Executor, tokenHash: Buffer) {
-  return db.updateTable('console_sessions').set({ last_seen_at: sql`now()` }).where('token_hash', '=', tokenHash).execute();
+  return db
+    .updateTable('console_sessions')
+    .set({ last_seen_at: sql`now()` })
+    .where('token_hash', '=', tokenHash)
+    .execute();
 }
 
 export function deleteSession(db: Executor, tokenHash: Buffer) {
@@ -41,17 +50,28 @@ export function deleteSession(db: Executor, tokenHash: Buffer) {
 
 /** Sessions and links of a user that can no longer be used, deleted when the user signs in. */
 export async function deleteDeadSignIns(db: Executor, userId: number, idleSeconds: number) {
-  await db.deleteFrom('console_sessions').where('user_id', '=', userId)
+  await db
+    .deleteFrom('console_sessions')
+    .where('user_id', '=', userId)
     .where((eb) => eb.or([eb('expires_at', '<=', sql<string>`now()`), eb('last_seen_at', '<=', sql<string>`now() - make_interval(secs => ${idleSeconds})`)]))
     .execute();
-  await db.deleteFrom('console_sign_in_links').where('user_id', '=', userId)
-    .where((eb) => eb.or([eb('used_at', 'is not', null), eb('expires_at', '<=', sql<string>`now()`)])).execute();
+  await db
+    .deleteFrom('console_sign_in_links')
+    .where('user_id', '=', userId)
+    .where((eb) => eb.or([eb('used_at', 'is not', null), eb('expires_at', '<=', sql<string>`now()`)]))
+    .execute();
 }
 
 /** Users who may sign in with this email and a password (an email may be a user of several workspaces). */
 export function findPasswordUsers(db: Executor, email: string, limit: number) {
-  return db.selectFrom('users').where('email', '=', email).where('password_hash', 'is not', null)
-    .select(['id', 'workspace_id', 'password_hash']).orderBy('id').limit(limit).execute();
+  return db
+    .selectFrom('users')
+    .where('email', '=', email)
+    .where('password_hash', 'is not', null)
+    .select(['id', 'workspace_id', 'password_hash'])
+    .orderBy('id')
+    .limit(limit)
+    .execute();
 }
 
 export function findPasswordHash(db: Executor, userId: number) {
@@ -63,12 +83,16 @@ export function setPasswordHash(db: Executor, userId: number, passwordHash: stri
 }
 
 export function recordSignInFailures(db: Executor, subjects: readonly string[]) {
-  return db.insertInto('console_sign_in_failures').values(subjects.map((subject) => ({ subject }))).execute();
+  return db
+    .insertInto('console_sign_in_failures')
+    .values(subjects.map((subject) => ({ subject })))
+    .execute();
 }
 
 /** Failures per subject within the window, and the oldest of them (when the count starts to fall). */
 export async function countSignInFailures(db: Executor, subjects: readonly string[], windowSeconds: number) {
-  const rows = await db.selectFrom('console_sign_in_failures')
+  const rows = await db
+    .selectFrom('console_sign_in_failures')
     .where('subject', 'in', subjects)
     .where('created_at', '>', sql<string>`now() - make_interval(secs => ${windowSeconds})`)
     .groupBy('subject')
@@ -79,15 +103,25 @@ export async function countSignInFailures(db: Executor, subjects: readonly strin
 
 /** Failures older than the window are of no further use. */
 export function purgeSignInFailures(db: Executor, subjects: readonly string[], windowSeconds: number) {
-  return db.deleteFrom('console_sign_in_failures').where('subject', 'in', subjects)
-    .where('created_at', '<=', sql<string>`now() - make_interval(secs => ${windowSeconds})`).execute();
+  return db
+    .deleteFrom('console_sign_in_failures')
+    .where('subject', 'in', subjects)
+    .where('created_at', '<=', sql<string>`now() - make_interval(secs => ${windowSeconds})`)
+    .execute();
 }
 
 /** Ended sessions, used or expired links and failures past the window, whoever they belong to (the worker's housekeeping). */
 export async function purgeEndedSignIns(db: Executor, idleSeconds: number, failureWindowSeconds: number): Promise<void> {
-  await db.deleteFrom('console_sessions')
+  await db
+    .deleteFrom('console_sessions')
     .where((eb) => eb.or([eb('expires_at', '<=', sql<string>`now()`), eb('last_seen_at', '<=', sql<string>`now() - make_interval(secs => ${idleSeconds})`)]))
     .execute();
-  await db.deleteFrom('console_sign_in_links').where((eb) => eb.or([eb('used_at', 'is not', null), eb('expires_at', '<=', sql<string>`now()`)])).execute();
-  await db.deleteFrom('console_sign_in_failures').where('created_at', '<=', sql<string>`now() - make_interval(secs => ${failureWindowSeconds})`).execute();
+  await db
+    .deleteFrom('console_sign_in_links')
+    .where((eb) => eb.or([eb('used_at', 'is not', null), eb('expires_at', '<=', sql<string>`now()`)]))
+    .execute();
+  await db
+    .deleteFrom('console_sign_in_failures')
+    .where('created_at', '<=', sql<string>`now() - make_interval(secs => ${failureWindowSeconds})`)
+    .execute();
 }

@@ -4,8 +4,20 @@ import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { checkPassword, hashPassword, verifyPassword } from './passwords.js';
 import {
-  countSignInFailures, deleteDeadSignIns, purgeEndedSignIns, deleteSession, findLiveSession, findPasswordHash, findPasswordUsers, insertSession, insertSignInLink,
-  purgeSignInFailures, recordSignInFailures, redeemSignInLink, setPasswordHash, touchSession,
+  countSignInFailures,
+  deleteDeadSignIns,
+  purgeEndedSignIns,
+  deleteSession,
+  findLiveSession,
+  findPasswordHash,
+  findPasswordUsers,
+  insertSession,
+  insertSignInLink,
+  purgeSignInFailures,
+  recordSignInFailures,
+  redeemSignInLink,
+  setPasswordHash,
+  touchSession,
 } from './repository.js';
 import { looksLikeToken, newToken, tokenHash } from './tokens.js';
 
@@ -55,7 +67,10 @@ export async function mintSignInLink(db: Executor, publicUrl: string, userId: nu
   const user = await requireUser(db, userId);
   const token = newToken();
   const { expires_at } = await insertSignInLink(db, {
-    token_hash: tokenHash(token), workspace_id: user.workspace_id, user_id: user.id, expires_at: new Date(Date.now() + SIGN_IN_LINK_MINUTES * 60_000),
+    token_hash: tokenHash(token),
+    workspace_id: user.workspace_id,
+    user_id: user.id,
+    expires_at: new Date(Date.now() + SIGN_IN_LINK_MINUTES * 60_000),
   });
   // The token rides in the fragment: browsers never send it, so no request log, proxy or
   // link previewer sees it; the page posts it when the person presses Sign in.
@@ -96,7 +111,10 @@ async function startSession(db: Executor, user: { workspace_id: number; user_id:
   await deleteDeadSignIns(db, user.user_id, SESSION_IDLE_SECONDS);
   const token = newToken();
   await insertSession(db, {
-    token_hash: tokenHash(token), workspace_id: user.workspace_id, user_id: user.user_id, expires_at: new Date(Date.now() + SESSION_MAX_SECONDS * 1000),
+    token_hash: tokenHash(token),
+    workspace_id: user.workspace_id,
+    user_id: user.user_id,
+    expires_at: new Date(Date.now() + SESSION_MAX_SECONDS * 1000),
   });
   return token;
 }
@@ -139,8 +157,12 @@ export async function resolveSession(db: Executor, token: unknown): Promise<Cons
   if (!session) return null;
   if (session.idle_seconds > TOUCH_AFTER_SECONDS) await touchSession(db, hash);
   return {
-    workspaceId: session.workspace_id, workspaceName: session.workspace_name, userId: session.user_id,
-    email: session.email, role: session.role, canChange: roleHasPermission(session.role, 'update-companies'),
+    workspaceId: session.workspace_id,
+    workspaceName: session.workspace_name,
+    userId: session.user_id,
+    email: session.email,
+    role: session.role,
+    canChange: roleHasPermission(session.role, 'update-companies'),
   };
 }
 

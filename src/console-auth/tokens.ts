@@ -11,8 +11,7 @@ export const tokenHash = (token: string): Buffer => createHash('sha256').update(
 /** Only the shape a token of newToken() has: anything else is refused before any query. */
 export const looksLikeToken = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value);
 
-export const csrfTokenFor = (sessionToken: string): string =>
-  createHmac('sha256', sessionToken).update('console-csrf').digest('base64url');
+export const csrfTokenFor = (sessionToken: string): string => createHmac('sha256', sessionToken).update('console-csrf').digest('base64url');
 
 /** Constant-time comparison of two strings (false when their lengths differ). */
 export function sameSecret(given: string, expected: string): boolean {

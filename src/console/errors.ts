@@ -6,7 +6,10 @@ import { render } from './views.js';
 
 /** A page the console answers instead of the one asked for: status and what to tell the person. */
 export class ConsoleError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }

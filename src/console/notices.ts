@@ -15,7 +15,7 @@ const NOTICES: Record<string, string> = {
   'password-set': 'Your password is set: sign in with it from now on.',
   'member-saved': 'Member saved.',
   'member-removed': 'Member removed; their API keys are orphaned and refused.',
-  'replayed': 'Sent again: the worker makes the new attempts under the same webhook-id.',
+  replayed: 'Sent again: the worker makes the new attempts under the same webhook-id.',
 };
 
 export const noticeOf = (req: Request): string | undefined => {

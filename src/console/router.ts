@@ -23,21 +23,29 @@ import { STATIC_DIR } from './views.js';
  */
 export function consoleRouter(ctx: AppContext): Router {
   const router = express.Router({ strict: true, caseSensitive: true });
-  router.use(helmet({
-    contentSecurityPolicy: {
-      useDefaults: false,
-      // No inline script or style and no other origin: a value that slipped through
-      // escaping still could not run.
-      directives: {
-        defaultSrc: ["'none'"], scriptSrc: ["'self'"], styleSrc: ["'self'"], imgSrc: ["'self'"], connectSrc: ["'self'"],
-        formAction: ["'self'"], frameAncestors: ["'none'"], baseUri: ["'none'"],
+  router.use(
+    helmet({
+      contentSecurityPolicy: {
+        useDefaults: false,
+        // No inline script or style and no other origin: a value that slipped through
+        // escaping still could not run.
+        directives: {
+          defaultSrc: ["'none'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'"],
+          imgSrc: ["'self'"],
+          connectSrc: ["'self'"],
+          formAction: ["'self'"],
+          frameAncestors: ["'none'"],
+          baseUri: ["'none'"],
+        },
       },
-    },
-    xFrameOptions: { action: 'deny' },
-    // Not no-referrer: under it Chromium sends `Origin: null` with form posts, which the Origin check must refuse.
-    referrerPolicy: { policy: 'same-origin' },
-    strictTransportSecurity: ctx.config.PUBLIC_URL.startsWith('https://'),
-  }));
+      xFrameOptions: { action: 'deny' },
+      // Not no-referrer: under it Chromium sends `Origin: null` with form posts, which the Origin check must refuse.
+      referrerPolicy: { policy: 'same-origin' },
+      strictTransportSecurity: ctx.config.PUBLIC_URL.startsWith('https://'),
+    }),
+  );
   router.use('/static', express.static(STATIC_DIR, { index: false, maxAge: '1h', fallthrough: true }));
   router.use((_req, res, next) => {
     // Pages hold a workspace's data and, once, a key's token: nothing is kept by caches or history.

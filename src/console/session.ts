@@ -73,7 +73,8 @@ export function requireSession(db: Db, config: Config): RequestHandler {
     const csrf = csrfTokenFor(token);
     if (req.method === 'POST') {
       const given = (req.body as Record<string, unknown> | undefined)?._csrf;
-      if (typeof given !== 'string' || !sameSecret(given, csrf)) return next(new ConsoleError(403, 'This form has expired or was not sent from this console; nothing was changed. Reload the page and try again.'));
+      if (typeof given !== 'string' || !sameSecret(given, csrf))
+        return next(new ConsoleError(403, 'This form has expired or was not sent from this console; nothing was changed. Reload the page and try again.'));
     }
     const session: SignedIn = { user, csrf, sessionToken: token };
     res.locals.signedIn = session;

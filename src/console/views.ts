@@ -24,8 +24,7 @@ export const NAVIGATION = [
 ] as const;
 
 /** A date as people read it in a table: UTC, to the minute. */
-export const when = (value: string | Date | null | undefined): string =>
-  value ? new Date(value).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '—';
+export const when = (value: string | Date | null | undefined): string => (value ? new Date(value).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '—');
 
 /** Renders a page: the session (when there is one) and the helpers reach every template. */
 export function render(res: Response, view: string, data: Record<string, unknown>, status = 200): void {

@@ -30,7 +30,10 @@ export class OutageLog {
   private downSince: number | null = null;
   private failures = 0;
 
-  constructor(private readonly logger: Logger, private readonly messages: { down: string; up: string }) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly messages: { down: string; up: string },
+  ) {}
 
   get isDown(): boolean {
     return this.downSince !== null;

@@ -110,7 +110,9 @@ function retireOnReadOnly(pool: pg.Pool): { watch: (client: pg.PoolClient) => vo
   const retired = new WeakSet<pg.PoolClient>();
   pool.on('remove', (client) => open.delete(client as pg.PoolClient));
   // pg-pool ends a released connection that is ending; this is how it retires one of its own.
-  pool.on('release', (_error: Error | undefined, client: pg.PoolClient) => { if (retired.has(client)) void client.end(); });
+  pool.on('release', (_error: Error | undefined, client: pg.PoolClient) => {
+    if (retired.has(client)) void client.end();
+  });
   const retireAll = () => {
     for (const client of open) {
       if (retired.has(client)) continue;
@@ -188,8 +190,10 @@ export function reportUnavailable(pool: pg.Pool, error: unknown): void {
   state.timedOutWaits += 1;
   const now = Date.now();
   if (now - state.lastExhaustedLog < EXHAUSTED_LOG_EVERY_MS) return;
-  state.logger.warn({ timedOutWaits: state.timedOutWaits, poolSize: state.max, waiting: pool.waitingCount },
-    'PostgreSQL pool exhausted: every connection stayed busy longer than the connect timeout (overload, or the server stopped answering); such requests are answered 503 (logged at most once a minute)');
+  state.logger.warn(
+    { timedOutWaits: state.timedOutWaits, poolSize: state.max, waiting: pool.waitingCount },
+    'PostgreSQL pool exhausted: every connection stayed busy longer than the connect timeout (overload, or the server stopped answering); such requests are answered 503 (logged at most once a minute)',
+  );
   state.lastExhaustedLog = now;
   state.timedOutWaits = 0;
 }

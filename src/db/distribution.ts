@@ -18,7 +18,11 @@ export const REFERENCE_TABLES = ['workspaces', 'users', 'api_keys', 'console_ses
 /** The table the others are co-located with. */
 const ANCHOR = 'leads';
 
-interface ForeignKey { table: string; name: string; definition: string }
+interface ForeignKey {
+  table: string;
+  name: string;
+  definition: string;
+}
 
 export async function citusIsPresent(db: Db): Promise<boolean> {
   const { rows } = await sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS present`.execute(db);
@@ -30,11 +34,15 @@ export async function distributeTables(db: Db): Promise<string[]> {
   if (!(await citusIsPresent(db))) return [];
   return db.transaction().execute(async (trx) => {
     const placed = new Set((await sql<{ table: string }>`SELECT logicalrelid::regclass::text AS table FROM pg_dist_partition`.execute(trx)).rows.map((row) => row.table));
-    const tenantTables = (await sql<{ table: string }>`
+    const tenantTables = (
+      await sql<{ table: string }>`
       SELECT c.relname AS table FROM pg_class AS c JOIN pg_attribute AS a ON a.attrelid = c.oid
       WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attname = 'workspace_id' AND NOT a.attisdropped
       ORDER BY c.relname
-    `.execute(trx)).rows.map((row) => row.table).filter((table) => !(REFERENCE_TABLES as readonly string[]).includes(table));
+    `.execute(trx)
+    ).rows
+      .map((row) => row.table)
+      .filter((table) => !(REFERENCE_TABLES as readonly string[]).includes(table));
     const references = REFERENCE_TABLES.filter((table) => !placed.has(table));
     const distributed = [ANCHOR, ...tenantTables.filter((table) => table !== ANCHOR)].filter((table) => !placed.has(table));
     const moving = [...references, ...distributed];
@@ -42,11 +50,13 @@ export async function distributeTables(db: Db): Promise<string[]> {
 
     // Reference and distributed tables are created in one transaction only one shard at a time.
     await sql`SET LOCAL citus.multi_shard_modify_mode TO 'sequential'`.execute(trx);
-    const keys = (await sql<ForeignKey>`
+    const keys = (
+      await sql<ForeignKey>`
       SELECT conrelid::regclass::text AS table, conname AS name, pg_get_constraintdef(oid) AS definition
       FROM pg_constraint
       WHERE contype = 'f' AND (conrelid::regclass::text = ANY(${moving}::text[]) OR confrelid::regclass::text = ANY(${moving}::text[]))
-    `.execute(trx)).rows;
+    `.execute(trx)
+    ).rows;
     for (const key of keys) await sql`ALTER TABLE ${sql.table(key.table)} DROP CONSTRAINT ${sql.id(key.name)}`.execute(trx);
     // Citus refuses tables with triggers; the statements that change keys notify instead (src/api-keys/repository.ts).
     await sql`DROP TRIGGER IF EXISTS api_keys_changed ON api_keys`.execute(trx);

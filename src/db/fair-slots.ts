@@ -9,7 +9,10 @@ export class FairSlots<Key> {
   /** Waiting callers in their turn's order (a Map keeps insertion order), each with its waiters. */
   private readonly queues = new Map<Key, Array<() => void>>();
 
-  constructor(readonly total: number, readonly perKey: number) {}
+  constructor(
+    readonly total: number,
+    readonly perKey: number,
+  ) {}
 
   /** Slots for a pool of `poolSize` connections: all but three for such work, half of those at most for one caller. */
   static forPool<Key>(poolSize: number): FairSlots<Key> {

@@ -11,8 +11,14 @@ export type ConnectorAuth =
   | { type: 'bearer'; token: string }
   | { type: 'header'; name: string; value: string }
   | { type: 'basic'; username: string; password: string };
-export interface FieldMapping { attribute: string; key: string }
-export interface KeyValue { key: string; value: string }
+export interface FieldMapping {
+  attribute: string;
+  key: string;
+}
+export interface KeyValue {
+  key: string;
+  value: string;
+}
 
 export interface ConnectorsTable {
   id: Generated<number>;
@@ -60,7 +66,10 @@ export interface WorkflowsTable {
 export type DeliveryEvent = 'lead' | 'workflow' | 'test';
 export type DeliverySender = 'connector_push' | 'saved_connector' | 'custom_url' | 'test';
 export type DeliveryBranch = 'pending' | 'Delivered' | 'Failed';
-export interface HeaderRow { name: string; value: string }
+export interface HeaderRow {
+  name: string;
+  value: string;
+}
 
 export interface DeliveriesTable {
   id: Generated<number>;

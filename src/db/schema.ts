@@ -15,7 +15,11 @@ export type * from './outbound-schema.js';
  */
 export type StoredLocation = Partial<Location>;
 
-export interface WorkspacesTable { id: Generated<number>; name: string; created_at: Timestamp }
+export interface WorkspacesTable {
+  id: Generated<number>;
+  name: string;
+  created_at: Timestamp;
+}
 
 export interface UsersTable {
   id: Generated<number>;
@@ -67,7 +71,12 @@ export interface CompaniesTable {
   updated_at: Timestamp;
 }
 
-export interface CompanyTagsTable { workspace_id: number; company_id: number; tag_id: number; created_at: Timestamp }
+export interface CompanyTagsTable {
+  workspace_id: number;
+  company_id: number;
+  tag_id: number;
+  created_at: Timestamp;
+}
 
 export interface LeadsTable {
   id: Generated<number>;
@@ -95,9 +104,19 @@ export interface LeadsTable {
 
 export type IdentityKind = 'email' | 'linkedin' | 'phone';
 
-export interface LeadIdentitiesTable { workspace_id: number; kind: IdentityKind; value: string; lead_id: number }
+export interface LeadIdentitiesTable {
+  workspace_id: number;
+  kind: IdentityKind;
+  value: string;
+  lead_id: number;
+}
 
-export interface LeadTagsTable { workspace_id: number; lead_id: number; tag_id: number; created_at: Timestamp }
+export interface LeadTagsTable {
+  workspace_id: number;
+  lead_id: number;
+  tag_id: number;
+  created_at: Timestamp;
+}
 
 export interface IdempotencyRecordsTable {
   workspace_id: number;

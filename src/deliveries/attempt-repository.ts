@@ -61,7 +61,8 @@ const endpoint = deliveryEndpoint('d');
  * extends it (the row is made on its first failure), a 429 pauses it. An endpoint that was
  * and stays healthy is only looked up.
  */
-const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[]; failing: FailingEndpoint[] }>((input) => sql`
+const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[]; failing: FailingEndpoint[] }>(
+  (input) => sql`
   WITH input AS (
     -- recorded_at: Citus refuses now() inside CASE or COALESCE in a modification; a column is fine.
     SELECT *, now() AS recorded_at FROM jsonb_to_recordset(${input.outcomes}::jsonb) AS r(delivery_id bigint, attempt int, status_code int, error text, reply text,
@@ -118,7 +119,8 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
         'consecutive_failures', h.consecutive_failures, 'last_error', o.last_error)), '[]'::json)
       FROM health AS h JOIN outcome AS o USING (kind, endpoint_id)
       WHERE h.disabled_at IS NULL AND ${failingLongEnough('h', input)}) AS failing
-`);
+`,
+);
 
 /**
  * Records attempts and their consequences (see RECORD_ATTEMPTS). Returns the ids recorded,
@@ -139,21 +141,23 @@ export async function recordAttempts(db: Executor, workerId: string, outcomes: r
 
 /** One workspace's outcomes in one statement (see RECORD_ATTEMPTS). */
 async function recordWorkspaceAttempts(db: Executor, workspaceId: number, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
-  const input = jsonParameter(outcomes.map((outcome) => ({
-    delivery_id: outcome.deliveryId,
-    attempt: outcome.attempt,
-    status_code: outcome.statusCode,
-    error: outcome.error,
-    reply: outcome.reply,
-    duration_ms: outcome.durationMs,
-    branch: outcome.branch,
-    next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
-    crm_lead_id: outcome.crmRecord?.leadId ?? null,
-    crm_record_id: outcome.crmRecord?.recordId ?? null,
-    endpoint: outcome.endpoint,
-    rate_limited: outcome.rateLimited,
-    pause_until: outcome.pauseEndpointUntil?.toISOString() ?? null,
-  })));
+  const input = jsonParameter(
+    outcomes.map((outcome) => ({
+      delivery_id: outcome.deliveryId,
+      attempt: outcome.attempt,
+      status_code: outcome.statusCode,
+      error: outcome.error,
+      reply: outcome.reply,
+      duration_ms: outcome.durationMs,
+      branch: outcome.branch,
+      next_attempt_at: outcome.nextAttemptAt?.toISOString() ?? null,
+      crm_lead_id: outcome.crmRecord?.leadId ?? null,
+      crm_record_id: outcome.crmRecord?.recordId ?? null,
+      endpoint: outcome.endpoint,
+      rate_limited: outcome.rateLimited,
+      pause_until: outcome.pauseEndpointUntil?.toISOString() ?? null,
+    })),
+  );
   const [row] = await RECORD_ATTEMPTS.execute(db, { workspaceId, workerId, outcomes: input, ...policy });
   return row!;
 }

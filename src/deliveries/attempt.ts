@@ -59,8 +59,13 @@ function reportedProblem(reply: string | null): string | null {
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return null;
   const record = body as Record<string, unknown>;
-  const nonEmpty = (value: unknown) => value !== undefined && value !== null && value !== false && value !== ''
-    && !(Array.isArray(value) && value.length === 0) && !(typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length === 0);
+  const nonEmpty = (value: unknown) =>
+    value !== undefined &&
+    value !== null &&
+    value !== false &&
+    value !== '' &&
+    !(Array.isArray(value) && value.length === 0) &&
+    !(typeof value === 'object' && !Array.isArray(value) && Object.keys(value as object).length === 0);
   if (record.success === false) return 'the receiver answered success: false';
   if (record.ok === false) return 'the receiver answered ok: false';
   if (nonEmpty(record.error)) return `the receiver reported an error: ${JSON.stringify(record.error).slice(0, 200)}`;
@@ -108,8 +113,17 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
   const readsReply = row.sender === 'connector_push' || row.sender === 'test';
   const status = result.statusCode;
   const base = {
-    workspaceId: row.workspace_id, deliveryId: row.id, attempt, statusCode: status, reply: result.reply, durationMs: result.durationMs, crmRecord: null, nextAttemptAt: null,
-    endpoint: status !== null && status >= 200 && status < 300 ? 'answered' : 'failed', rateLimited: false, pauseEndpointUntil: null,
+    workspaceId: row.workspace_id,
+    deliveryId: row.id,
+    attempt,
+    statusCode: status,
+    reply: result.reply,
+    durationMs: result.durationMs,
+    crmRecord: null,
+    nextAttemptAt: null,
+    endpoint: status !== null && status >= 200 && status < 300 ? 'answered' : 'failed',
+    rateLimited: false,
+    pauseEndpointUntil: null,
   } as const;
   const retryOrFail = (error: string | null, delayMs = retryDelayMs(config.WEBHOOK_RETRY_BASE_MS, attempt, result.retryAfterMs)): AttemptOutcome => {
     if (attempt < row.max_attempts) return { ...base, error, branch: 'pending', nextAttemptAt: new Date(now + delayMs) };
@@ -143,8 +157,19 @@ function judge(row: DeliveryRow, result: SendResult, config: Pick<Config, 'WEBHO
 /** An attempt that makes no call: recorded Failed with the reason; it says nothing of the endpoint. */
 function notSent(row: DeliveryRow, error: string): AttemptOutcome {
   return {
-    workspaceId: row.workspace_id, deliveryId: row.id, attempt: row.attempts + 1, statusCode: null, reply: null, durationMs: 0, crmRecord: null, nextAttemptAt: null,
-    error, branch: 'Failed', endpoint: null, rateLimited: false, pauseEndpointUntil: null,
+    workspaceId: row.workspace_id,
+    deliveryId: row.id,
+    attempt: row.attempts + 1,
+    statusCode: null,
+    reply: null,
+    durationMs: 0,
+    crmRecord: null,
+    nextAttemptAt: null,
+    error,
+    branch: 'Failed',
+    endpoint: null,
+    rateLimited: false,
+    pauseEndpointUntil: null,
   };
 }
 
@@ -155,14 +180,17 @@ function notSent(row: DeliveryRow, error: string): AttemptOutcome {
  */
 export async function attemptDelivery(row: ClaimedDelivery, credentials: Credentials | undefined, config: Config): Promise<AttemptOutcome> {
   if (row.endpoint_disabled_at !== null) {
-    return notSent(row, `not sent: its endpoint is disabled since ${row.endpoint_disabled_at} (${row.endpoint_disabled_reason}); `
-      + '`connector enable` / `workflow enable` turns it back on, `deliveries recover` sends again what failed meanwhile');
+    return notSent(
+      row,
+      `not sent: its endpoint is disabled since ${row.endpoint_disabled_at} (${row.endpoint_disabled_reason}); ` +
+        '`connector enable` / `workflow enable` turns it back on, `deliveries recover` sends again what failed meanwhile',
+    );
   }
   if (!credentials) return notSent(row, 'not sent: its connector or workflow was deleted (or no longer exists)');
   const url = requestUrl(row);
   const carriesBody = methodCarriesBody(row.method);
   const headers = mergeHeaders(row.headers, credentials.headers);
-  Object.assign(headers, signatureHeaders(row.message_id, credentials.signingSecrets, carriesBody ? row.body ?? '' : url.search.slice(1)));
+  Object.assign(headers, signatureHeaders(row.message_id, credentials.signingSecrets, carriesBody ? (row.body ?? '') : url.search.slice(1)));
   const result = await sendRequest(
     { url: url.toString(), method: row.method, headers, body: carriesBody ? row.body : null },
     {

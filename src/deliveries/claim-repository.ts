@@ -61,7 +61,8 @@ const endpoint = deliveryEndpoint('d');
  * An endpoint without a row (no cap, no pause) costs a lookup and nothing else.
  */
 function claimStatement(only: boolean) {
-  return new PreparedStatement<ClaimInput, ClaimedDelivery & { deferred: number }>((input) => sql`
+  return new PreparedStatement<ClaimInput, ClaimedDelivery & { deferred: number }>(
+    (input) => sql`
     WITH locked_due AS (
       SELECT d.id, d.next_attempt_at, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
       FROM deliveries AS d
@@ -125,7 +126,8 @@ function claimStatement(only: boolean) {
     LEFT JOIN claimed AS c ON true
     LEFT JOIN placed AS p ON p.id = c.id
     LEFT JOIN endpoint AS e ON e.id = c.id
-  `);
+  `,
+  );
 }
 
 const CLAIM_DUE = claimStatement(false);

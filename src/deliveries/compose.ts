@@ -7,8 +7,18 @@ import { sealSecret } from '../secrets/keyring.js';
 import { mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
 import { checkUrlShape, RefusedDestination } from './network-guard.js';
 import {
-  customUrlBody, encodeBody, leadPushBody, methodCarriesBody, newFields, renderMergeTags, renderUrl, savedConnectorBody, sendTestBody,
-  type MergeContext, type StoredLead, type WebhookBody,
+  customUrlBody,
+  encodeBody,
+  leadPushBody,
+  methodCarriesBody,
+  newFields,
+  renderMergeTags,
+  renderUrl,
+  savedConnectorBody,
+  sendTestBody,
+  type MergeContext,
+  type StoredLead,
+  type WebhookBody,
 } from './payload.js';
 
 type Lead = components['schemas']['Lead'];
@@ -59,25 +69,29 @@ function deliveryRow(origin: DeliveryOrigin, target: DeliveryTarget): NewDeliver
   };
 }
 
-function request(origin: DeliveryOrigin, target: DeliveryTarget & {
-  method: string;
-  format: 'json' | 'form';
-  headers: HeaderRow[];
-  body: WebhookBody;
-}): NewDelivery {
+function request(
+  origin: DeliveryOrigin,
+  target: DeliveryTarget & {
+    method: string;
+    format: 'json' | 'form';
+    headers: HeaderRow[];
+    body: WebhookBody;
+  },
+): NewDelivery {
   const carriesBody = methodCarriesBody(target.method);
   const contentType = target.format === 'json' ? 'application/json' : 'application/x-www-form-urlencoded';
   // GET and DELETE carry the fields as a query string, always form-encoded.
   const body = encodeBody(target.body, carriesBody ? target.format : 'form');
-  const headers = mergeHeaders(
-    [{ name: 'User-Agent', value: USER_AGENT }],
-    carriesBody ? [{ name: 'Content-Type', value: contentType }] : [],
-    target.headers,
-  );
+  const headers = mergeHeaders([{ name: 'User-Agent', value: USER_AGENT }], carriesBody ? [{ name: 'Content-Type', value: contentType }] : [], target.headers);
   return {
     ...deliveryRow(origin, target),
     // Headers named like credentials are sealed in the row (src/secrets/credential-headers.ts).
-    headers: jsonParameter(mapCredentialHeaders(Object.entries(headers).map(([name, value]) => ({ name, value })), sealSecret)),
+    headers: jsonParameter(
+      mapCredentialHeaders(
+        Object.entries(headers).map(([name, value]) => ({ name, value })),
+        sealSecret,
+      ),
+    ),
     body,
     content_type: carriesBody ? contentType : null,
   };
@@ -125,15 +139,18 @@ function connectorBody(connector: ConnectorRow, event: DeliveryEvent, lead: Stor
  * constant fields, then mapped fields (or the default set), then the envelope; a block's
  * fields go on top and may override the envelope.
  */
-export function composeConnectorDelivery(origin: DeliveryOrigin, input: {
-  connectorId: number;
-  connector: ConnectorRow | undefined;
-  event: DeliveryEvent;
-  lead: Lead | null;
-  block?: { workflowId: number; fields: KeyValue[] };
-  /** A Send to CRM block: the connector's push, run by this workflow. */
-  workflowId?: number;
-}): NewDelivery {
+export function composeConnectorDelivery(
+  origin: DeliveryOrigin,
+  input: {
+    connectorId: number;
+    connector: ConnectorRow | undefined;
+    event: DeliveryEvent;
+    lead: Lead | null;
+    block?: { workflowId: number; fields: KeyValue[] };
+    /** A Send to CRM block: the connector's push, run by this workflow. */
+    workflowId?: number;
+  },
+): NewDelivery {
   const sender: DeliverySender = input.block ? 'saved_connector' : input.event === 'test' ? 'test' : 'connector_push';
   const base = { event: input.event, sender, connectorId: input.connectorId, workflowId: input.block?.workflowId ?? input.workflowId ?? null, leadId: input.lead?.id ?? null };
   const problem = connectorProblem(input.connector, origin.workspaceId, input.connectorId);
@@ -158,11 +175,14 @@ export function composeConnectorDelivery(origin: DeliveryOrigin, input: {
  * the block's own envelope wins over a colliding field; without a lead `lead_id` is omitted
  * and a block field of that name survives.
  */
-export function composeCustomUrlDelivery(origin: DeliveryOrigin, input: {
-  workflowId: number;
-  block: Extract<WorkflowBlock, { endpoint: 'url' }>;
-  lead: Lead | null;
-}): NewDelivery {
+export function composeCustomUrlDelivery(
+  origin: DeliveryOrigin,
+  input: {
+    workflowId: number;
+    block: Extract<WorkflowBlock, { endpoint: 'url' }>;
+    lead: Lead | null;
+  },
+): NewDelivery {
   const context = { lead: input.lead };
   const url = renderUrl(input.block.url, context).trim();
   const base = { event: 'workflow' as const, sender: 'custom_url' as const, workflowId: input.workflowId, leadId: input.lead?.id ?? null };

@@ -15,8 +15,7 @@ export interface Credentials {
 
 /** A connector's auth header and the secrets it signs with now: its own, and the previous one while the overlap lasts. */
 export function connectorCredentials(connector: ConnectorRow, now = new Date()): Credentials {
-  const overlapping = connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null
-    && new Date(connector.previous_secret_expires_at) > now;
+  const overlapping = connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null && new Date(connector.previous_secret_expires_at) > now;
   return {
     headers: authHeaders(connector.auth),
     signingSecrets: overlapping ? [connector.signing_secret, connector.previous_signing_secret!] : [connector.signing_secret],

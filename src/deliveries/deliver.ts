@@ -32,7 +32,11 @@ export type RecordAttempt = (outcome: AttemptOutcome) => Promise<boolean>;
  * reports all failures as one.
  */
 export async function deliverClaimed(
-  deps: DeliveryDeps, record: RecordAttempt, row: ClaimedDelivery, credentials: Credentials | undefined, outage?: OutageLog,
+  deps: DeliveryDeps,
+  record: RecordAttempt,
+  row: ClaimedDelivery,
+  credentials: Credentials | undefined,
+  outage?: OutageLog,
 ): Promise<AttemptOutcome | null> {
   // The claim's lease runs from the slot (src/deliveries/claim-repository.ts).
   if (row.wait_ms > 0) await sleep(row.wait_ms);

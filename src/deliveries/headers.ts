@@ -29,7 +29,8 @@ export function droppedHeaderReason(name: string): string | null {
 
 /** Drops reserved and unsendable names, removes line breaks from values; extra rows past the cap are dropped. */
 export function sanitizeHeaders(rows: readonly KeyValue[]): HeaderRow[] {
-  return rows.slice(0, MAX_HEADERS)
+  return rows
+    .slice(0, MAX_HEADERS)
     .filter(({ key }) => droppedHeaderReason(key) === null)
     .map(({ key, value }) => ({ name: key.trim(), value: cleanValue(String(value)) }));
 }

@@ -94,9 +94,7 @@ export async function sendRequest(request: OutboundRequest, options: SendOptions
 }
 
 /** The HTTP exchange itself, with the checked addresses only; every outcome resolves (nothing throws). */
-function exchange(
-  url: URL, addresses: LookupAddress[], request: OutboundRequest, options: SendOptions, finish: (partial: Partial<SendResult>) => SendResult,
-): Promise<SendResult> {
+function exchange(url: URL, addresses: LookupAddress[], request: OutboundRequest, options: SendOptions, finish: (partial: Partial<SendResult>) => SendResult): Promise<SendResult> {
   return new Promise<SendResult>((resolve) => {
     let settled = false;
     const settle = (result: Partial<SendResult>) => {
@@ -117,13 +115,14 @@ function exchange(
       const statusCode = response.statusCode ?? null;
       const chunks: Buffer[] = [];
       let kept = 0;
-      const done = () => settle({
-        statusCode,
-        reply: Buffer.concat(chunks).toString('utf8'),
-        contentType: response.headers['content-type'] ?? null,
-        location: response.headers.location ?? null,
-        retryAfterMs: parseRetryAfter(response.headers['retry-after'] as string | undefined),
-      });
+      const done = () =>
+        settle({
+          statusCode,
+          reply: Buffer.concat(chunks).toString('utf8'),
+          contentType: response.headers['content-type'] ?? null,
+          location: response.headers.location ?? null,
+          retryAfterMs: parseRetryAfter(response.headers['retry-after'] as string | undefined),
+        });
       stream.on('data', (chunk: Buffer) => {
         if (kept >= options.replyLimit) return;
         const part = chunk.subarray(0, options.replyLimit - kept);

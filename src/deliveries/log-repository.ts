@@ -16,7 +16,8 @@ export interface DeliveryLogFilter {
 }
 
 export async function listDeliveryPage(db: Executor, workspaceId: number, filter: DeliveryLogFilter) {
-  let query = db.selectFrom('deliveries')
+  let query = db
+    .selectFrom('deliveries')
     .select(['id', 'event', 'sender', 'lead_id', 'connector_id', 'workflow_id', 'branch', 'status_code', 'attempts', 'created_at', 'finished_at'])
     .where('workspace_id', '=', workspaceId);
   if (filter.connectorId !== undefined) query = query.where('connector_id', '=', filter.connectorId);
@@ -26,6 +27,9 @@ export async function listDeliveryPage(db: Executor, workspaceId: number, filter
   if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
   if (filter.until !== undefined) query = query.where('created_at', '<=', filter.until);
   if (filter.before !== undefined) query = query.where('id', '<', filter.before);
-  const rows = await query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  const rows = await query
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
   return { deliveries: rows.slice(0, filter.limit), next: rows.length > filter.limit ? rows[filter.limit - 1]!.id : null };
 }

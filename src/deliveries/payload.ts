@@ -1,6 +1,15 @@
 import type {
-  CustomUrlWorkflowPayload, DefaultLeadFields, Lead, LeadPushEnvelope, LeadPushPayload, MappedLeadFields, SavedConnectorEnvelope,
-  SavedConnectorWorkflowPayload, SendTestEnvelope, SendTestPayload, WebhookFieldValue,
+  CustomUrlWorkflowPayload,
+  DefaultLeadFields,
+  Lead,
+  LeadPushEnvelope,
+  LeadPushPayload,
+  MappedLeadFields,
+  SavedConnectorEnvelope,
+  SavedConnectorWorkflowPayload,
+  SendTestEnvelope,
+  SendTestPayload,
+  WebhookFieldValue,
 } from '../../generated/api.js';
 import type { ConnectorRow, FieldMapping, KeyValue } from '../db/schema.js';
 import { firstLink } from '../links.js';
@@ -25,8 +34,7 @@ export const newFields = <Value extends WebhookFieldValue>(...parts: Record<stri
   Object.assign(Object.create(null) as Record<string, Value>, ...parts);
 
 /** `above` merged over `below` into a new prototype-free object, keeping both types. */
-const layer = <Below extends object, Above extends object>(below: Below, above: Above): Below & Above =>
-  Object.assign(Object.assign(Object.create(null) as Below, below), above);
+const layer = <Below extends object, Above extends object>(below: Below, above: Above): Below & Above => Object.assign(Object.assign(Object.create(null) as Below, below), above);
 
 export const MAX_MAPPED_FIELDS = 50;
 export const MAX_CONSTANT_FIELDS = 50;
@@ -98,8 +106,7 @@ export function leadFields(lead: Lead, mapping: readonly FieldMapping[]): Defaul
   return newFields(Object.fromEntries(mapping.slice(0, MAX_MAPPED_FIELDS).map(({ attribute, key }) => [key, attributeValue(lead, attribute)])));
 }
 
-const constantFields = (fields: readonly KeyValue[]): Fields =>
-  newFields(Object.fromEntries(fields.slice(0, MAX_CONSTANT_FIELDS).map(({ key, value }) => [key, value])));
+const constantFields = (fields: readonly KeyValue[]): Fields => newFields(Object.fromEntries(fields.slice(0, MAX_CONSTANT_FIELDS).map(({ key, value }) => [key, value])));
 
 /** Constant fields, then the mapped fields (or the default set) over them. */
 const connectorFields = (connector: ConnectorRow, lead: Lead): Fields => newFields(constantFields(connector.fields), leadFields(lead, connector.mapping));
@@ -166,7 +173,9 @@ export function customUrlBody(workflowId: number, lead: StoredLead | null, block
 
 // ---- merge tags ({{lead.name}} ...) in Custom URL blocks -------------------------------
 
-export interface MergeContext { lead: Lead | null }
+export interface MergeContext {
+  lead: Lead | null;
+}
 
 /** Merge tag -> the lead value it names. */
 const MERGE_TAGS = new Map<string, (lead: Lead) => string | number | null>([

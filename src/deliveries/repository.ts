@@ -38,9 +38,12 @@ const INSERT_CHUNK = 500;
 export async function insertDeliveries(db: Executor, rows: readonly NewDelivery[]): Promise<number[]> {
   const ids: number[] = [];
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-    const inserted = await db.insertInto('deliveries').values(rows.slice(start, start + INSERT_CHUNK))
+    const inserted = await db
+      .insertInto('deliveries')
+      .values(rows.slice(start, start + INSERT_CHUNK))
       .onConflict((conflict) => conflict.columns(['outbox_id', 'workflow_id', 'workspace_id']).where('outbox_id', 'is not', null).where('workflow_id', 'is not', null).doNothing())
-      .returning('id').execute();
+      .returning('id')
+      .execute();
     ids.push(...inserted.map((row) => row.id));
   }
   return ids;
@@ -70,8 +73,7 @@ export async function purgeOldDeliveries(db: Executor, retentionDays: number): P
 
 /** Gives back claims this worker holds (shutdown): another worker may take them at once. */
 export async function releaseDeliveryClaims(db: Executor, workerId: string): Promise<void> {
-  await db.updateTable('deliveries').set({ locked_by: null, locked_until: null })
-    .where('locked_by', '=', workerId).where('branch', '=', 'pending').execute();
+  await db.updateTable('deliveries').set({ locked_by: null, locked_until: null }).where('locked_by', '=', workerId).where('branch', '=', 'pending').execute();
 }
 
 export interface DeliveryListItem {
@@ -112,40 +114,77 @@ export interface DeliveryFilter {
  * command always had, stable across calls; a limit keeps the newest ones.
  */
 export async function listDeliveries(db: Executor, workspaceId: number, filter: DeliveryFilter): Promise<DeliveryListItem[]> {
-  let query = db.selectFrom('deliveries')
-    .select(['id', 'event', 'sender', 'trigger', 'lead_id', 'connector_id', 'workflow_id', 'message_id', 'method', 'url', 'series', 'attempts', 'rate_limited', 'branch',
-      'status_code', 'error', 'reply', 'next_attempt_at', 'created_at', 'finished_at'])
+  let query = db
+    .selectFrom('deliveries')
+    .select([
+      'id',
+      'event',
+      'sender',
+      'trigger',
+      'lead_id',
+      'connector_id',
+      'workflow_id',
+      'message_id',
+      'method',
+      'url',
+      'series',
+      'attempts',
+      'rate_limited',
+      'branch',
+      'status_code',
+      'error',
+      'reply',
+      'next_attempt_at',
+      'created_at',
+      'finished_at',
+    ])
     .where('workspace_id', '=', workspaceId);
   if (filter.leadId !== undefined) query = query.where('lead_id', '=', filter.leadId);
   if (filter.branch !== undefined) query = query.where('branch', '=', filter.branch);
   if (filter.since !== undefined) query = query.where('created_at', '>=', filter.since);
-  const rows = filter.limit === undefined
-    ? await query.orderBy('id').execute()
-    : (await query.orderBy('id', 'desc').limit(filter.limit).execute()).reverse();
+  const rows = filter.limit === undefined ? await query.orderBy('id').execute() : (await query.orderBy('id', 'desc').limit(filter.limit).execute()).reverse();
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
 }
 
 export async function findDelivery(db: Executor, id: number, workspaceId?: number): Promise<DeliveryRow | undefined> {
-  const row = await db.selectFrom('deliveries').selectAll().$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
-    .where('id', '=', id).executeTakeFirst();
+  const row = await db
+    .selectFrom('deliveries')
+    .selectAll()
+    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row && openDelivery(row);
 }
 
 /** Seals the credential headers of every delivery row holding any again with the current key (after a key change); returns how many rows. */
 export async function resealDeliveries(db: Executor): Promise<number> {
-  const rows = await db.selectFrom('deliveries').select(['id', 'headers'])
-    .where(sql<boolean>`headers::text LIKE '%"v1:%'`).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('deliveries')
+    .select(['id', 'headers'])
+    .where(sql<boolean>`headers::text LIKE '%"v1:%'`)
+    .orderBy('id')
+    .execute();
   for (const row of rows) {
     const headers = mapCredentialHeaders(mapCredentialHeaders(row.headers, openSecret), sealSecret);
-    await db.updateTable('deliveries').set({ headers: jsonParameter(headers) }).where('id', '=', row.id).execute();
+    await db
+      .updateTable('deliveries')
+      .set({ headers: jsonParameter(headers) })
+      .where('id', '=', row.id)
+      .execute();
   }
   return rows.length;
 }
 
 /** Every recorded attempt of a delivery, every series, in the order they were made. */
 export async function listDeliveryAttempts(db: Executor, workspaceId: number, deliveryId: number) {
-  return db.selectFrom('delivery_attempts').select(['series', 'attempt', 'created_at', 'duration_ms', 'status_code', 'error', 'reply'])
-    .where('workspace_id', '=', workspaceId).where('delivery_id', '=', deliveryId).orderBy('series').orderBy('attempt').execute();
+  return db
+    .selectFrom('delivery_attempts')
+    .select(['series', 'attempt', 'created_at', 'duration_ms', 'status_code', 'error', 'reply'])
+    .where('workspace_id', '=', workspaceId)
+    .where('delivery_id', '=', deliveryId)
+    .orderBy('series')
+    .orderBy('attempt')
+    .execute();
 }
 
 const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test'];

@@ -36,8 +36,11 @@ export async function sendNow(deps: DeliveryDeps, delivery: NewDelivery, credent
   });
   const failed = { delivery_id: id, delivered: false, status: null, reply: null, attempts: 0, next_attempt_at: null };
   if (!claim) return { ...failed, error: delivery.error ?? 'failed', branch: 'Failed' };
-  const { rows: [row], deferred } = claim;
-  if (deferred > 0) return { ...failed, error: 'held back by the connector\'s --max-per-second cap: the worker sends it in its turn', branch: 'pending' };
+  const {
+    rows: [row],
+    deferred,
+  } = claim;
+  if (deferred > 0) return { ...failed, error: "held back by the connector's --max-per-second cap: the worker sends it in its turn", branch: 'pending' };
   if (!row) return { ...failed, error: 'the delivery was taken by a worker', branch: 'pending' };
   const policy = healthPolicy(deps.config);
   const record = async (outcome: AttemptOutcome) => (await recordAttempts(deps.db, workerId, [outcome], policy)).recorded.length > 0;

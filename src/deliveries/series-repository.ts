@@ -7,8 +7,17 @@ import type { DeliveryOwner } from './repository.js';
 
 /** The columns of a delivery starting a new series: pending, due now, no attempts yet; the request and its message id stay. */
 const NEW_SERIES = {
-  series: sql<number>`series + 1`, attempts: 0, rate_limited: 0, branch: 'pending', status_code: null, error: null, reply: null,
-  next_attempt_at: sql<string>`now()`, locked_by: null, locked_until: null, finished_at: null,
+  series: sql<number>`series + 1`,
+  attempts: 0,
+  rate_limited: 0,
+  branch: 'pending',
+  status_code: null,
+  error: null,
+  reply: null,
+  next_attempt_at: sql<string>`now()`,
+  locked_by: null,
+  locked_until: null,
+  finished_at: null,
 } as const;
 
 /** What a delivery starting a new series prints. */
@@ -20,13 +29,16 @@ const NEW_SERIES_RETURNED = ['id', 'message_id', 'series', 'attempts', 'branch',
  * Undefined when the delivery is not such a delivery (missing, pending, never sent).
  */
 export async function startNewSeries(db: Executor, id: number, workspaceId?: number) {
-  return db.updateTable('deliveries').set(NEW_SERIES)
+  return db
+    .updateTable('deliveries')
+    .set(NEW_SERIES)
     .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
-    .where('id', '=', id).where('branch', '!=', 'pending').where('attempts', '>', 0)
+    .where('id', '=', id)
+    .where('branch', '!=', 'pending')
+    .where('attempts', '>', 0)
     .returning(NEW_SERIES_RETURNED)
     .executeTakeFirst();
 }
-
 
 export interface RecoveryWindow {
   /** Ended at or after this instant. */
@@ -44,20 +56,33 @@ export interface RecoveryWindow {
  * recovered, or never sent).
  */
 export async function recoverFailedDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
-  const failed = db.selectFrom('deliveries').select('id')
+  const failed = db
+    .selectFrom('deliveries')
+    .select('id')
     .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
     .where((eb) => ('connectorId' in endpoint ? eb('connector_id', '=', endpoint.connectorId) : eb('workflow_id', '=', endpoint.workflowId)))
-    .where('branch', '=', 'Failed').where('event', '!=', 'test')
-    .where('finished_at', '>=', window.since).where('finished_at', '<=', window.until ?? sql<string>`now()`);
-  const rows = await db.with('failed', () => failed)
-    .with('recovered', (qb) => qb.updateTable('deliveries').set({ ...NEW_SERIES, recovered_at: sql<string>`now()` })
-      .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
-      .where('id', 'in', (eb) => eb.selectFrom('failed').select('id'))
-      .where('branch', '=', 'Failed').where('attempts', '>', 0).where('recovered_at', 'is', null)
-      .returning(NEW_SERIES_RETURNED))
-    .selectFrom('failed').leftJoin('recovered', 'recovered.id', 'failed.id')
+    .where('branch', '=', 'Failed')
+    .where('event', '!=', 'test')
+    .where('finished_at', '>=', window.since)
+    .where('finished_at', '<=', window.until ?? sql<string>`now()`);
+  const rows = await db
+    .with('failed', () => failed)
+    .with('recovered', (qb) =>
+      qb
+        .updateTable('deliveries')
+        .set({ ...NEW_SERIES, recovered_at: sql<string>`now()` })
+        .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+        .where('id', 'in', (eb) => eb.selectFrom('failed').select('id'))
+        .where('branch', '=', 'Failed')
+        .where('attempts', '>', 0)
+        .where('recovered_at', 'is', null)
+        .returning(NEW_SERIES_RETURNED),
+    )
+    .selectFrom('failed')
+    .leftJoin('recovered', 'recovered.id', 'failed.id')
     .select(['failed.id', 'recovered.message_id'])
-    .orderBy('failed.id').execute();
+    .orderBy('failed.id')
+    .execute();
   const recovered = rows.filter((row) => row.message_id !== null);
   return { recovered: recovered.length, skipped: rows.length - recovered.length, delivery_ids: recovered.map((row) => row.id) };
 }

@@ -122,8 +122,11 @@ export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, w
   const target = await recoveryTarget(db, endpoint, workspaceId);
   const state = (await findEndpointStates(db, target.kind, [target.id], target.workspaceId)).get(target.id)!;
   if (state.disabled_at !== null) {
-    throw new Refused('endpoint_disabled', `${target.kind === 'connector' ? 'Connector' : 'Workflow'} ${target.id} is disabled since ${state.disabled_at} `
-      + `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`);
+    throw new Refused(
+      'endpoint_disabled',
+      `${target.kind === 'connector' ? 'Connector' : 'Workflow'} ${target.id} is disabled since ${state.disabled_at} ` +
+        `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`,
+    );
   }
   return recoverFailedDeliveries(db, endpoint, window, target.workspaceId);
 }

@@ -52,10 +52,16 @@ const NO_STATE: EndpointState = { max_per_second: null, disabled_at: null, disab
 
 /** The state of these endpoints of one kind, by id (every id given, healthy and uncapped when it has no row). */
 export async function findEndpointStates(db: Executor, kind: EndpointKind, ids: readonly number[], workspaceId?: number): Promise<Map<number, EndpointState>> {
-  const rows = ids.length === 0 ? [] : await db.selectFrom('endpoints')
-    .select(['endpoint_id', 'max_per_second', 'disabled_at', 'disabled_reason', 'failing_since', 'consecutive_failures'])
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
-    .where('kind', '=', kind).where('endpoint_id', 'in', [...new Set(ids)]).execute();
+  const rows =
+    ids.length === 0
+      ? []
+      : await db
+          .selectFrom('endpoints')
+          .select(['endpoint_id', 'max_per_second', 'disabled_at', 'disabled_reason', 'failing_since', 'consecutive_failures'])
+          .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+          .where('kind', '=', kind)
+          .where('endpoint_id', 'in', [...new Set(ids)])
+          .execute();
   const found = new Map(rows.map(({ endpoint_id, ...state }) => [endpoint_id, state]));
   return new Map(ids.map((id) => [id, found.get(id) ?? NO_STATE]));
 }
@@ -73,12 +79,20 @@ export async function setEndpointCap(db: Executor, endpoint: EndpointRef, maxPer
   // The row takes its workspace from the connector or workflow it describes (the CLI names only the id).
   const owners = endpoint.kind === 'connector' ? 'connectors' : 'workflows';
   // The time comes from the SELECT: Citus refuses now() in ON CONFLICT DO UPDATE.
-  await db.insertInto('endpoints')
+  await db
+    .insertInto('endpoints')
     .columns(['workspace_id', 'kind', 'endpoint_id', 'max_per_second', 'queued_until'])
-    .expression((eb) => eb.selectFrom(owners).where('id', '=', endpoint.id)
-      .select(['workspace_id', sql.lit(endpoint.kind).as('kind'), 'id', sql<number>`${maxPerSecond}::float8`.as('max_per_second'), sql<string>`now()`.as('queued_until')]))
-    .onConflict((conflict) => conflict.columns(['kind', 'endpoint_id', 'workspace_id'])
-      .doUpdateSet((eb) => ({ max_per_second: eb.ref('excluded.max_per_second'), queued_until: eb.ref('excluded.queued_until') })))
+    .expression((eb) =>
+      eb
+        .selectFrom(owners)
+        .where('id', '=', endpoint.id)
+        .select(['workspace_id', sql.lit(endpoint.kind).as('kind'), 'id', sql<number>`${maxPerSecond}::float8`.as('max_per_second'), sql<string>`now()`.as('queued_until')]),
+    )
+    .onConflict((conflict) =>
+      conflict
+        .columns(['kind', 'endpoint_id', 'workspace_id'])
+        .doUpdateSet((eb) => ({ max_per_second: eb.ref('excluded.max_per_second'), queued_until: eb.ref('excluded.queued_until') })),
+    )
     .execute();
 }
 
@@ -115,13 +129,16 @@ export interface DisabledEndpoint extends EndpointRef {
  * this call disabled it. Of several workers trying at once, one does: the others find it
  * disabled once the first commits.
  */
-export async function disableEndpoint(
-  db: Executor, endpoint: EndpointRef & { workspace_id: number }, reason: string, policy: HealthPolicy,
-): Promise<DisabledEndpoint | undefined> {
-  const row = await db.updateTable('endpoints as e').set({ disabled_at: sql<string>`now()`, disabled_reason: reason })
-    .where('e.workspace_id', '=', endpoint.workspace_id).where('e.kind', '=', endpoint.kind).where('e.endpoint_id', '=', endpoint.id).where('e.disabled_at', 'is', null)
+export async function disableEndpoint(db: Executor, endpoint: EndpointRef & { workspace_id: number }, reason: string, policy: HealthPolicy): Promise<DisabledEndpoint | undefined> {
+  const row = await db
+    .updateTable('endpoints as e')
+    .set({ disabled_at: sql<string>`now()`, disabled_reason: reason })
+    .where('e.workspace_id', '=', endpoint.workspace_id)
+    .where('e.kind', '=', endpoint.kind)
+    .where('e.endpoint_id', '=', endpoint.id)
+    .where('e.disabled_at', 'is', null)
     .where(failingLongEnough('e', policy))
     .returning(['e.disabled_at', 'e.disabled_reason', 'e.failing_since', 'e.consecutive_failures'])
     .executeTakeFirst();
-  return row && { kind: endpoint.kind, id: endpoint.id, ...row } as DisabledEndpoint;
+  return row && ({ kind: endpoint.kind, id: endpoint.id, ...row } as DisabledEndpoint);
 }

@@ -21,7 +21,6 @@ import { integerPathParameters, matchesContract, methodNotAllowed, rejectUnknown
 import type { OperationHandlers, OperationId } from './operations.js';
 import { addOperatorRoutes } from './operator-routes.js';
 
-
 export function createApp(ctx: AppContext): express.Express {
   const app = express();
   app.disable('x-powered-by');
@@ -62,13 +61,20 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
   const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
   const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited());
   const inFlight = perKeyConcurrencyLimit(ctx.config.CONCURRENT_REQUESTS_PER_KEY, () => ctx.metrics.http.concurrencyLimited());
-  const validator = (validateRequests: boolean) => OpenApiValidator.middleware({
-    apiSpec: OPENAPI_PATH,
-    validateRequests: validateRequests && { allowUnknownQueryParameters: true, allErrors: true },
-    validateResponses: ctx.validateResponses ? { onError: (error) => { throw error; } } : false,
-    validateSecurity: false,
-    validateApiSpec: ctx.validateResponses,
-  });
+  const validator = (validateRequests: boolean) =>
+    OpenApiValidator.middleware({
+      apiSpec: OPENAPI_PATH,
+      validateRequests: validateRequests && { allowUnknownQueryParameters: true, allErrors: true },
+      validateResponses: ctx.validateResponses
+        ? {
+            onError: (error) => {
+              throw error;
+            },
+          }
+        : false,
+      validateSecurity: false,
+      validateApiSpec: ctx.validateResponses,
+    });
   const validate = validator(true);
   // Where responses are validated (the tests), routes without the request validator get one
   // that checks responses only: the requests then meet the same checks as in production.

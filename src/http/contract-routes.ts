@@ -31,7 +31,11 @@ export interface ContractOperation {
   integerPathOnly: IntegerPathParameter[] | null;
 }
 
-export interface IntegerPathParameter { name: string; minimum: number; maximum: number }
+export interface IntegerPathParameter {
+  name: string;
+  minimum: number;
+  maximum: number;
+}
 
 export interface ContractPath {
   path: string;
@@ -41,8 +45,18 @@ export interface ContractPath {
   methods: HttpMethod[];
 }
 
-interface Parameter { name: string; in: string; schema?: Schema; $ref?: string }
-interface Schema { type?: string | string[]; $ref?: string; minimum?: number; maximum?: number }
+interface Parameter {
+  name: string;
+  in: string;
+  schema?: Schema;
+  $ref?: string;
+}
+interface Schema {
+  type?: string | string[];
+  $ref?: string;
+  minimum?: number;
+  maximum?: number;
+}
 interface Operation {
   operationId?: string;
   parameters?: Parameter[];
@@ -56,7 +70,10 @@ interface Document {
 
 function resolve<T extends object>(document: unknown, value: T | { $ref: string }): T {
   if (!('$ref' in value) || typeof value.$ref !== 'string') return value as T;
-  const pointer = value.$ref.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const pointer = value.$ref
+    .replace(/^#\//, '')
+    .split('/')
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
   const target = pointer.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document);
   if (target === undefined) throw new Error(`OpenAPI document: unresolved $ref ${value.$ref}`);
   return resolve(document, target as T);

@@ -2,8 +2,18 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { ParamsDictionary } from 'express-serve-static-core';
 import type { Logger } from 'pino';
 import type {
-  DuplicateLeadError, IdempotencyConflictError, InsufficientScopeError, InternalError, InvalidApiKeyError, InvalidIdempotencyKeyError,
-  NotFoundError, RateLimitError, RequestError, RoutingError, ServiceUnavailableError, ValidationError,
+  DuplicateLeadError,
+  IdempotencyConflictError,
+  InsufficientScopeError,
+  InternalError,
+  InvalidApiKeyError,
+  InvalidIdempotencyKeyError,
+  NotFoundError,
+  RateLimitError,
+  RequestError,
+  RoutingError,
+  ServiceUnavailableError,
+  ValidationError,
 } from '../../generated/api.js';
 import { isUnavailable } from '../db/availability.js';
 import { IdempotencyConflict } from '../idempotency/claims.js';
@@ -14,8 +24,18 @@ import { validationErrorsFromValidator } from './validation-errors.js';
 
 /** Every error body the OpenAPI document gives. */
 export type ErrorBody =
-  | InvalidApiKeyError | InsufficientScopeError | NotFoundError | RoutingError | DuplicateLeadError | IdempotencyConflictError
-  | InvalidIdempotencyKeyError | ValidationError | RateLimitError | InternalError | RequestError | ServiceUnavailableError;
+  | InvalidApiKeyError
+  | InsufficientScopeError
+  | NotFoundError
+  | RoutingError
+  | DuplicateLeadError
+  | IdempotencyConflictError
+  | InvalidIdempotencyKeyError
+  | ValidationError
+  | RateLimitError
+  | InternalError
+  | RequestError
+  | ServiceUnavailableError;
 
 // An error whose status and JSON body are part of the API contract.
 export class ApiError extends Error {
@@ -59,7 +79,8 @@ export const SERVICE_UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 export const SERVICE_UNAVAILABLE_BODY: ServiceUnavailableError = {
   error: 'service_unavailable',
-  message: 'The service cannot reach its database right now; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
+  message:
+    'The service cannot reach its database right now; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
 };
 
 /** Seconds a client is asked to wait when this process has too much work queued: a group or two runs meanwhile. */
@@ -67,7 +88,8 @@ export const BUSY_RETRY_AFTER_SECONDS = 1;
 
 const WRITE_QUEUE_FULL_BODY: ServiceUnavailableError = {
   error: 'service_unavailable',
-  message: 'Too many writes are waiting on this server; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
+  message:
+    'Too many writes are waiting on this server; nothing was saved. Retry after the number of seconds in the Retry-After header (with the same Idempotency-Key, if you sent one).',
 };
 
 export const routeNotFound: RequestHandler<ParamsDictionary, RoutingError> = (_req, res) => {

@@ -60,7 +60,11 @@ function keywordOf(error: ValidatorError): string {
 }
 
 function humanName(field: string): string {
-  const last = field.split('.').filter((part) => !/^\d+$/.test(part)).pop() ?? field;
+  const last =
+    field
+      .split('.')
+      .filter((part) => !/^\d+$/.test(part))
+      .pop() ?? field;
   return last.replaceAll('_', ' ');
 }
 
@@ -163,8 +167,7 @@ export function validationErrorsFromValidator(rawErrors: unknown[], body: unknow
     if (keyword === 'propertyNames') continue;
     const parent = field.split('.').slice(0, -1).join('.');
     const leaf = field.split('.').pop() ?? '';
-    const isContactBranchNoise = (contactFailures.has(parent) && CONTACT_FIELDS.has(leaf) && keyword === 'required')
-      || (contactFailures.has(field) && keyword === 'not');
+    const isContactBranchNoise = (contactFailures.has(parent) && CONTACT_FIELDS.has(leaf) && keyword === 'required') || (contactFailures.has(field) && keyword === 'not');
     if (isContactBranchNoise) continue;
     const key = location === 'headers' ? field.toLowerCase() : field || location;
     result.add(key, messageFor(key, error, keyFailures.has(field)));

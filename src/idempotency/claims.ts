@@ -9,7 +9,10 @@ import { claimRecords, findRecord, type IdempotencyRecordKey } from './repositor
 
 /** The key was used with another body, or its first request is still running: 409 on both POST routes. */
 export class IdempotencyConflict extends Error {
-  constructor(readonly code: 'idempotency_key_reuse' | 'idempotency_key_in_progress', message: string) {
+  constructor(
+    readonly code: 'idempotency_key_reuse' | 'idempotency_key_in_progress',
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -29,7 +32,8 @@ const SET_CLAIM_WAIT = '100ms';
 const isLockTimeout = (error: unknown) => (error as { code?: string }).code === '55P03';
 const inProgress = () => new IdempotencyConflict('idempotency_key_in_progress', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.');
 /** The refusal of a key sent again with another body. */
-export const reusedKey = () => new IdempotencyConflict('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.');
+export const reusedKey = () =>
+  new IdempotencyConflict('idempotency_key_reuse', 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.');
 
 /**
  * Claims the keys of these requests (distinct keys) in one statement. A key still held by a
@@ -66,9 +70,7 @@ export async function claimKeys(trx: Executor, requests: readonly KeyedRequest[]
       continue;
     }
     const stored = await findRecord(trx, requests[index]!);
-    claims.push(stored.fingerprint !== requests[index]!.fingerprint
-      ? { refused: reusedKey() }
-      : { replay: { status: stored.status_code!, body: stored.response_body } });
+    claims.push(stored.fingerprint !== requests[index]!.fingerprint ? { refused: reusedKey() } : { replay: { status: stored.status_code!, body: stored.response_body } });
   }
   return claims;
 }

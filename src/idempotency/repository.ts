@@ -34,15 +34,20 @@ export async function claimRecords(db: Executor, claims: ReadonlyArray<Idempoten
 }
 
 export function findRecord(db: Executor, record: IdempotencyRecordKey) {
-  return db.selectFrom('idempotency_records')
-    .where('workspace_id', '=', record.workspaceId).where('api_key_id', '=', record.apiKeyId).where('key', '=', record.key)
+  return db
+    .selectFrom('idempotency_records')
+    .where('workspace_id', '=', record.workspaceId)
+    .where('api_key_id', '=', record.apiKeyId)
+    .where('key', '=', record.key)
     .select(['fingerprint', 'status_code', 'response_body'])
     .executeTakeFirstOrThrow();
 }
 
 /** Stores the answers of claimed records (status below 400) and deletes the records of requests that failed, in one statement. */
 export async function settleRecords(
-  db: Executor, answers: ReadonlyArray<IdempotencyRecordKey & { status: number; body: unknown }>, failed: readonly IdempotencyRecordKey[],
+  db: Executor,
+  answers: ReadonlyArray<IdempotencyRecordKey & { status: number; body: unknown }>,
+  failed: readonly IdempotencyRecordKey[],
 ): Promise<void> {
   if (answers.length === 0 && failed.length === 0) return;
   await sql`
@@ -59,5 +64,8 @@ export async function settleRecords(
 
 /** Deletes the records past the replay window. */
 export async function purgeExpiredRecords(db: Executor): Promise<void> {
-  await db.deleteFrom('idempotency_records').where(sql<boolean>`created_at < now() - ${REPLAY_WINDOW}`).execute();
+  await db
+    .deleteFrom('idempotency_records')
+    .where(sql<boolean>`created_at < now() - ${REPLAY_WINDOW}`)
+    .execute();
 }

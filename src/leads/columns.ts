@@ -40,9 +40,7 @@ export const NEW_LEAD_COLUMNS: ReadonlyArray<readonly [column: keyof LeadsTable,
 ];
 
 /** The lead columns of a lead record. */
-const RECORD_COLUMNS = [
-  'id', 'name', ...LEAD_SCALAR_COLUMNS, 'stage', 'source', 'emails', 'phones', 'links', 'locations', 'custom_fields', 'created_at', 'updated_at',
-] as const;
+const RECORD_COLUMNS = ['id', 'name', ...LEAD_SCALAR_COLUMNS, 'stage', 'source', 'emails', 'phones', 'links', 'locations', 'custom_fields', 'created_at', 'updated_at'] as const;
 
 /** The lead as stored: every location (the API shows the first), its tags, its company as embedded. */
 export type LeadRecord = Pick<LeadRow, (typeof RECORD_COLUMNS)[number]> & { tags: StoredTag[]; company: CompanyRecord | null };

@@ -10,7 +10,12 @@ import type { Executor } from '../db/connect.js';
 //   validation (409 duplicate_lead, 422 for a reference it names) or whose row failed
 //   unexpectedly (500). A request failed as a whole (its transaction undone) counts nothing.
 
-export interface IntakeTally { created: number; updated: number; skipped: number; failed: number }
+export interface IntakeTally {
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+}
 export type Outcome = keyof IntakeTally;
 
 /** Days kept: the overview shows 30; housekeeping deletes older rows. */

@@ -16,7 +16,8 @@ export interface LeadListFilter {
 const likePrefix = (text: string) => `${text.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
 
 export async function listLeadPage(db: Executor, workspaceId: number, filter: LeadListFilter) {
-  let query = db.selectFrom('leads as l')
+  let query = db
+    .selectFrom('leads as l')
     // Every join names the workspace too, so on Citus the whole page reads one shard group.
     .leftJoin('companies as c', (join) => join.onRef('c.workspace_id', '=', 'l.workspace_id').onRef('c.id', '=', 'l.company_id'))
     .where('l.workspace_id', '=', workspaceId)
@@ -24,18 +25,36 @@ export async function listLeadPage(db: Executor, workspaceId: number, filter: Le
   const search = filter.search?.trim();
   if (search && search.includes('@')) {
     const email = search.toLowerCase();
-    query = query.where(({ exists, selectFrom }) => exists(selectFrom('lead_identities as i').select('i.lead_id')
-      .whereRef('i.workspace_id', '=', 'l.workspace_id').whereRef('i.lead_id', '=', 'l.id').where('i.kind', '=', 'email').where('i.value', '=', email)));
+    query = query.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('lead_identities as i')
+          .select('i.lead_id')
+          .whereRef('i.workspace_id', '=', 'l.workspace_id')
+          .whereRef('i.lead_id', '=', 'l.id')
+          .where('i.kind', '=', 'email')
+          .where('i.value', '=', email),
+      ),
+    );
   } else if (search) {
     query = query.where(sql<string>`lower(l.name)`, 'like', likePrefix(search));
   }
   if (filter.tagId !== undefined) {
     const tagId = filter.tagId;
-    query = query.where(({ exists, selectFrom }) => exists(selectFrom('lead_tags').whereRef('lead_tags.workspace_id', '=', 'l.workspace_id')
-      .whereRef('lead_tags.lead_id', '=', 'l.id').where('lead_tags.tag_id', '=', tagId).select('lead_id')));
+    query = query.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('lead_tags')
+          .whereRef('lead_tags.workspace_id', '=', 'l.workspace_id')
+          .whereRef('lead_tags.lead_id', '=', 'l.id')
+          .where('lead_tags.tag_id', '=', tagId)
+          .select('lead_id'),
+      ),
+    );
   }
   if (filter.before !== undefined) query = query.where('l.id', '<', filter.before);
-  const rows = await query.orderBy('l.id', 'desc').limit(filter.limit + 1).execute();
+  const rows = await query
+    .orderBy('l.id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
   return { leads: rows.slice(0, filter.limit), next: rows.length > filter.limit ? rows[filter.limit - 1]!.id : null };
 }
 

@@ -8,8 +8,13 @@ import { tagJson, type StoredTag } from '../tags/columns.js';
 // existing leads holding its match keys and its company candidates, one statement per request
 // or per batch. What to look for and what the answer means: src/leads/intake/lookup.ts.
 
-export interface MatchKey { kind: IdentityKind; value: string }
-export interface IdentityMatch extends MatchKey { lead_id: number }
+export interface MatchKey {
+  kind: IdentityKind;
+  value: string;
+}
+export interface IdentityMatch extends MatchKey {
+  lead_id: number;
+}
 
 /** Everything an intake row reads before it writes, fetched in one round trip. */
 export interface IntakeLookup {
@@ -65,9 +70,11 @@ const referencedTags = (workspaceId: Input<number>, ids: Input<number[]>, lowerN
     FROM tags
     WHERE workspace_id = ${workspaceId} AND (id = ANY(${ids}::bigint[]) OR lower(name) = ANY(${lowerNames}::text[])))`;
 
-const IDENTITY_MATCHES = new PreparedStatement<{ workspaceId: number; kinds: string[]; values: string[] }, IdentityMatch>((input) => sql`
+const IDENTITY_MATCHES = new PreparedStatement<{ workspaceId: number; kinds: string[]; values: string[] }, IdentityMatch>(
+  (input) => sql`
   SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(input.workspaceId, input.kinds, input.values)} AS m ORDER BY m.n
-`);
+`,
+);
 
 /** Every existing lead of the workspace holding any of these keys: one index-bound query. */
 export async function findIdentityMatches(db: Executor, workspaceId: number, keys: readonly MatchKey[]): Promise<IdentityMatch[]> {
@@ -92,7 +99,8 @@ export interface IntakeLookupInput {
  * company candidates. Each part is the query the row would otherwise send on its own (same
  * predicates, same indexes); a part with nothing to look for finds nothing.
  */
-export const INTAKE_LOOKUP = new PreparedStatement<IntakeLookupInput, IntakeLookup>((input) => sql`
+export const INTAKE_LOOKUP = new PreparedStatement<IntakeLookupInput, IntakeLookup>(
+  (input) => sql`
   SELECT
     ${referencedTags(input.workspaceId, input.tagIds, input.tagNames)} AS tags,
     ${matchesJson(input.workspaceId, input.kinds, input.values)} AS matches,
@@ -100,7 +108,8 @@ export const INTAKE_LOOKUP = new PreparedStatement<IntakeLookupInput, IntakeLook
     (SELECT id FROM companies WHERE workspace_id = ${input.workspaceId} AND domain = ${input.domain}::text) AS "companyByDomain",
     (SELECT id FROM companies WHERE workspace_id = ${input.workspaceId} AND lower(name) = ${input.companyName}::text
       ORDER BY id LIMIT 1) AS "companyByName"
-`);
+`,
+);
 
 export async function readIntakeLookup(db: Executor, input: IntakeLookupInput): Promise<IntakeLookup> {
   const [row] = await INTAKE_LOOKUP.execute(db, input);
@@ -108,10 +117,19 @@ export async function readIntakeLookup(db: Executor, input: IntakeLookupInput): 
 }
 
 /** The inputs of a batch's lookup (see BATCH_LOOKUP). */
-export interface BatchLookupInput { workspaceId: number; tagIds: number[]; tagNames: string[]; kinds: string[]; values: string[]; domains: string[]; companyIds: number[] }
+export interface BatchLookupInput {
+  workspaceId: number;
+  tagIds: number[];
+  tagNames: string[];
+  kinds: string[];
+  values: string[];
+  domains: string[];
+  companyIds: number[];
+}
 
 /** The reads of a whole batch as one statement: what INTAKE_LOOKUP reads, for every row at once. */
-export const BATCH_LOOKUP = new PreparedStatement<BatchLookupInput, BatchLookup>((input) => sql`
+export const BATCH_LOOKUP = new PreparedStatement<BatchLookupInput, BatchLookup>(
+  (input) => sql`
   SELECT
     ${referencedTags(input.workspaceId, input.tagIds, input.tagNames)} AS tags,
     ${matchesJson(input.workspaceId, input.kinds, input.values)} AS matches,
@@ -119,7 +137,8 @@ export const BATCH_LOOKUP = new PreparedStatement<BatchLookupInput, BatchLookup>
       FROM companies
       WHERE workspace_id = ${input.workspaceId} AND (domain = ANY(${input.domains}::text[]) OR id = ANY(${input.companyIds}::bigint[]))
     ) AS companies
-`);
+`,
+);
 
 export async function readBatchLookup(db: Executor, input: BatchLookupInput): Promise<BatchLookup> {
   const [row] = await BATCH_LOOKUP.execute(db, input);

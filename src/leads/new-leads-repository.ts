@@ -23,7 +23,11 @@ export interface NewLeadWrite {
 }
 
 /** A lead the statement wrote: complete when it claimed every match key it was given. */
-export interface WrittenLead { ord: number; id: number; complete: boolean }
+export interface WrittenLead {
+  ord: number;
+  id: number;
+  complete: boolean;
+}
 
 const ROW_SOURCE_COLUMNS = sql.raw(['ord int', 'key_count int', ...NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []))].join(', '));
 const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
@@ -50,16 +54,18 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
         (SELECT cr.company FROM company_records AS cr WHERE cr.id = lead.company_id) AS company
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
-  const records = (input: Placeholders<NewLeadsInput>) => options.records
-    ? sql`, company_records AS (
+  const records = (input: Placeholders<NewLeadsInput>) =>
+    options.records
+      ? sql`, company_records AS (
       SELECT c.id, ${companyJson('c', input.workspaceId)} AS company FROM companies AS c
       WHERE c.workspace_id = ${input.workspaceId} AND c.id IN (SELECT company_id FROM r)
     ), tag_records AS (
       SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
       WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM tag_rows)
     )`
-    : sql``;
-  return new PreparedStatement<NewLeadsInput, Row>((input) => sql`
+      : sql``;
+  return new PreparedStatement<NewLeadsInput, Row>(
+    (input) => sql`
     WITH r AS (
       SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
     ), ids AS (
@@ -94,7 +100,9 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
       ${newLeadEvents(input.workspaceId, 'complete', input)}
     )${records(input)}
     SELECT ${answer}
-    ORDER BY ids.ord`, { named: options.named });
+    ORDER BY ids.ord`,
+    { named: options.named },
+  );
 }
 
 /** The parameters of the new-lead statements (see newLeadsInput). */
@@ -135,7 +143,10 @@ export const NEW_LEAD_RECORDS = newLeadsStatement<WrittenLead & LeadRecord>({ re
  * leads: delete them and match again.
  */
 export async function insertNewLeads(
-  db: Executor, workspaceId: number, leads: readonly NewLeadWrite[], options: { records: boolean } = { records: false },
+  db: Executor,
+  workspaceId: number,
+  leads: readonly NewLeadWrite[],
+  options: { records: boolean } = { records: false },
 ): Promise<Array<WrittenLead & { record?: LeadRecord }>> {
   if (!options.records) return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
   const rows = await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads));
@@ -160,7 +171,11 @@ type CreatedTag = Pick<TagRow, 'id' | 'name'>;
  * left out of the answer.
  */
 export async function insertCompaniesAndTags(
-  db: Executor, workspaceId: number, domains: readonly string[], tagNames: readonly string[], enrich: boolean,
+  db: Executor,
+  workspaceId: number,
+  domains: readonly string[],
+  tagNames: readonly string[],
+  enrich: boolean,
 ): Promise<{ created: CreatedCompany[]; tags: CreatedTag[] }> {
   // An INSERT is read back only as a WITH query, and a list with nothing to insert has none: it reads as [].
   const created = domains.length > 0 ? companiesOfDomainsInsert(db, workspaceId, domains, enrich) : null;

@@ -8,14 +8,16 @@ import { leadColumns, type LeadRecord } from './columns.js';
 // One round trip for the whole Lead output: the lead row, its tags, its company and the
 // company's tags. Confined to the workspace so a foreign id reads exactly like a missing one;
 // every table is matched on the workspace parameter itself, which is what Citus routes by.
-export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: number[] }, LeadRecord>((input) => sql`
+export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: number[] }, LeadRecord>(
+  (input) => sql`
   SELECT ${leadColumns('l')},
     ${tagsJsonOf('lead_tags', 'lead_id', sql.ref('l.id'), input.workspaceId)} AS tags,
     ${companyJson('c', input.workspaceId)} AS company
   FROM leads AS l
   LEFT JOIN companies AS c ON c.workspace_id = ${input.workspaceId} AND c.id = l.company_id
   WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.ids}::bigint[])
-`);
+`,
+);
 
 export async function findLeadRecords(db: Executor, workspaceId: number, ids: readonly number[]): Promise<LeadRecord[]> {
   if (ids.length === 0) return [];

@@ -5,7 +5,10 @@ import type { LeadRecord } from './columns.js';
 import { presentLead } from './present.js';
 import { findLeadRecords } from './read-repository.js';
 
-interface LeadRef { workspaceId: number; leadId: number }
+interface LeadRef {
+  workspaceId: number;
+  leadId: number;
+}
 
 /**
  * GET /leads/{id} coalesced: the reads that arrive within one turn of the event loop share one
@@ -16,18 +19,21 @@ export class LeadReads {
   private readonly loader: DataLoader<LeadRef, LeadRecord | null, string>;
 
   constructor(db: Executor) {
-    this.loader = new DataLoader(async (refs) => {
-      const found = new Map<string, LeadRecord>();
-      for (const [workspaceId, ids] of groupByWorkspace(refs)) {
-        for (const record of await findLeadRecords(db, workspaceId, ids)) found.set(`${workspaceId}:${record.id}`, record);
-      }
-      return refs.map((ref) => found.get(`${ref.workspaceId}:${ref.leadId}`) ?? null);
-    }, {
-      cache: false,
-      cacheKeyFn: (ref) => `${ref.workspaceId}:${ref.leadId}`,
-      // Requests of one poll phase (each on its own socket) are read together: the batch runs once I/O callbacks are done.
-      batchScheduleFn: (run) => setImmediate(run),
-    });
+    this.loader = new DataLoader(
+      async (refs) => {
+        const found = new Map<string, LeadRecord>();
+        for (const [workspaceId, ids] of groupByWorkspace(refs)) {
+          for (const record of await findLeadRecords(db, workspaceId, ids)) found.set(`${workspaceId}:${record.id}`, record);
+        }
+        return refs.map((ref) => found.get(`${ref.workspaceId}:${ref.leadId}`) ?? null);
+      },
+      {
+        cache: false,
+        cacheKeyFn: (ref) => `${ref.workspaceId}:${ref.leadId}`,
+        // Requests of one poll phase (each on its own socket) are read together: the batch runs once I/O callbacks are done.
+        batchScheduleFn: (run) => setImmediate(run),
+      },
+    );
   }
 
   /** One lead of the workspace in the API's shape; null for a missing lead and another workspace's alike. */

@@ -11,7 +11,11 @@ import type { MatchKey } from './lookup-repository.js';
 /** Undoes leads that lost the race for one of their match keys (their claimed keys go with them). */
 export async function deleteLeads(db: Executor, workspaceId: number, leadIds: readonly number[]): Promise<void> {
   if (leadIds.length === 0) return;
-  await db.deleteFrom('leads').where('workspace_id', '=', workspaceId).where('id', 'in', [...leadIds]).execute();
+  await db
+    .deleteFrom('leads')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', [...leadIds])
+    .execute();
 }
 
 /**
@@ -21,7 +25,8 @@ export async function deleteLeads(db: Executor, workspaceId: number, leadIds: re
 export async function claimIdentities(db: Executor, workspaceId: number, leadId: number, keys: readonly MatchKey[]) {
   if (keys.length === 0) return [];
   const sorted = [...keys].sort((a, b) => (a.kind + a.value < b.kind + b.value ? -1 : 1));
-  return db.insertInto('lead_identities')
+  return db
+    .insertInto('lead_identities')
     .values(sorted.map((key) => ({ workspace_id: workspaceId, kind: key.kind, value: key.value, lead_id: leadId })))
     .onConflict((oc) => oc.columns(['workspace_id', 'kind', 'value']).doNothing())
     .returning(['kind', 'value'])
@@ -34,21 +39,30 @@ export function lockLead(db: Executor, workspaceId: number, leadId: number) {
 
 /** Merges an update: provided scalars overwrite, lists gain what they lack, location fills gaps. */
 export function mergeIntoLead(db: Executor, workspaceId: number, leadId: number, lead: LeadValues & { fillCompanyOnly: boolean }) {
-  const { name, company_id: companyId, emails, phones, links, locations: [location], custom_fields: customFields, fillCompanyOnly, ...scalars } = lead;
-  return db.updateTable('leads')
+  const {
+    name,
+    company_id: companyId,
+    emails,
+    phones,
+    links,
+    locations: [location],
+    custom_fields: customFields,
+    fillCompanyOnly,
+    ...scalars
+  } = lead;
+  return db
+    .updateTable('leads')
     .set({
       name,
       ...scalars,
-      ...(companyId != null
-        ? { company_id: fillCompanyOnly ? sql`coalesce(company_id, ${companyId})` : companyId }
-        : {}),
+      ...(companyId != null ? { company_id: fillCompanyOnly ? sql`coalesce(company_id, ${companyId})` : companyId } : {}),
       emails: appendDistinct('emails', emails, MAX_EMAILS),
       phones: appendDistinct('phones', phones, MAX_PHONES),
       links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${jsonParameter(links)}::jsonb) AS n
         WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
       locations: location
-        // The list built here, not with jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
-        ? sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${jsonParameter([location])}::jsonb
+        ? // The list built here, not with jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
+          sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${jsonParameter([location])}::jsonb
             ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${jsonParameter(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
         : sql`locations`,
       custom_fields: sql`custom_fields || ${jsonParameter(customFields)}::jsonb`,
@@ -62,7 +76,8 @@ export function mergeIntoLead(db: Executor, workspaceId: number, leadId: number,
 /** Attaches tags and returns the ids that were not attached before. */
 export async function attachTags(db: Executor, workspaceId: number, leadId: number, tagIds: readonly number[]): Promise<number[]> {
   if (tagIds.length === 0) return [];
-  const inserted = await db.insertInto('lead_tags')
+  const inserted = await db
+    .insertInto('lead_tags')
     .values(tagIds.map((tagId) => ({ workspace_id: workspaceId, lead_id: leadId, tag_id: tagId })))
     .onConflict((oc) => oc.columns(['lead_id', 'tag_id', 'workspace_id']).doNothing())
     .returning('tag_id')

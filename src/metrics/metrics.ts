@@ -93,7 +93,10 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     };
   };
   const rateLimited = counter('http_rate_limited_requests_total', 'Requests refused with 429 by the per-key rate limit.');
-  const concurrencyLimited = counter('http_concurrency_limited_requests_total', 'Requests refused with 429 because their API key had CONCURRENT_REQUESTS_PER_KEY requests in progress in this process.');
+  const concurrencyLimited = counter(
+    'http_concurrency_limited_requests_total',
+    'Requests refused with 429 because their API key had CONCURRENT_REQUESTS_PER_KEY requests in progress in this process.',
+  );
 
   const intakeRows = counter('intake_rows_total', 'Lead rows written by POST /leads and POST /leads/batch (dry runs and replays excluded), by outcome.', ['operation', 'outcome']);
   const replays = counter('idempotent_replays_total', 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.', ['operation']);
@@ -112,21 +115,26 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     registers,
   });
   const retries = counter('delivery_retries_scheduled_total', 'Delivery attempts that failed in a retryable way and scheduled another attempt.');
-  const rateLimitWaits = counter('delivery_rate_limit_waits_total', 'Answers 429 that paused their endpoint for the Retry-After (each also one of its delivery\'s attempts).');
+  const rateLimitWaits = counter('delivery_rate_limit_waits_total', "Answers 429 that paused their endpoint for the Retry-After (each also one of its delivery's attempts).");
   const deferrals = counter('delivery_deferrals_total', 'Due deliveries of a capped or 429-paused endpoint that found no free slot and were rescheduled instead of claimed.');
-  const disabledEndpoints = counter('endpoints_disabled_total', 'Endpoints this process disabled because every attempt to them failed for ENDPOINT_DISABLE_AFTER_DAYS, by kind (connector, workflow).', ['kind']);
+  const disabledEndpoints = counter(
+    'endpoints_disabled_total',
+    'Endpoints this process disabled because every attempt to them failed for ENDPOINT_DISABLE_AFTER_DAYS, by kind (connector, workflow).',
+    ['kind'],
+  );
   const analyses = counter('website_analyses_total', 'Company website analyses finished, by result (analyzed, failed).', ['result']);
 
   const pools = new Map<string, pg.Pool>();
-  const poolGauge = (name: string, help: string, value: (pool: pg.Pool) => number) => new Gauge({
-    name: `${PREFIX}${name}`,
-    help,
-    labelNames: ['pool'] as const,
-    registers,
-    collect() {
-      for (const [pool, watched] of pools) this.set({ pool }, value(watched));
-    },
-  });
+  const poolGauge = (name: string, help: string, value: (pool: pg.Pool) => number) =>
+    new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      labelNames: ['pool'] as const,
+      registers,
+      collect() {
+        for (const [pool, watched] of pools) this.set({ pool }, value(watched));
+      },
+    });
   poolGauge('db_pool_connections_in_use', 'PostgreSQL connections of the pool checked out by a query or transaction.', (pool) => pool.totalCount - pool.idleCount);
   poolGauge('db_pool_waiting_requests', 'Queries and transactions waiting for a connection of the pool.', (pool) => pool.waitingCount);
   poolGauge('db_pool_max_connections', 'The most connections the pool opens (DATABASE_POOL_SIZE, or the worker pool of npm start).', (pool) => pool.options.max ?? 10);
@@ -140,18 +148,24 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     }
     return lastRead.backlog;
   };
-  const backlogGauge = <Label extends string>(name: string, help: string, labelNames: readonly Label[], fill: (set: (labels: LabelValues<Label>, value: number) => void, backlog: Backlog) => void) => new Gauge({
-    name: `${PREFIX}${name}`,
-    help,
-    labelNames,
-    registers,
-    async collect() {
-      const backlog = await backlogOfThisScrape();
-      // Unknown (the database is away): no sample rather than a stale one or a failed scrape.
-      this.reset();
-      if (backlog) fill((labels, value) => this.set(labels, value), backlog);
-    },
-  });
+  const backlogGauge = <Label extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly Label[],
+    fill: (set: (labels: LabelValues<Label>, value: number) => void, backlog: Backlog) => void,
+  ) =>
+    new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      labelNames,
+      registers,
+      async collect() {
+        const backlog = await backlogOfThisScrape();
+        // Unknown (the database is away): no sample rather than a stale one or a failed scrape.
+        this.reset();
+        if (backlog) fill((labels, value) => this.set(labels, value), backlog);
+      },
+    });
   backlogGauge('outbox_pending_events', 'Outbox events not processed yet, by topic.', ['topic'], (set, backlog) => {
     for (const row of backlog.outbox) set({ topic: row.topic }, row.pending);
   });
@@ -174,7 +188,9 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
       concurrencyLimited: () => concurrencyLimited.inc(),
     },
     intake: {
-      rows: (operationId, outcome, count = 1) => { if (count > 0) intakeRows.inc({ operation: operationId, outcome }, count); },
+      rows: (operationId, outcome, count = 1) => {
+        if (count > 0) intakeRows.inc({ operation: operationId, outcome }, count);
+      },
       replayed: (operationId) => replays.inc({ operation: operationId }),
       groupRan: (requests) => groupSize.observe(requests),
     },
@@ -183,11 +199,18 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
       attemptTimed: (seconds) => attemptDuration.observe(seconds),
       retryScheduled: () => retries.inc(),
       rateLimitWaited: () => rateLimitWaits.inc(),
-      deliveriesDeferred: (count) => { if (count > 0) deferrals.inc(count); },
+      deliveriesDeferred: (count) => {
+        if (count > 0) deferrals.inc(count);
+      },
       endpointDisabled: (kind) => disabledEndpoints.inc({ kind }),
       analysisFinished: (result) => analyses.inc({ result }),
     },
-    watchPool: (name, pool) => { pools.set(name, pool); },
-    watchBacklog: (read) => { readBacklog = read; lastRead = null; },
+    watchPool: (name, pool) => {
+      pools.set(name, pool);
+    },
+    watchBacklog: (read) => {
+      readBacklog = read;
+      lastRead = null;
+    },
   };
 }

@@ -21,7 +21,9 @@ export async function serveMetrics(registry: Registry, options: { port: number; 
       return;
     }
     registry.metrics().then(
-      (text) => { res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text); },
+      (text) => {
+        res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text);
+      },
       (error: unknown) => {
         options.logger.error({ err: error }, 'could not collect the metrics');
         res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' }).end('Could not collect the metrics\n');

@@ -28,13 +28,18 @@ export type NewLeadEvent = { topic: 'lead.created' } | CompanyAnalyzeEvent;
 
 export async function enqueue(db: Executor, workspaceId: number, events: readonly OutboxEvent[]): Promise<void> {
   if (events.length === 0) return;
-  await db.insertInto('outbox')
+  await db
+    .insertInto('outbox')
     .values(events.map((event) => ({ workspace_id: workspaceId, topic: event.topic, payload: jsonParameter(event.payload) })))
     .execute();
 }
 
 /** The inputs of newLeadEvents, one entry per event: the lead's `ord`, the topic, the payload. */
-export interface NewLeadEventInputs { eventOrds: number[]; eventTopics: string[]; eventPayloads: Array<JsonbParameter | null> }
+export interface NewLeadEventInputs {
+  eventOrds: number[];
+  eventTopics: string[];
+  eventPayloads: Array<JsonbParameter | null>;
+}
 
 export function newLeadEventInputs(events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>): NewLeadEventInputs {
   return {
@@ -75,8 +80,12 @@ export async function lockDueLeadEvents(trx: Executor, workspaceId: number, limi
 }
 
 export async function markProcessed(db: Executor, workspaceId: number, ids: readonly number[]): Promise<void> {
-  await db.updateTable('outbox').set({ processed_at: new Date(), locked_by: null, locked_until: null })
-    .where('workspace_id', '=', workspaceId).where('id', 'in', [...ids]).execute();
+  await db
+    .updateTable('outbox')
+    .set({ processed_at: new Date(), locked_by: null, locked_until: null })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', [...ids])
+    .execute();
 }
 
 /**
@@ -102,20 +111,34 @@ export async function claimAnalyses(db: Db, workspaceId: number, workerId: strin
 
 /** Marks a claimed event processed while this worker still holds it; false when it no longer does. */
 export async function finishClaimed(db: Executor, event: EventRef, workerId: string, lastError: string | null): Promise<boolean> {
-  const finished = await db.updateTable('outbox').set({ processed_at: new Date(), locked_by: null, locked_until: null, last_error: lastError })
-    .where('workspace_id', '=', event.workspace_id).where('id', '=', event.id).where('locked_by', '=', workerId).where('processed_at', 'is', null).returning('id').executeTakeFirst();
+  const finished = await db
+    .updateTable('outbox')
+    .set({ processed_at: new Date(), locked_by: null, locked_until: null, last_error: lastError })
+    .where('workspace_id', '=', event.workspace_id)
+    .where('id', '=', event.id)
+    .where('locked_by', '=', workerId)
+    .where('processed_at', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
   return finished !== undefined;
 }
 
 /** Gives a claimed event back to be tried again after `delaySeconds`, while this worker still holds it. */
 export async function retryClaimedLater(db: Executor, event: EventRef, workerId: string, reason: string, delaySeconds: number): Promise<void> {
-  await db.updateTable('outbox')
+  await db
+    .updateTable('outbox')
     .set({ locked_by: null, locked_until: null, last_error: reason.slice(0, 500), available_at: sql`now() + make_interval(secs => ${delaySeconds})` })
-    .where('workspace_id', '=', event.workspace_id).where('id', '=', event.id).where('locked_by', '=', workerId).execute();
+    .where('workspace_id', '=', event.workspace_id)
+    .where('id', '=', event.id)
+    .where('locked_by', '=', workerId)
+    .execute();
 }
 
 /** An event by its key. */
-export interface EventRef { id: number; workspace_id: number }
+export interface EventRef {
+  id: number;
+  workspace_id: number;
+}
 
 /**
  * The workspaces with due events of these topics, those after `after` first (then from the
@@ -136,13 +159,15 @@ export async function dueEventWorkspaces(db: Executor, topics: readonly OutboxTo
 
 /** Gives back the claims this worker holds (shutdown): another worker may take them at once. */
 export async function releaseClaims(db: Executor, workerId: string): Promise<void> {
-  await db.updateTable('outbox').set({ locked_by: null, locked_until: null })
-    .where('locked_by', '=', workerId).where('processed_at', 'is', null).execute();
+  await db.updateTable('outbox').set({ locked_by: null, locked_until: null }).where('locked_by', '=', workerId).where('processed_at', 'is', null).execute();
 }
 
 /** Deletes events processed more than 7 days ago. */
 export async function purgeProcessed(db: Executor): Promise<void> {
-  await db.deleteFrom('outbox').where(sql<boolean>`processed_at < now() - interval '7 days'`).execute();
+  await db
+    .deleteFrom('outbox')
+    .where(sql<boolean>`processed_at < now() - interval '7 days'`)
+    .execute();
 }
 
 /**

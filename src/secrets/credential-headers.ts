@@ -29,4 +29,4 @@ export const mapCredentialHeaders = (rows: readonly HeaderRow[], transform: Tran
 
 /** A Custom URL block with its credential headers transformed; a connector block has none. */
 export const mapBlockCredentials = (block: WorkflowBlock, transform: Transform): WorkflowBlock =>
-  (block.endpoint === 'url' ? { ...block, headers: mapCredentialValues(block.headers, transform) } : block);
+  block.endpoint === 'url' ? { ...block, headers: mapCredentialValues(block.headers, transform) } : block;

@@ -80,7 +80,9 @@ export interface KeySettings {
 export function resolveKeyring(settings: KeySettings, keyFile = DEFAULT_KEY_FILE): Keyring {
   const fromFile = settings.SECRETS_KEY ? null : keyFromFile(keyFile);
   const current = fromFile ? fromFile.key : parseKey(settings.SECRETS_KEY!, 'SECRETS_KEY');
-  const previous = (settings.SECRETS_KEY_PREVIOUS ?? '').split(',').filter((text) => text.trim() !== '')
+  const previous = (settings.SECRETS_KEY_PREVIOUS ?? '')
+    .split(',')
+    .filter((text) => text.trim() !== '')
     .map((text, index) => parseKey(text, `SECRETS_KEY_PREVIOUS (entry ${index + 1})`));
   const byId = new Map([...previous, current].map((key) => [key.id, key]));
   return { current, byId, source: fromFile ? (fromFile.created ? 'created key file' : 'key file') : 'SECRETS_KEY' };
@@ -125,8 +127,10 @@ export function useSecretsKey(settings: KeySettings, logger: Logger, keyFileRead
   if (active.source === 'SECRETS_KEY') {
     logger.info({ keyId: id, previousKeys: active.byId.size - 1 }, 'secrets at rest encrypted with SECRETS_KEY');
   } else {
-    logger[active.source === 'created key file' ? 'warn' : keyFileReadLevel]({ keyId: id, keyFile: DEFAULT_KEY_FILE },
-      `SECRETS_KEY is not set: secrets at rest are encrypted with the key in ${DEFAULT_KEY_FILE} (${active.source === 'created key file' ? 'created now' : 'read'}); every process of this checkout uses it, processes on other machines need one shared SECRETS_KEY`);
+    logger[active.source === 'created key file' ? 'warn' : keyFileReadLevel](
+      { keyId: id, keyFile: DEFAULT_KEY_FILE },
+      `SECRETS_KEY is not set: secrets at rest are encrypted with the key in ${DEFAULT_KEY_FILE} (${active.source === 'created key file' ? 'created now' : 'read'}); every process of this checkout uses it, processes on other machines need one shared SECRETS_KEY`,
+    );
   }
   return active;
 }

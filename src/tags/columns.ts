@@ -12,12 +12,10 @@ export type StoredTag = Pick<TagRow, (typeof TAG_COLUMNS)[number]>;
 const column = (tags: string, name: string) => sql.ref(`${tags}.${name}`);
 
 /** The tag row `tags` as a JSON object of TAG_COLUMNS. */
-export const tagJson = (tags: string): RawBuilder<StoredTag> =>
-  sql`json_build_object(${sql.join(TAG_COLUMNS.map((name) => sql`${sql.lit(name)}, ${column(tags, name)}`))})`;
+export const tagJson = (tags: string): RawBuilder<StoredTag> => sql`json_build_object(${sql.join(TAG_COLUMNS.map((name) => sql`${sql.lit(name)}, ${column(tags, name)}`))})`;
 
 /** The order tags are listed in: by name ignoring case, ties by the exact name, then by id. */
-export const tagOrder = (tags: string): RawBuilder<unknown> =>
-  sql`lower(${column(tags, 'name')}), ${column(tags, 'name')}, ${column(tags, 'id')}`;
+export const tagOrder = (tags: string): RawBuilder<unknown> => sql`lower(${column(tags, 'name')}), ${column(tags, 'name')}, ${column(tags, 'id')}`;
 
 /**
  * The tags of one lead or company (its `ownerId` in workspace `workspaceId`), through its join
@@ -25,7 +23,10 @@ export const tagOrder = (tags: string): RawBuilder<unknown> =>
  * keeps the subquery on the owner's node.
  */
 export const tagsJsonOf = (
-  joinTable: 'lead_tags' | 'company_tags', ownerColumn: 'lead_id' | 'company_id', ownerId: RawBuilder<unknown>, workspaceId: RawBuilder<unknown>,
+  joinTable: 'lead_tags' | 'company_tags',
+  ownerColumn: 'lead_id' | 'company_id',
+  ownerId: RawBuilder<unknown>,
+  workspaceId: RawBuilder<unknown>,
 ): RawBuilder<StoredTag[]> => sql`
   coalesce((
     SELECT json_agg(${tagJson('t')} ORDER BY ${tagOrder('t')})

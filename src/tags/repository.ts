@@ -13,7 +13,10 @@ export type NewTag = Pick<TagRow, 'name' | 'color' | 'active'>;
 
 /** The one INSERT of tags, in the order given, returning each as stored. Built, not run: callers add their conflict rule. */
 function tagsInsert(db: Executor, workspaceId: number, tags: readonly NewTag[]) {
-  return db.insertInto('tags').values(tags.map((tag) => ({ workspace_id: workspaceId, ...tag }))).returning(TAG_COLUMNS);
+  return db
+    .insertInto('tags')
+    .values(tags.map((tag) => ({ workspace_id: workspaceId, ...tag })))
+    .returning(TAG_COLUMNS);
 }
 
 /** One tag as an operator creates it; fails with a unique violation (23505) when the workspace has its name. */
@@ -28,8 +31,11 @@ export function insertTag(db: Executor, tag: NewTag & { workspace_id: number }) 
  * run: a caller may run it inside a larger statement. `names` must not be empty.
  */
 export function missingTagsInsert(db: Executor, workspaceId: number, names: readonly string[]) {
-  return tagsInsert(db, workspaceId, names.map((name) => ({ name, color: null, active: true })))
-    .onConflict((oc) => oc.expression(sql`workspace_id, lower(name)`).doNothing());
+  return tagsInsert(
+    db,
+    workspaceId,
+    names.map((name) => ({ name, color: null, active: true })),
+  ).onConflict((oc) => oc.expression(sql`workspace_id, lower(name)`).doNothing());
 }
 
 /** Creates the tags that do not exist yet (race-safe) and returns the ones it created. */
@@ -40,7 +46,14 @@ export function insertMissingTags(db: Executor, workspaceId: number, names: read
 
 export function findTagsByNames(db: Executor, workspaceId: number, names: readonly string[]) {
   if (names.length === 0) return Promise.resolve([]);
-  return db.selectFrom('tags').where('workspace_id', '=', workspaceId)
-    .where(sql`lower(name)`, 'in', names.map((name) => name.toLowerCase()))
-    .select(TAG_COLUMNS).execute();
+  return db
+    .selectFrom('tags')
+    .where('workspace_id', '=', workspaceId)
+    .where(
+      sql`lower(name)`,
+      'in',
+      names.map((name) => name.toLowerCase()),
+    )
+    .select(TAG_COLUMNS)
+    .execute();
 }

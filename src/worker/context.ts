@@ -72,10 +72,12 @@ export class WorkerContext {
   start(): void {
     if (this.running) return;
     // An outage is logged by the pool; anything else leaving the backlog gauges out is a fault to see.
-    this.jobs.metrics.watchBacklog(() => readBacklog(this.jobs.db).catch((error: unknown) => {
-      if (!isUnavailable(error)) this.log.warn({ err: error }, 'could not read the backlog for the metrics; its gauges are left out of this scrape');
-      throw error;
-    }));
+    this.jobs.metrics.watchBacklog(() =>
+      readBacklog(this.jobs.db).catch((error: unknown) => {
+        if (!isUnavailable(error)) this.log.warn({ err: error }, 'could not read the backlog for the metrics; its gauges are left out of this scrape');
+        throw error;
+      }),
+    );
     this.running = runOnSchedule([...this.dueWork, this.housekeeping], { outage: this.jobs.outage, logger: this.log });
   }
 
@@ -92,7 +94,8 @@ export class WorkerContext {
     await this.running?.stop();
     this.running = null;
     const { db, workerId } = this.jobs;
-    await Promise.all([releaseDeliveryClaims(db, workerId), releaseEventClaims(db, workerId)])
-      .catch((error: unknown) => this.log.error({ err: error }, 'could not release claims; they expire with their lease'));
+    await Promise.all([releaseDeliveryClaims(db, workerId), releaseEventClaims(db, workerId)]).catch((error: unknown) =>
+      this.log.error({ err: error }, 'could not release claims; they expire with their lease'),
+    );
   }
 }

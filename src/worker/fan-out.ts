@@ -54,7 +54,11 @@ async function fanOutLeadEvents(db: Db, turns: WorkspaceTurns, options: FanOutOp
 /** The workspaces whose lead events are due, in turn (see WorkspaceTurns). */
 const dueLeadEventWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['lead.created', 'lead.tag_added'], after, limit);
 
-interface FanOutOptions { limit: number; maxAttempts: number; metrics: WorkerMetrics }
+interface FanOutOptions {
+  limit: number;
+  maxAttempts: number;
+  metrics: WorkerMetrics;
+}
 
 /** One workspace's due lead events, up to `limit`, in one transaction whose every statement names the workspace. */
 async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOutOptions): Promise<number> {
@@ -65,7 +69,11 @@ async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOu
     const workflows = await findActiveWorkflows(trx, [workspaceId]);
     const runs = events.flatMap((event) => workflows.filter((workflow) => firesFor(workflow, event)).map((workflow) => ({ event, workflow })));
     const created = events.filter((event) => event.topic === 'lead.created');
-    const analyzed = await markLeadsAnalyzed(trx, workspaceId, created.map((event) => event.payload.lead_id));
+    const analyzed = await markLeadsAnalyzed(
+      trx,
+      workspaceId,
+      created.map((event) => event.payload.lead_id),
+    );
 
     const leads = await loadLeads(trx, [...runs.map(({ event }) => ({ id: event.payload.lead_id, workspace_id: event.workspace_id })), ...analyzed]);
     const connectorIds = runs.flatMap(({ workflow }) => (workflow.block.endpoint === 'url' ? [] : [workflow.block.connector_id]));
@@ -77,7 +85,11 @@ async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOu
       const block = workflow.block;
       if (block.endpoint === 'crm') {
         return composeConnectorDelivery(origin, {
-          connectorId: block.connector_id, connector: connectors.get(block.connector_id), event: 'lead', lead, workflowId: workflow.id,
+          connectorId: block.connector_id,
+          connector: connectors.get(block.connector_id),
+          event: 'lead',
+          lead,
+          workflowId: workflow.id,
         });
       }
       if (block.endpoint === 'connector') {
@@ -92,9 +104,13 @@ async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOu
       return composeCustomUrlDelivery(origin, { workflowId: workflow.id, block, lead });
     });
     const createdBy = new Map(created.map((event) => [event.payload.lead_id, event.id]));
-    deliveries.push(...await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads));
+    deliveries.push(...(await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads)));
     await insertDeliveries(trx, deliveries);
-    await markProcessed(trx, workspaceId, events.map((event) => event.id));
+    await markProcessed(
+      trx,
+      workspaceId,
+      events.map((event) => event.id),
+    );
     return { events: events.length, deliveries };
   });
   countFailedAtOnce(options.metrics, fannedOut.deliveries);

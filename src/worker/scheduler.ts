@@ -35,7 +35,11 @@ class Naps implements Pacing {
   sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       if (this.stopped) return resolve();
-      const wake = () => { clearTimeout(timer); this.sleepers.delete(wake); resolve(); };
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
       const timer = setTimeout(wake, ms);
       this.sleepers.add(wake);
     });

@@ -55,23 +55,25 @@ async function runWebsiteAnalyses(deps: JobDeps, turns: WorkspaceTurns, limit: n
   const events: AnalysisEvent[] = [];
   for (const workspaceId of await turns.next()) {
     if (events.length >= limit) break;
-    events.push(...await claimAnalyses(deps.db, workspaceId, deps.workerId, limit - events.length, deps.leaseMs));
+    events.push(...(await claimAnalyses(deps.db, workspaceId, deps.workerId, limit - events.length, deps.leaseMs)));
     turns.served(workspaceId);
   }
-  await Promise.all(events.map(async (event) => {
-    try {
-      const analysis = await analyzeCompanyWebsite(deps.db, deps.config, event.workspace_id, event.payload.company_id);
-      await finishAnalysis(deps, event, analysis);
-    } catch (error) {
-      // Unexpected (database) trouble: try again later, and give the company up as failed
-      // rather than leave it pending forever.
-      const reason = error instanceof Error ? error.message : String(error);
-      if (event.attempts >= MAX_ANALYSIS_TRIES) {
-        await finishAnalysis(deps, event, { ok: false, reason }).catch(() => {});
-      } else {
-        await retryClaimedLater(deps.db, event, deps.workerId, reason, 2 ** event.attempts * 5).catch(() => {});
+  await Promise.all(
+    events.map(async (event) => {
+      try {
+        const analysis = await analyzeCompanyWebsite(deps.db, deps.config, event.workspace_id, event.payload.company_id);
+        await finishAnalysis(deps, event, analysis);
+      } catch (error) {
+        // Unexpected (database) trouble: try again later, and give the company up as failed
+        // rather than leave it pending forever.
+        const reason = error instanceof Error ? error.message : String(error);
+        if (event.attempts >= MAX_ANALYSIS_TRIES) {
+          await finishAnalysis(deps, event, { ok: false, reason }).catch(() => {});
+        } else {
+          await retryClaimedLater(deps.db, event, deps.workerId, reason, 2 ** event.attempts * 5).catch(() => {});
+        }
       }
-    }
-  }));
+    }),
+  );
   return events.length;
 }

@@ -8,7 +8,10 @@
 export class WorkspaceTurns {
   private last = 0;
 
-  constructor(private readonly due: (after: number, limit: number) => Promise<number[]>, private readonly perStep = 16) {}
+  constructor(
+    private readonly due: (after: number, limit: number) => Promise<number[]>,
+    private readonly perStep = 16,
+  ) {}
 
   /** The workspaces whose turn it is, in order. */
   next(): Promise<number[]> {

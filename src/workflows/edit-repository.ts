@@ -6,7 +6,10 @@ import { sealSecret } from '../secrets/keyring.js';
 
 /** Replaces a workflow's trigger, tag and block (its credential headers sealed); its secret, state and cap stay. */
 export function updateWorkflowDefinition(db: Executor, id: number, definition: { trigger: WorkflowTrigger; tag_id: number | null; block: WorkflowBlock }) {
-  return db.updateTable('workflows')
+  return db
+    .updateTable('workflows')
     .set({ trigger: definition.trigger, tag_id: definition.tag_id, block: jsonParameter(mapBlockCredentials(definition.block, sealSecret)) })
-    .where('id', '=', id).returning('id').executeTakeFirst();
+    .where('id', '=', id)
+    .returning('id')
+    .executeTakeFirst();
 }

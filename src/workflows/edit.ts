@@ -20,11 +20,14 @@ export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
   const workflow = (await findWorkflows(db, [id])).get(id);
   if (!workflow) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   const stored = workflow.block.endpoint === 'url' ? workflow.block : null;
-  const block: WorkflowBlock = input.block.endpoint !== 'url' ? input.block : {
-    ...input.block,
-    url: input.block.url ?? stored?.url ?? '',
-    headers: input.block.headers ?? stored?.headers ?? [],
-  };
+  const block: WorkflowBlock =
+    input.block.endpoint !== 'url'
+      ? input.block
+      : {
+          ...input.block,
+          url: input.block.url ?? stored?.url ?? '',
+          headers: input.block.headers ?? stored?.headers ?? [],
+        };
   const warnings = await blockWarnings(db, workflow.workspace_id, block);
   return db.transaction().execute(async (trx) => {
     const tag = await triggerTag(trx, workflow.workspace_id, input);

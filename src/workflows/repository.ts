@@ -14,25 +14,33 @@ export interface NewWorkflow {
 }
 
 export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promise<WorkflowRow> {
-  const row = await db.insertInto('workflows')
+  const row = await db
+    .insertInto('workflows')
     .values({ ...workflow, block: jsonParameter(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
-    .returningAll().executeTakeFirstOrThrow();
+    .returningAll()
+    .executeTakeFirstOrThrow();
   return openWorkflow(row);
 }
 
 /** The stored row with its signing secret and its block's credential headers opened (the table holds them sealed). */
 export const openWorkflow = (row: WorkflowRow): WorkflowRow => ({
-  ...row, block: mapBlockCredentials(row.block, openSecret), signing_secret: openSecret(row.signing_secret),
+  ...row,
+  block: mapBlockCredentials(row.block, openSecret),
+  signing_secret: openSecret(row.signing_secret),
 });
 
 /** Seals every workflow's secrets again with the current key (after a key change); returns how many. */
 export async function resealWorkflows(db: Executor): Promise<number> {
   const rows = await db.selectFrom('workflows').select(['id', 'block', 'signing_secret']).orderBy('id').execute();
   for (const row of rows) {
-    await db.updateTable('workflows').set({
-      block: jsonParameter(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
-      signing_secret: sealSecret(openSecret(row.signing_secret)),
-    }).where('id', '=', row.id).execute();
+    await db
+      .updateTable('workflows')
+      .set({
+        block: jsonParameter(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
+        signing_secret: sealSecret(openSecret(row.signing_secret)),
+      })
+      .where('id', '=', row.id)
+      .execute();
   }
   return rows.length;
 }
@@ -40,26 +48,48 @@ export async function resealWorkflows(db: Executor): Promise<number> {
 /** Workflows by id; with `workspaceId` (the worker's statements), only that workspace's. */
 export async function findWorkflows(db: Executor, ids: readonly number[], workspaceId?: number): Promise<Map<number, WorkflowRow>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('workflows').selectAll().where('id', 'in', [...new Set(ids)])
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!)).execute();
+  const rows = await db
+    .selectFrom('workflows')
+    .selectAll()
+    .where('id', 'in', [...new Set(ids)])
+    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+    .execute();
   return new Map(rows.map((row) => [row.id, openWorkflow(row)]));
 }
 
 /** Active workflows of these workspaces, in creation order. */
 export async function findActiveWorkflows(db: Executor, workspaceIds: readonly number[]): Promise<WorkflowRow[]> {
   if (workspaceIds.length === 0) return [];
-  return db.selectFrom('workflows').selectAll()
-    .where('workspace_id', 'in', [...new Set(workspaceIds)]).where('active', '=', true)
-    .orderBy('id').execute().then((rows) => rows.map(openWorkflow));
+  return db
+    .selectFrom('workflows')
+    .selectAll()
+    .where('workspace_id', 'in', [...new Set(workspaceIds)])
+    .where('active', '=', true)
+    .orderBy('id')
+    .execute()
+    .then((rows) => rows.map(openWorkflow));
 }
 
 /** A workspace's workflows that are not deleted, with their tag's name, in creation order. */
 export async function listWorkflows(db: Executor, workspaceId: number) {
-  return db.selectFrom('workflows')
+  return db
+    .selectFrom('workflows')
     .leftJoin('tags', (join) => join.onRef('tags.workspace_id', '=', 'workflows.workspace_id').onRef('tags.id', '=', 'workflows.tag_id'))
-    .select(['workflows.id', 'workflows.workspace_id', 'workflows.trigger', 'workflows.tag_id', 'tags.name as tag_name', 'workflows.block',
-      'workflows.active', 'workflows.active_since', 'workflows.created_at'])
-    .where('workflows.workspace_id', '=', workspaceId).where('workflows.deleted_at', 'is', null).orderBy('workflows.id').execute()
+    .select([
+      'workflows.id',
+      'workflows.workspace_id',
+      'workflows.trigger',
+      'workflows.tag_id',
+      'tags.name as tag_name',
+      'workflows.block',
+      'workflows.active',
+      'workflows.active_since',
+      'workflows.created_at',
+    ])
+    .where('workflows.workspace_id', '=', workspaceId)
+    .where('workflows.deleted_at', 'is', null)
+    .orderBy('workflows.id')
+    .execute()
     .then((rows) => rows.map((row) => ({ ...row, block: mapBlockCredentials(row.block, openSecret) })));
 }
 
@@ -71,13 +101,24 @@ export async function listWorkflows(db: Executor, workspaceId: number) {
 export async function setWorkflowActive(db: Executor, id: number, active: boolean): Promise<{ id: number; active: boolean } | undefined> {
   if (!active) return db.updateTable('workflows').set({ active: false }).where('id', '=', id).where('deleted_at', 'is', null).returning(['id', 'active']).executeTakeFirst();
   // Only a paused one is resumed (two statements: Citus refuses now() inside a CASE of an UPDATE).
-  const resumed = await db.updateTable('workflows').set({ active: true, active_since: sql<string>`now()` })
-    .where('id', '=', id).where('active', '=', false).where('deleted_at', 'is', null).returning(['id', 'active']).executeTakeFirst();
+  const resumed = await db
+    .updateTable('workflows')
+    .set({ active: true, active_since: sql<string>`now()` })
+    .where('id', '=', id)
+    .where('active', '=', false)
+    .where('deleted_at', 'is', null)
+    .returning(['id', 'active'])
+    .executeTakeFirst();
   return resumed ?? db.selectFrom('workflows').where('id', '=', id).where('deleted_at', 'is', null).select(['id', 'active']).executeTakeFirst();
 }
 
 /** Marks the workflow deleted and inactive (nothing is fanned out to it any more); undefined when there is no such workflow not yet deleted. */
 export async function softDeleteWorkflow(db: Executor, id: number): Promise<{ id: number } | undefined> {
-  return db.updateTable('workflows').set({ deleted_at: sql<string>`now()`, active: false })
-    .where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
+  return db
+    .updateTable('workflows')
+    .set({ deleted_at: sql<string>`now()`, active: false })
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returning('id')
+    .executeTakeFirst();
 }

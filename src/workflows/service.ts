@@ -35,7 +35,9 @@ export async function blockWarnings(db: Db, workspaceId: number, block: Workflow
 
 /** The tag a tag_added trigger names, created when missing; none for lead_created. */
 export async function triggerTag(
-  db: Executor, workspaceId: number, trigger: { trigger: 'lead_created' } | { trigger: 'tag_added'; tagName: string },
+  db: Executor,
+  workspaceId: number,
+  trigger: { trigger: 'lead_created' } | { trigger: 'tag_added'; tagName: string },
 ): Promise<{ id: number; name: string } | null> {
   if (trigger.trigger !== 'tag_added') return null;
   await insertMissingTags(db, workspaceId, [trigger.tagName]);
@@ -51,12 +53,24 @@ export async function createWorkflow(db: Db, input: NewWorkflowInput) {
   return db.transaction().execute(async (trx) => {
     const tag = await triggerTag(trx, input.workspaceId, input);
     const created = await insertWorkflow(trx, {
-      workspace_id: input.workspaceId, trigger: input.trigger, tag_id: tag?.id ?? null, block: input.block, signing_secret: newSigningSecret(),
+      workspace_id: input.workspaceId,
+      trigger: input.trigger,
+      tag_id: tag?.id ?? null,
+      block: input.block,
+      signing_secret: newSigningSecret(),
     });
     if (maxPerSecond !== null) await setEndpointCap(trx, { kind: 'workflow', id: created.id }, maxPerSecond);
     return {
-      id: created.id, workspace_id: created.workspace_id, trigger: created.trigger, tag, block: created.block, max_per_second: maxPerSecond,
-      signing_secret: created.signing_secret, active: created.active, created_at: created.created_at, warnings,
+      id: created.id,
+      workspace_id: created.workspace_id,
+      trigger: created.trigger,
+      tag,
+      block: created.block,
+      max_per_second: maxPerSecond,
+      signing_secret: created.signing_secret,
+      active: created.active,
+      created_at: created.created_at,
+      warnings,
     };
   });
 }
@@ -73,18 +87,32 @@ function presentBlock(block: WorkflowBlock): WorkflowBlock {
  */
 export async function listWorkspaceWorkflows(db: Db, workspaceId: number) {
   const rows = await listWorkflows(db, workspaceId);
-  const states = await findEndpointStates(db, 'workflow', rows.map((row) => row.id), workspaceId);
+  const states = await findEndpointStates(
+    db,
+    'workflow',
+    rows.map((row) => row.id),
+    workspaceId,
+  );
   return rows.map((row) => ({
-    id: row.id, workspace_id: row.workspace_id, trigger: row.trigger,
-    tag: row.tag_id === null ? null : { id: row.tag_id, name: row.tag_name }, block: presentBlock(row.block),
-    active: row.active, active_since: row.active_since, ...states.get(row.id)!, created_at: row.created_at,
+    id: row.id,
+    workspace_id: row.workspace_id,
+    trigger: row.trigger,
+    tag: row.tag_id === null ? null : { id: row.tag_id, name: row.tag_name },
+    block: presentBlock(row.block),
+    active: row.active,
+    active_since: row.active_since,
+    ...states.get(row.id)!,
+    created_at: row.created_at,
   }));
 }
 
 /** Why a workflow's block has no cap or health of its own: it sends to a connector. */
 function requireCustomUrl(block: WorkflowBlock, what: string): void {
   if (block.endpoint !== 'url') {
-    throw new Refused('not_applicable', `${what} belongs to the Custom URL block; this block sends to connector ${block.connector_id}: use \`connector update\` / \`connector enable\` --id ${block.connector_id}.`);
+    throw new Refused(
+      'not_applicable',
+      `${what} belongs to the Custom URL block; this block sends to connector ${block.connector_id}: use \`connector update\` / \`connector enable\` --id ${block.connector_id}.`,
+    );
   }
 }
 

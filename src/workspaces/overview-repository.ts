@@ -4,7 +4,11 @@ import type { Executor } from '../db/connect.js';
 // What a workspace's overview counts: finished deliveries per day and endpoints in trouble (its
 // leads per day: src/leads/daily-counts-repository.ts).
 
-export interface DailyCount { day: string; a: number; b: number }
+export interface DailyCount {
+  day: string;
+  a: number;
+  b: number;
+}
 
 /** Per UTC day of the last `days`: deliveries that ended Delivered (a) and Failed (b). */
 export async function deliveriesPerDay(db: Executor, workspaceId: number, days: number): Promise<DailyCount[]> {
@@ -23,7 +27,15 @@ export async function deliveriesPerDay(db: Executor, workspaceId: number, days: 
 
 /** Connectors and Custom URL workflows of the workspace that are failing now or disabled. */
 export async function failingEndpoints(db: Executor, workspaceId: number) {
-  const { rows } = await sql<{ kind: 'connector' | 'workflow'; id: number; url: string | null; consecutive_failures: number; failing_since: string | null; disabled_at: string | null; disabled_reason: string | null }>`
+  const { rows } = await sql<{
+    kind: 'connector' | 'workflow';
+    id: number;
+    url: string | null;
+    consecutive_failures: number;
+    failing_since: string | null;
+    disabled_at: string | null;
+    disabled_reason: string | null;
+  }>`
     SELECT e.kind, e.endpoint_id::int AS id, coalesce(c.url, w.block->>'url') AS url, e.consecutive_failures,
       e.failing_since, e.disabled_at, e.disabled_reason
     FROM endpoints e
@@ -35,7 +47,9 @@ export async function failingEndpoints(db: Executor, workspaceId: number) {
 }
 
 export async function workspaceCounts(db: Executor, workspaceId: number) {
-  const { rows: [row] } = await sql<{ connectors: number; workflows: number; pending: number; members: number }>`
+  const {
+    rows: [row],
+  } = await sql<{ connectors: number; workflows: number; pending: number; members: number }>`
     SELECT (SELECT count(*)::int FROM connectors WHERE workspace_id = ${workspaceId} AND deleted_at IS NULL) AS connectors,
       (SELECT count(*)::int FROM workflows WHERE workspace_id = ${workspaceId}) AS workflows,
       (SELECT count(*)::int FROM deliveries WHERE workspace_id = ${workspaceId} AND branch = 'pending') AS pending,

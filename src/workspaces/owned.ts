@@ -9,7 +9,13 @@ import { isInWorkspace, type OwnedTable } from './owned-repository.js';
 // Citus); the CLI, naming only ids, leaves it out.
 
 const NOUN: Record<OwnedTable, string> = {
-  api_keys: 'API key', connectors: 'Connector', workflows: 'Workflow', deliveries: 'Delivery', tags: 'Tag', users: 'User', leads: 'Lead',
+  api_keys: 'API key',
+  connectors: 'Connector',
+  workflows: 'Workflow',
+  deliveries: 'Delivery',
+  tags: 'Tag',
+  users: 'User',
+  leads: 'Lead',
 };
 
 export async function requireInWorkspace(db: Executor, workspaceId: number, table: OwnedTable, id: number): Promise<number> {

@@ -13,7 +13,10 @@ import { StatementWatch } from '../support/statements.js';
 // On Citus api_keys has no trigger (the service's statements notify): keys inserted with plain
 // SQL, and switching the trigger off, are what these two tests need (docs/operations.md, "Citus").
 const itWithKeyTrigger = readTestEnvironment().citus ? it.skip : it;
-if (readTestEnvironment().citus) process.stderr.write('\nSKIPPED two tests of test/api-keys/made-up-api-keys.test.ts on Citus: they insert keys with plain SQL and switch the api_keys trigger, which Citus does not have.\n');
+if (readTestEnvironment().citus)
+  process.stderr.write(
+    '\nSKIPPED two tests of test/api-keys/made-up-api-keys.test.ts on Citus: they insert keys with plain SQL and switch the api_keys trigger, which Citus does not have.\n',
+  );
 
 // Issue 16: a well-formed token whose prefix belongs to no key is refused without a query,
 // through the in-memory view of existing prefixes (src/api-keys/prefix-view.ts).
@@ -23,7 +26,10 @@ let t: TestApp;
 let watch: StatementWatch;
 let tenant: Tenant;
 beforeAll(async () => {
-  ({ t, tenants: [tenant] } = bed);
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
   watch = await StatementWatch.open(t.databaseUrl);
   bed.closeFirst(() => watch.close());
 });
@@ -40,8 +46,7 @@ async function expectRefused(token: string, message = /invalid/i): Promise<void>
 
 const cli = (args: string[]) => cliJson(t.databaseUrl, args);
 
-const setKeyCreationNotified = (on: boolean) =>
-  sql.raw(`ALTER TABLE api_keys ${on ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER api_keys_changed`).execute(t.ctx.db);
+const setKeyCreationNotified = (on: boolean) => sql.raw(`ALTER TABLE api_keys ${on ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER api_keys_changed`).execute(t.ctx.db);
 
 describe('made-up API keys', () => {
   it('are refused with 401 invalid_api_key without a database query', async () => {
@@ -74,9 +79,19 @@ describe('made-up API keys', () => {
 
   itWithKeyTrigger('do not shadow keys created after the load, also past the merge of new keys into the sorted view', async () => {
     const created = Array.from({ length: 1_100 }, () => generateToken());
-    await t.ctx.db.insertInto('api_keys').values(created.map((token, index) => ({
-      workspace_id: tenant.workspaceId, user_id: tenant.userId, name: `Bulk ${index}`, prefix: token.prefix, token_hash: token.hash, scopes: [],
-    }))).execute();
+    await t.ctx.db
+      .insertInto('api_keys')
+      .values(
+        created.map((token, index) => ({
+          workspace_id: tenant.workspaceId,
+          user_id: tenant.userId,
+          name: `Bulk ${index}`,
+          prefix: token.prefix,
+          token_hash: token.hash,
+          scopes: [],
+        })),
+      )
+      .execute();
     await eventually(async () => created.every((token) => view().mayExist(token.prefix)), 2000);
     expect(view().isTrusted).toBe(true);
     for (const token of [created[0]!, created[600]!, created[1_099]!]) expect((await me(token.token)).status).toBe(200);

@@ -20,17 +20,27 @@ const ALLOWED_FAN_OUT: ReadonlyArray<{ pattern: RegExp; why: string }> = [
   { pattern: /^delete from "(outbox|idempotency_records|deliveries)"|DELETE FROM deliveries WHERE id IN/i, why: 'housekeeping purges old rows of every workspace' },
   { pattern: /update "outbox" set "locked_by" = \$1, "locked_until" = \$2 where "locked_by"/i, why: 'a stopping worker gives back its claims in every workspace' },
   {
-    pattern: /^(update "(connectors|workflows|tags)" set .* where "id" = \$\d+( and "active" = \$\d+)?( and "deleted_at" is null)? returning|select \* from "(connectors|workflows)" where "id" in \(\$1\)$|insert into "endpoints" .* from "(connectors|workflows)" where "id" = \$\d+|select "(workspace_id|endpoint_id", "max_per_second.*)" from "endpoints" where "kind" = \$1 and "endpoint_id" (=|in) \(?\$2\)?$|UPDATE deliveries SET branch = 'Failed', error = \$1)/s,
+    pattern:
+      /^(update "(connectors|workflows|tags)" set .* where "id" = \$\d+( and "active" = \$\d+)?( and "deleted_at" is null)? returning|select \* from "(connectors|workflows)" where "id" in \(\$1\)$|insert into "endpoints" .* from "(connectors|workflows)" where "id" = \$\d+|select "(workspace_id|endpoint_id", "max_per_second.*)" from "endpoints" where "kind" = \$1 and "endpoint_id" (=|in) \(?\$2\)?$|UPDATE deliveries SET branch = 'Failed', error = \$1)/s,
     why: 'a configuration change by id (edit, enable, rotate, cap, activate, delete a connector, workflow or tag), from the CLI or the console after its routed ownership check: rare, one row locked, every shard asked',
   },
-  { pattern: /INSERT INTO idempotency_records|UPDATE idempotency_records AS r/, why: 'a write group claims and settles the Idempotency-Keys of all its requests at once, which may be of several workspaces (2PC when they are)' },
+  {
+    pattern: /INSERT INTO idempotency_records|UPDATE idempotency_records AS r/,
+    why: 'a write group claims and settles the Idempotency-Keys of all its requests at once, which may be of several workspaces (2PC when they are)',
+  },
 ];
 
 const CITUS = readTestEnvironment().citus;
-if (!CITUS) process.stderr.write('\nSKIPPED test/citus/router-queries.test.ts: DATABASE_URL is not a Citus coordinator (run the suite with DATABASE_URL=$(../shared/tools/citus/cluster.sh up)).\n');
+if (!CITUS)
+  process.stderr.write(
+    '\nSKIPPED test/citus/router-queries.test.ts: DATABASE_URL is not a Citus coordinator (run the suite with DATABASE_URL=$(../shared/tools/citus/cluster.sh up)).\n',
+  );
 const describeOnCitus = CITUS ? describe : describe.skip;
 
-interface Recorded { text: string; values: unknown[] }
+interface Recorded {
+  text: string;
+  values: unknown[];
+}
 
 /** Every statement the process's pg clients send while `work` runs, with its parameters. */
 async function recordStatements(work: () => Promise<void>): Promise<Recorded[]> {
@@ -79,16 +89,55 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
     if (status >= 400) throw new Error(`console ${path} answered ${status}: ${/<p role="alert">([^<]*)/.exec(text)?.[1] ?? ''}`);
   };
   const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiverUrl}/crm`]);
-  const { rows: [lead] } = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select('id').orderBy('id').limit(1).execute()
+  const {
+    rows: [lead],
+  } = await t.ctx.db
+    .selectFrom('leads')
+    .where('workspace_id', '=', tenant.workspaceId)
+    .select('id')
+    .orderBy('id')
+    .limit(1)
+    .execute()
     .then((rows) => ({ rows }));
-  const { rows: [tag] } = await t.ctx.db.selectFrom('tags').where('workspace_id', '=', tenant.workspaceId).select('id').limit(1).execute().then((rows) => ({ rows }));
+  const {
+    rows: [tag],
+  } = await t.ctx.db
+    .selectFrom('tags')
+    .where('workspace_id', '=', tenant.workspaceId)
+    .select('id')
+    .limit(1)
+    .execute()
+    .then((rows) => ({ rows }));
   await ok(admin.post(`/console/leads/${lead!.id}/push`, { connector: String(connector.id) }), 'push');
   await ok(admin.post(`/console/connectors/${connector.id}/test`), 'send test');
-  const { rows: [delivery] } = await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', tenant.workspaceId).select('id').orderBy('id').limit(1).execute()
+  const {
+    rows: [delivery],
+  } = await t.ctx.db
+    .selectFrom('deliveries')
+    .where('workspace_id', '=', tenant.workspaceId)
+    .select('id')
+    .orderBy('id')
+    .limit(1)
+    .execute()
     .then((rows) => ({ rows }));
-  for (const path of ['/console/', '/console/leads', '/console/leads?search=ada', `/console/leads?tag=${tag!.id}`, `/console/leads/${lead!.id}`,
-    '/console/connectors', `/console/connectors/${connector.id}`, '/console/workflows', '/console/deliveries', `/console/deliveries?connector=${connector.id}`,
-    `/console/deliveries/${delivery!.id}`, '/console/api-keys', '/console/tags', '/console/companies', '/console/members', '/console/password']) {
+  for (const path of [
+    '/console/',
+    '/console/leads',
+    '/console/leads?search=ada',
+    `/console/leads?tag=${tag!.id}`,
+    `/console/leads/${lead!.id}`,
+    '/console/connectors',
+    `/console/connectors/${connector.id}`,
+    '/console/workflows',
+    '/console/deliveries',
+    `/console/deliveries?connector=${connector.id}`,
+    `/console/deliveries/${delivery!.id}`,
+    '/console/api-keys',
+    '/console/tags',
+    '/console/companies',
+    '/console/members',
+    '/console/password',
+  ]) {
     await ok(admin.get(path), path);
   }
   await ok(admin.post(`/console/deliveries/${delivery!.id}/replay`), 'replay');
@@ -128,12 +177,25 @@ describeOnCitus('every statement on Citus', () => {
     statements = await recordStatements(async () => {
       for (const tenant of tenants) {
         const email = uniqueEmail('router', `analytical-${tenant.workspaceId}.test`);
-        const created = await postLead(t, tenant, { name: 'Ada', email, tags: ['VIP'], company: { name: 'Analytical Engines', website: `https://analytical-${tenant.workspaceId}.test` }, enrich: false });
+        const created = await postLead(t, tenant, {
+          name: 'Ada',
+          email,
+          tags: ['VIP'],
+          company: { name: 'Analytical Engines', website: `https://analytical-${tenant.workspaceId}.test` },
+          enrich: false,
+        });
         expect(created.status).toBe(201);
         expect((await postLead(t, tenant, { name: 'Ada L.', email, tags: ['VIP', 'New'] }, { 'Idempotency-Key': `router-${tenant.workspaceId}` })).status).toBe(200);
         expect((await postLead(t, tenant, { name: 'Ada L.', email, tags: ['VIP', 'New'] }, { 'Idempotency-Key': `router-${tenant.workspaceId}` })).status).toBe(200);
-        const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth)
-          .send({ leads: [{ name: 'Bob', email: uniqueEmail('bob') }, { name: 'Cy', email: uniqueEmail('cy'), tags: ['VIP'] }] });
+        const batch = await t.http
+          .post('/api/v1/leads/batch')
+          .set(tenant.auth)
+          .send({
+            leads: [
+              { name: 'Bob', email: uniqueEmail('bob') },
+              { name: 'Cy', email: uniqueEmail('cy'), tags: ['VIP'] },
+            ],
+          });
         expect(batch.status).toBe(200);
         expect((await t.http.get(`/api/v1/leads/${created.body.data.id}`).set(tenant.auth)).status).toBe(200);
         expect((await t.http.get('/api/v1/me').set(tenant.auth)).status).toBe(200);

@@ -7,7 +7,9 @@ import { testBed } from '../support/test-bed.js';
 
 const bed = testBed({ tenants: [] });
 let t: TestApp;
-beforeAll(() => { ({ t } = bed); });
+beforeAll(() => {
+  ({ t } = bed);
+});
 
 const ok = (args: string[]) => cliJson<Record<string, unknown>>(t.databaseUrl, args);
 
@@ -23,7 +25,14 @@ describe('admin CLI', () => {
     expect(admin).toEqual({ id: expect.any(Number), email: 'ops@northwind.test', role: 'admin' });
 
     const key = await ok(['key', 'create', '--workspace', String(workspace.id), '--user', String(admin.id), '--name', 'Zapier', '--scopes', 'leads:read,tags:read']);
-    expect(key).toEqual({ id: expect.any(Number), name: 'Zapier', prefix: expect.stringMatching(/^lk[0-9a-z]{10}$/), scopes: ['leads:read', 'tags:read'], expires_at: null, token: expect.stringMatching(/^lk[0-9a-z]{10}_/) });
+    expect(key).toEqual({
+      id: expect.any(Number),
+      name: 'Zapier',
+      prefix: expect.stringMatching(/^lk[0-9a-z]{10}$/),
+      scopes: ['leads:read', 'tags:read'],
+      expires_at: null,
+      token: expect.stringMatching(/^lk[0-9a-z]{10}_/),
+    });
     const me = await t.http.get('/api/v1/me').set('Authorization', `Bearer ${key.token as string}`);
     expect(me.status).toBe(200);
     expect(me.body.data.workspace).toEqual({ id: workspace.id, name: 'Northwind' });
@@ -51,7 +60,9 @@ describe('admin CLI', () => {
     expect(await ok(['user', 'delete', '--id', String(admin.id)])).toEqual({ id: admin.id, deleted: true });
     await eventually(async () => (await t.http.get('/api/v1/me').set(auth)).status === 401, 15_000);
     expect((await t.http.get('/api/v1/me').set(auth)).body).toEqual({
-      error: 'invalid_api_key', message: 'The API key is orphaned: the user who created it no longer exists. Create a new key.', documentation_url: t.ctx.config.DOCUMENTATION_URL,
+      error: 'invalid_api_key',
+      message: 'The API key is orphaned: the user who created it no longer exists. Create a new key.',
+      documentation_url: t.ctx.config.DOCUMENTATION_URL,
     });
   });
 
@@ -67,13 +78,22 @@ describe('admin CLI', () => {
 
   it('creates tags and companies', async () => {
     const workspace = await ok(['workspace', 'create', '--name', 'Tagged']);
-    expect(await ok(['tag', 'create', '--workspace', String(workspace.id), '--name', 'VIP', '--color', '#ff0000'])).toEqual({ id: expect.any(Number), name: 'VIP', color: '#ff0000', active: true });
+    expect(await ok(['tag', 'create', '--workspace', String(workspace.id), '--name', 'VIP', '--color', '#ff0000'])).toEqual({
+      id: expect.any(Number),
+      name: 'VIP',
+      color: '#ff0000',
+      active: true,
+    });
     expect(await ok(['tag', 'create', '--workspace', String(workspace.id), '--name', 'Old', '--archived'])).toMatchObject({ name: 'Old', color: null, active: false });
-    expect(await ok(['company', 'create', '--workspace', String(workspace.id), '--name', 'Globex', '--website', 'https://globex.test'])).toEqual({ id: expect.any(Number), name: 'Globex', website: 'https://globex.test/' });
+    expect(await ok(['company', 'create', '--workspace', String(workspace.id), '--name', 'Globex', '--website', 'https://globex.test'])).toEqual({
+      id: expect.any(Number),
+      name: 'Globex',
+      website: 'https://globex.test/',
+    });
   });
 
   it('prints a demo workspace with a full-scope key', async () => {
-    const demo = await ok(['demo']) as { workspace: { id: number }; user: { id: number }; key: { token: string; scopes: string[] } };
+    const demo = (await ok(['demo'])) as { workspace: { id: number }; user: { id: number }; key: { token: string; scopes: string[] } };
     expect(demo.key.scopes).toEqual(['leads:write', 'leads:read', 'tags:read']);
     const me = await t.http.get('/api/v1/me').set('Authorization', `Bearer ${demo.key.token}`);
     expect(me.body.data.workspace.id).toBe(demo.workspace.id);
@@ -97,7 +117,9 @@ describe('admin CLI', () => {
 
 describe('connector secrets', () => {
   let workspace: string;
-  beforeAll(async () => { workspace = String((await ok(['workspace', 'create', '--name', 'Secrets'])).id); });
+  beforeAll(async () => {
+    workspace = String((await ok(['workspace', 'create', '--name', 'Secrets'])).id);
+  });
   const create = (auth: string[]) => ['connector', 'create', '--workspace', workspace, '--url', 'https://crm.example.com/hook', ...auth];
   const storedAuth = async (id: unknown) => (await findConnectors(t.ctx.db, [id as number])).get(id as number)!.auth;
 
@@ -118,24 +140,39 @@ describe('connector secrets', () => {
   }, 90_000);
 
   it('still takes --token, --password and --header-value on the command line, with one JSON warning each on stderr', async () => {
-    const result = await runCli(create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', 'hv_flag_1', '--token', 'unused_flag_2', '--password', 'unused_flag_3']),
-      { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn' });
+    const result = await runCli(create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', 'hv_flag_1', '--token', 'unused_flag_2', '--password', 'unused_flag_3']), {
+      DATABASE_URL: t.databaseUrl,
+      LOG_LEVEL: 'warn',
+    });
     expect(result.code).toBe(0);
     expect(await storedAuth((result.json as { id: number }).id)).toEqual({ type: 'header', name: 'X-Key', value: 'hv_flag_1' });
-    const warnings = result.stderr.trim().split('\n').map((line) => JSON.parse(line));
-    expect(warnings).toEqual(['--token', '--password', '--header-value'].map((flag) => ({
-      warning: 'secret_on_command_line', message: expect.stringMatching(new RegExp(`^${flag} on the command line is visible .*\\(ps\\).*shell history; \`${flag} -\` reads it from standard input, or set LEAD_INTAKE_CONNECTOR_`)),
-    })));
+    const warnings = result.stderr
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(warnings).toEqual(
+      ['--token', '--password', '--header-value'].map((flag) => ({
+        warning: 'secret_on_command_line',
+        message: expect.stringMatching(
+          new RegExp(`^${flag} on the command line is visible .*\\(ps\\).*shell history; \`${flag} -\` reads it from standard input, or set LEAD_INTAKE_CONNECTOR_`),
+        ),
+      })),
+    );
     expect(result.stderr).not.toMatch(/hv_flag_1|unused_flag_2|unused_flag_3/);
   });
 
   it('refuses a missing secret naming every way to give it, two secrets from standard input, and an empty one', async () => {
     expect(await cliError(t.databaseUrl, create(['--auth', 'bearer']))).toEqual({
-      error: 'invalid_argument', message: '--auth bearer needs --token (`--token -` reads it from standard input, or set LEAD_INTAKE_CONNECTOR_TOKEN).',
+      error: 'invalid_argument',
+      message: '--auth bearer needs --token (`--token -` reads it from standard input, or set LEAD_INTAKE_CONNECTOR_TOKEN).',
     });
-    expect(await cliError(t.databaseUrl, create(['--auth', 'basic', '--username', 'u', '--password', '-', '--token', '-']), {}, 'x'))
-      .toEqual({ error: 'invalid_argument', message: expect.stringMatching(/^Only one secret can come from standard input, not --token and --password/) });
-    expect(await cliError(t.databaseUrl, create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', '-']), {}, '\n'))
-      .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/^--auth header needs --header-value/) });
+    expect(await cliError(t.databaseUrl, create(['--auth', 'basic', '--username', 'u', '--password', '-', '--token', '-']), {}, 'x')).toEqual({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/^Only one secret can come from standard input, not --token and --password/),
+    });
+    expect(await cliError(t.databaseUrl, create(['--auth', 'header', '--header-name', 'X-Key', '--header-value', '-']), {}, '\n')).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/^--auth header needs --header-value/),
+    });
   }, 60_000);
 });

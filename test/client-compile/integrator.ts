@@ -1,10 +1,7 @@
 // Compiled by test/client/package.test.ts, strict, in a project that installed the packed
 // client: fails `tsc` when the client's public types regress (a wrong field accepted, a
 // lead without a contact detail accepted, a result no longer narrowing).
-import {
-  createLeadIntakeClient, verifyWebhook, WebhookVerificationError,
-  type CreateLeadsRow, type Lead, type LeadRow, type WebhookEvent,
-} from 'lead-intake-client';
+import { createLeadIntakeClient, verifyWebhook, WebhookVerificationError, type CreateLeadsRow, type Lead, type LeadRow, type WebhookEvent } from 'lead-intake-client';
 
 const client = createLeadIntakeClient({ baseUrl: 'http://localhost:3000', apiKey: 'lk0000000000_secret', maxAttempts: 3 });
 
@@ -17,10 +14,10 @@ export async function createOne(): Promise<number | null> {
     const status: 200 | 201 = created.status;
     const lead: Lead = created.data.data;
     const replayed: boolean = created.replayed;
-    void status, void replayed;
+    (void status, void replayed);
     // What matched: a kind to branch on (null for a new lead), and the other leads it points at.
     const kind: 'email' | 'linkedin' | 'phone' | null = created.data.meta.match_kind;
-    for (const conflict of created.data.meta.conflicts) void (conflict.lead_id satisfies number), void (conflict.kind satisfies 'email' | 'linkedin' | 'phone');
+    for (const conflict of created.data.meta.conflicts) (void (conflict.lead_id satisfies number), void (conflict.kind satisfies 'email' | 'linkedin' | 'phone'));
     // @ts-expect-error a match kind is one of email | linkedin | phone
     if (kind === 'name') return null;
     // @ts-expect-error a lead has no `nickname`
@@ -38,7 +35,7 @@ export async function createOne(): Promise<number | null> {
       const matchedOn: string = created.error.matched_on;
       const kind: 'email' | 'linkedin' | 'phone' = created.error.match_kind;
       const others: number[] = created.error.conflicts.map((conflict) => conflict.lead_id);
-      void existing, void matchedOn, void kind, void others;
+      (void existing, void matchedOn, void kind, void others);
       break;
     }
     case 'insufficient_scope': {
@@ -71,7 +68,13 @@ export async function wrongRequests(): Promise<void> {
   await client.createLead({ name: 'Jane' });
   // @ts-expect-error so does every row of a batch
   await client.createLeads([{ name: 'Jane', phones: ['+1 415 555 0100'] }, { name: 'Joe' }]);
-  for (const contact of [{ email: 'jane@acme.test' }, { phone: '+1 415 555 0100' }, { linkedin_url: 'https://www.linkedin.com/in/jane' }, { emails: ['jane@acme.test'] }, { phones: ['+1 415 555 0100'] }]) {
+  for (const contact of [
+    { email: 'jane@acme.test' },
+    { phone: '+1 415 555 0100' },
+    { linkedin_url: 'https://www.linkedin.com/in/jane' },
+    { emails: ['jane@acme.test'] },
+    { phones: ['+1 415 555 0100'] },
+  ]) {
     await client.createLead({ name: 'Jane', ...contact });
   }
   // @ts-expect-error `on_duplicate` is one of update | skip | error
@@ -109,7 +112,7 @@ export async function importRows(rows: LeadRow[]): Promise<void> {
   if (first?.status === 'not_processed') void first.errors;
   if (first?.status === 'failed') void (first.error satisfies string);
   if (first?.status === 'created') void (first.warnings satisfies string[]);
-  if (first?.status === 'updated') void (first.match_kind satisfies 'email' | 'linkedin' | 'phone' | null), void first.conflicts[0]?.matched_on;
+  if (first?.status === 'updated') (void (first.match_kind satisfies 'email' | 'linkedin' | 'phone' | null), void first.conflicts[0]?.matched_on);
   // @ts-expect-error the switches are typed like the batch's
   await client.createLeads(rows, { on_duplicate: 'ignore' });
 }

@@ -11,13 +11,24 @@ const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
 let baseUrl: string;
-beforeAll(async () => { ({ t, tenants: [tenant] } = bed); baseUrl = await t.listen(); });
+beforeAll(async () => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+  baseUrl = await t.listen();
+});
 
 let sequence = 0;
 const email = () => `client${++sequence}-${Date.now()}@acme-robotics.test`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const leadsWith = async (address: string) =>
-  t.ctx.db.selectFrom('leads').select('id').where('workspace_id', '=', tenant.workspaceId).where(sql<boolean>`${address} = ANY(emails)`).execute();
+  t.ctx.db
+    .selectFrom('leads')
+    .select('id')
+    .where('workspace_id', '=', tenant.workspaceId)
+    .where(sql<boolean>`${address} = ANY(emails)`)
+    .execute();
 
 describe('typed calls against the service', () => {
   it('reads the key, tags and a lead; creates then updates a lead', async () => {
@@ -160,7 +171,8 @@ describe('retries', () => {
     const { port } = dropping.address() as AddressInfo;
 
     const { waits, sleep } = recordingSleep();
-    const result = await clientFor(`http://127.0.0.1:${port}`, tenant, { sleep, maxAttempts: 5, backoffBaseMs: 100, backoffCapMs: 300 }).me()
+    const result = await clientFor(`http://127.0.0.1:${port}`, tenant, { sleep, maxAttempts: 5, backoffBaseMs: 100, backoffCapMs: 300 })
+      .me()
       .finally(() => new Promise<void>((resolve) => dropping.close(() => resolve())));
     expect(result).toMatchObject({ ok: false, status: null, attempts: 5, error: { error: 'network_error', message: expect.stringContaining('5 attempts') } });
     expect(waits).toHaveLength(4);
@@ -172,7 +184,10 @@ describe('retries', () => {
 
   it('abandons an attempt after timeoutMs and retries it', async () => {
     const held = new Set<Socket>();
-    const silent = createServer((socket) => { held.add(socket); socket.on('error', () => {}); });
+    const silent = createServer((socket) => {
+      held.add(socket);
+      socket.on('error', () => {});
+    });
     silent.listen(0, '127.0.0.1');
     await once(silent, 'listening');
     try {

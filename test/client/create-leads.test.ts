@@ -8,7 +8,10 @@ import { createTenant, type Tenant } from '../support/fixtures.js';
 const bed = testBed({ tenants: [] });
 let t: TestApp;
 let baseUrl: string;
-beforeAll(async () => { ({ t } = bed); baseUrl = await t.listen(); });
+beforeAll(async () => {
+  ({ t } = bed);
+  baseUrl = await t.listen();
+});
 
 const leadIdsByEmail = async (tenant: Tenant) => {
   const leads = await t.ctx.db.selectFrom('leads').select(['id', 'emails']).where('workspace_id', '=', tenant.workspaceId).execute();
@@ -45,16 +48,16 @@ describe('createLeads', () => {
 
     // Every row that ran points at the lead holding its own email.
     const ids = await leadIdsByEmail(tenant);
-    expect(result.rows.map((row) => [row.status, row.lead_id, 'field' in row ? row.field : null])).toEqual(rows.map((_, n) => (failing.has(n)
-      ? ['failed', null, 'tag_ids']
-      : [expected[n], ids.get(address(sameAs[n] ?? n)), null])));
+    expect(result.rows.map((row) => [row.status, row.lead_id, 'field' in row ? row.field : null])).toEqual(
+      rows.map((_, n) => (failing.has(n) ? ['failed', null, 'tag_ids'] : [expected[n], ids.get(address(sameAs[n] ?? n)), null])),
+    );
     expect(ids.size).toBe(244);
   });
 
   it('leaves the rows of a batch refused with 422 not_processed, each with its own messages, and goes on', async () => {
     const tenant = await createTenant(t.ctx.db);
     const { sent, fetch } = recordingFetch();
-    const rows: LeadRow[] = Array.from({ length: 250 }, (_, n) => (n === 130 ? { name: 'No contact' } as LeadRow : { name: `Row ${n}`, email: `v${n}@acme.test` }));
+    const rows: LeadRow[] = Array.from({ length: 250 }, (_, n) => (n === 130 ? ({ name: 'No contact' } as LeadRow) : { name: `Row ${n}`, email: `v${n}@acme.test` }));
 
     const result = await clientFor(baseUrl, tenant, { fetch }).createLeads(rows, { enrich: false });
 
@@ -117,7 +120,9 @@ describe('createLeads', () => {
     const client = clientFor(baseUrl, tenant);
     await expect(client.createLeads([{ name: 'A', email: 'a@acme.test' }], { batchSize: 101 })).rejects.toThrow(RangeError);
     expect(await client.createLeads([])).toEqual({
-      ok: true, rows: [], stoppedBy: null,
+      ok: true,
+      rows: [],
+      stoppedBy: null,
       meta: { created: 0, updated: 0, skipped: 0, failed: 0, not_processed: 0, total: 0, dry_run: false },
     });
   });

@@ -58,10 +58,13 @@ beforeAll(async () => {
   await symlink(path.join(ROOT, 'node_modules', '@types'), path.join(project, 'node_modules', '@types'), 'dir');
   await writeFile(path.join(project, 'example.mts'), await readmeExample());
   await copyFile(path.join(ROOT, 'test', 'client-compile', 'integrator.ts'), path.join(project, 'integrator.ts'));
-  await writeFile(path.join(project, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
-    files: ['example.mts', 'integrator.ts'],
-  }));
+  await writeFile(
+    path.join(project, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
+      files: ['example.mts', 'integrator.ts'],
+    }),
+  );
 }, 180_000);
 afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
@@ -72,7 +75,14 @@ describe('the packed client in an empty project', () => {
     expect(installedBytes).toBeLessThan(MAX_INSTALLED_BYTES);
     const manifest = JSON.parse(await readFile(path.join(project, 'node_modules', 'lead-intake-client', 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     expect(Object.keys(manifest.dependencies)).toEqual(['openapi-fetch']);
-    expect(packed.files.map((file) => file.path).filter((file) => !/^(dist\/(esm|cjs)\/(src\/client\/[\w-]+\.(js|d\.ts)|generated\/(api\.d\.ts|limits\.(js|d\.ts)))|dist\/cjs\/package\.json|package\.json|README\.md)$/.test(file))).toEqual([]);
+    expect(
+      packed.files
+        .map((file) => file.path)
+        .filter(
+          (file) =>
+            !/^(dist\/(esm|cjs)\/(src\/client\/[\w-]+\.(js|d\.ts)|generated\/(api\.d\.ts|limits\.(js|d\.ts)))|dist\/cjs\/package\.json|package\.json|README\.md)$/.test(file),
+        ),
+    ).toEqual([]);
   });
 
   it('type-checks, strict, the README example and an integrator using every call (a lead without a contact detail is an error there)', async () => {
@@ -95,7 +105,11 @@ describe('the packed client in an empty project', () => {
   it('bundles for a browser: no Node built-in anywhere in it', async () => {
     const bundle = await build({
       stdin: { contents: "export { createLeadIntakeClient, verifyWebhook } from 'lead-intake-client';", resolveDir: project, loader: 'js' },
-      bundle: true, platform: 'browser', format: 'esm', write: false, logLevel: 'silent',
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      write: false,
+      logLevel: 'silent',
     });
     expect(bundle.errors).toEqual([]);
     expect(bundle.outputFiles[0]!.text).not.toMatch(/\brequire\(|from ["']node:/);
@@ -109,7 +123,14 @@ describe('the packed client in an empty project', () => {
       // The README example listens on a port it is told: picked free here, released, then taken by the example.
       const receiverPort = await freePort();
       const workflow = await cli<{ signing_secret: string }>(t, [
-        'workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', `http://127.0.0.1:${receiverPort}/hooks`,
+        'workflow',
+        'create',
+        '--workspace',
+        String(tenant.workspaceId),
+        '--trigger',
+        'lead_created',
+        '--url',
+        `http://127.0.0.1:${receiverPort}/hooks`,
       ]);
       const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), 'example.mts'], {
         cwd: project,
@@ -123,11 +144,17 @@ describe('the packed client in an empty project', () => {
         },
       });
       let output = '';
-      child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString(); });
-      child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      child.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
       const exited = once(child, 'exit') as Promise<[number | null]>;
       let running = true;
-      void exited.then(() => { running = false; });
+      void exited.then(() => {
+        running = false;
+      });
       // The test app runs no worker: poll the outbox as the worker would until the example ends.
       while (running) {
         await drain(t);

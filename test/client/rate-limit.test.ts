@@ -11,7 +11,10 @@ import { createTenant, type Tenant } from '../support/fixtures.js';
 const bed = testBed({ app: { env: { RATE_LIMIT_PER_MINUTE: '2' } }, tenants: [] });
 let t: TestApp;
 let baseUrl: string;
-beforeAll(async () => { ({ t } = bed); baseUrl = await t.listen(); });
+beforeAll(async () => {
+  ({ t } = bed);
+  baseUrl = await t.listen();
+});
 
 const windowClears = (tenant: Tenant) => recordingSleep(() => t.ctx.rateLimitStore.resetKey(tenant.prefix));
 

@@ -9,7 +9,10 @@ const bed = testBed({ tenants: [{ name: 'Typed client workspace' }] });
 let t: TestApp;
 let tenant: Tenant;
 beforeAll(async () => {
-  ({ t, tenants: [tenant] } = bed);
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
   await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Archived', color: null, active: false });
 });
 

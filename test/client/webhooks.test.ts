@@ -11,7 +11,9 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 const secret = newSigningSecret();
 const body = JSON.stringify({ id: 7, name: 'Jane Doe', event: 'lead', lead_id: 7, sent_at: '2026-11-23T10:00:51.882000Z' });
@@ -80,7 +82,16 @@ describe('a real delivery of the service, verified by the client', () => {
   it('a lead created through the client fires a workflow whose signed delivery verifies as a workflow event', async () => {
     const tenant = await createTenant(t.ctx.db);
     const workflow = await cli<{ id: number; signing_secret: string }>(t, [
-      'workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', `${receiver.url}/hooks`, '--field', 'source=client-test',
+      'workflow',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--trigger',
+      'lead_created',
+      '--url',
+      `${receiver.url}/hooks`,
+      '--field',
+      'source=client-test',
     ]);
     const created = await clientFor(await t.listen(), tenant).createLead({ name: 'Grace Hopper', email: 'grace@navy.test', enrich: false });
     if (!created.ok) throw new Error(JSON.stringify(created.error));

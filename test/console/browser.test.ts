@@ -54,8 +54,15 @@ maybe('the console in a browser', () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     env = {
-      ...baseEnvironment(), PORT: String(port), HOST: '127.0.0.1', PUBLIC_URL: base, DATABASE_URL: database.url, LOG_LEVEL: 'info',
-      WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true', OUTBOX_POLL_MS: '200', WEBHOOK_MAX_ATTEMPTS: '1',
+      ...baseEnvironment(),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PUBLIC_URL: base,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'info',
+      WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
+      OUTBOX_POLL_MS: '200',
+      WEBHOOK_MAX_ATTEMPTS: '1',
     };
     service = startService('npm', ['start'], { env });
     await service.waitForLog('Lead Intake API listening', 120_000);
@@ -64,7 +71,9 @@ maybe('the console in a browser', () => {
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     context.setDefaultTimeout(15_000);
     page = await context.newPage();
-    page.on('dialog', (dialog) => { throw new Error(`a dialog opened: ${dialog.message()}`); });
+    page.on('dialog', (dialog) => {
+      throw new Error(`a dialog opened: ${dialog.message()}`);
+    });
   }, 180_000);
 
   afterAll(async () => {
@@ -137,7 +146,10 @@ maybe('the console in a browser', () => {
     expect(await page.content()).not.toContain(token);
 
     await page.getByRole('link', { name: 'API keys', exact: true }).click();
-    await page.getByRole('row', { name: /Browser key/ }).getByRole('button', { name: /Revoke/ }).click();
+    await page
+      .getByRole('row', { name: /Browser key/ })
+      .getByRole('button', { name: /Revoke/ })
+      .click();
     await page.getByRole('button', { name: 'Revoke key' }).click();
     await page.getByRole('status').filter({ hasText: 'revoked' }).waitFor();
     expect((await api('/me', {}, token)).status).toBe(401);
@@ -182,9 +194,12 @@ maybe('the console in a browser', () => {
     await checkPage('lead');
   }, 60_000);
 
-  it('lists a delivery\'s attempts, and Replay sends it again under the same webhook-id', async () => {
+  it("lists a delivery's attempts, and Replay sends it again under the same webhook-id", async () => {
     await visit('Deliveries', 'Deliveries', 'deliveries');
-    await page.getByRole('link', { name: /^Delivery \d+$/ }).first().click();
+    await page
+      .getByRole('link', { name: /^Delivery \d+$/ })
+      .first()
+      .click();
     const attempts = page.getByRole('table', { name: 'Attempts' });
     await attempts.waitFor();
     expect(await attempts.getByRole('row').count()).toBeGreaterThan(1);
@@ -196,15 +211,20 @@ maybe('the console in a browser', () => {
     await eventually(async () => receiver.requests.filter((request) => request.headers['webhook-id'] === webhookId).length === before + 1, 20_000);
   }, 60_000);
 
-  it('recovers a connector\'s failed deliveries since a time', async () => {
+  it("recovers a connector's failed deliveries since a time", async () => {
     receiver.routes['/crm'] = { status: 500, body: 'down' };
-    const lead = await (await api('/leads', { method: 'POST', body: JSON.stringify({ name: 'Rita', email: 'rita@acme.example' }) })).json() as { data: { id: number } };
+    const lead = (await (await api('/leads', { method: 'POST', body: JSON.stringify({ name: 'Rita', email: 'rita@acme.example' }) })).json()) as { data: { id: number } };
     const [connector] = await cli<Array<{ id: number }>>(['connector', 'list', '--workspace', String(demo.workspace.id)]);
     const connectorId = connector!.id;
     // The push's first attempt is made by the CLI or, when it claims the delivery first, by the server's worker.
     await cli(['connector', 'push', '--id', String(connectorId), '--lead', String(lead.data.id)]);
-    await eventually(async () => (await cli<Array<{ branch: string }>>(['deliveries', 'list', '--workspace', String(demo.workspace.id), '--lead', String(lead.data.id)]))
-      .some((delivery) => delivery.branch === 'Failed'), 20_000);
+    await eventually(
+      async () =>
+        (await cli<Array<{ branch: string }>>(['deliveries', 'list', '--workspace', String(demo.workspace.id), '--lead', String(lead.data.id)])).some(
+          (delivery) => delivery.branch === 'Failed',
+        ),
+      20_000,
+    );
     receiver.routes['/crm'] = { status: 200, body: '{"id":"crm-43"}', headers: { 'content-type': 'application/json' } };
     await page.goto(`${base}/console/connectors/${connectorId}`);
     await page.getByLabel('Failed since (UTC)').fill(new Date(Date.now() - 3_600_000).toISOString().slice(0, 16));
@@ -212,7 +232,9 @@ maybe('the console in a browser', () => {
     await page.getByRole('heading', { name: 'Recovered' }).waitFor();
     expect(await page.getByRole('status').textContent()).toContain('1 failed deliveries sent again');
     const ritas = (): number => receiver.requests.filter((request) => request.path === '/crm' && request.body.includes('rita@acme.example')).length;
-    await eventually(async () => ritas() === 2, 20_000).catch(() => { throw new Error(`the receiver got Rita ${ritas()} times, not twice`); });
+    await eventually(async () => ritas() === 2, 20_000).catch(() => {
+      throw new Error(`the receiver got Rita ${ritas()} times, not twice`);
+    });
   }, 60_000);
 
   it('shows Workflows, Tags and Members, each without serious accessibility problems', async () => {
@@ -223,7 +245,10 @@ maybe('the console in a browser', () => {
     await page.getByRole('button', { name: 'Save workflow' }).click();
     await page.getByRole('heading', { name: 'Workflow saved' }).waitFor();
     await page.getByRole('link', { name: 'All workflows' }).click();
-    await page.getByRole('button', { name: /^Edit workflow \d+$/ }).last().click();
+    await page
+      .getByRole('button', { name: /^Edit workflow \d+$/ })
+      .last()
+      .click();
     await checkPage('workflow-edit');
     await page.getByLabel('Trigger').selectOption('lead_created');
     await page.getByRole('button', { name: 'Save workflow' }).click();
@@ -275,7 +300,7 @@ maybe('the console in a browser', () => {
     await memberPage.context().close();
   }, 60_000);
 
-  it('refuses a member every change and answers another workspace\'s ids with 404', async () => {
+  it("refuses a member every change and answers another workspace's ids with 404", async () => {
     const other = await cli<{ workspace: { id: number }; key: { token: string } }>(['demo']);
     const foreign = await cli<{ id: number }>(['connector', 'create', '--workspace', String(other.workspace.id), '--url', `${receiver.url}/other`]);
     expect((await page.goto(`${base}/console/connectors/${foreign.id}`))!.status()).toBe(404);
@@ -293,7 +318,7 @@ maybe('the console in a browser', () => {
     await memberPage.context().close();
   }, 60_000);
 
-  it('shows the day\'s leads and deliveries on the Overview, then signs out: the session ends', async () => {
+  it("shows the day's leads and deliveries on the Overview, then signs out: the session ends", async () => {
     await page.goto(`${base}/console/leads`);
     await visit('Overview', 'Overview', 'overview');
     // Today's leads as the API answered them: the hostile lead and the pushed one were created.

@@ -20,14 +20,20 @@ export function browserAvailable(): boolean {
   return false;
 }
 
-export const launchBrowser = (): Promise<Browser> => chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+export const launchBrowser = (): Promise<Browser> =>
+  chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-interface AxeViolation { id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: unknown[] }>;
+}
 
 /**
  * axe-core's serious and critical violations on the page as it stands. The source is
@@ -36,8 +42,9 @@ interface AxeViolation { id: string; impact: string | null; help: string; nodes:
  */
 export async function seriousViolations(page: Page): Promise<string[]> {
   await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations)") as AxeViolation[];
-  return violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+  const violations = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] }).then((result) => result.violations)")) as AxeViolation[];
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => `${violation.id} (${violation.impact}): ${violation.help} at ${violation.nodes.map((node) => JSON.stringify(node.target)).join(', ')}`);
 }
 
@@ -55,7 +62,7 @@ export async function screenshots(page: Page, name: string): Promise<void> {
 /** Nothing wider than the window at 360 px: the page reflows instead of scrolling sideways (tables scroll in their own box). */
 export async function overflowsAt360(page: Page): Promise<boolean> {
   await page.setViewportSize({ width: 360, height: 800 });
-  const overflows = await page.evaluate('document.documentElement.scrollWidth > document.documentElement.clientWidth + 1') as boolean;
+  const overflows = (await page.evaluate('document.documentElement.scrollWidth > document.documentElement.clientWidth + 1')) as boolean;
   await page.setViewportSize({ width: 1280, height: 800 });
   return overflows;
 }

@@ -17,7 +17,9 @@ let admin: ConsoleSession;
 beforeAll(async () => {
   ({ app, tenant, other, admin } = await startConsoleBed());
 });
-afterAll(async () => { await app.close(); });
+afterAll(async () => {
+  await app.close();
+});
 
 const today = async () => (await sql<{ day: string }>`SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day`.execute(app.ctx.db)).rows[0]!.day;
 
@@ -32,8 +34,8 @@ async function leadsOn(day: string): Promise<Record<string, number>> {
   return Object.fromEntries(names.map((name, index) => [name, values[index] ?? Number.NaN]));
 }
 
-describe('the Overview\'s leads per day', () => {
-  it('counts today\'s created, updated, skipped and failed rows as the API answered them; dry runs, replays and other workspaces not at all', async () => {
+describe("the Overview's leads per day", () => {
+  it("counts today's created, updated, skipped and failed rows as the API answered them; dry runs, replays and other workspaces not at all", async () => {
     const day = await today();
     expect(await leadsOn(day)).toEqual({ created: 0, updated: 0, skipped: 0, failed: 0 });
     const known = uniqueEmail('known');
@@ -56,7 +58,11 @@ describe('the Overview\'s leads per day', () => {
 
     const batch = await postBatch(app, tenant, {
       create_missing_tags: false,
-      leads: [{ name: 'New in batch', email: uniqueEmail() }, { name: 'Second again', email: second }, { name: 'Bad tag', email: uniqueEmail(), tags: ['never-seen'] }],
+      leads: [
+        { name: 'New in batch', email: uniqueEmail() },
+        { name: 'Second again', email: second },
+        { name: 'Bad tag', email: uniqueEmail(), tags: ['never-seen'] },
+      ],
     });
     expect(batch.body.meta).toMatchObject({ created: 1, updated: 1, skipped: 0, failed: 1 });
     const dryBatch = await postBatch(app, tenant, { dry_run: true, leads: [{ name: 'Preview', email: uniqueEmail() }] });

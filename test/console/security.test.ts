@@ -15,19 +15,35 @@ let admin: ConsoleSession;
 beforeAll(async () => {
   ({ app, tenant, other, admin } = await startConsoleBed());
 });
-afterAll(async () => { await app.close(); });
+afterAll(async () => {
+  await app.close();
+});
 
-describe('the console\'s POSTs', () => {
+describe("the console's POSTs", () => {
   const createTag = (name: string) => http(app).post('/console/tags').set('Cookie', admin.cookie);
 
   it('refuse a missing or wrong CSRF token, a foreign Origin, a cross-site fetch and a request that says neither, and change nothing', async () => {
     const before = await countRows(app.ctx.db, 'tags', tenant.workspaceId);
     const refusals = [
-      await createTag('a').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ name: 'no-token' })),
-      await createTag('b').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ name: 'wrong-token', _csrf: `${admin.csrf.slice(0, -2)}xx` })),
-      await createTag('c').set('Origin', 'https://evil.example').type('form').send(form({ name: 'foreign-origin', _csrf: admin.csrf })),
-      await createTag('d').set('Sec-Fetch-Site', 'cross-site').type('form').send(form({ name: 'cross-site', _csrf: admin.csrf })),
-      await createTag('e').type('form').send(form({ name: 'no-origin', _csrf: admin.csrf })),
+      await createTag('a')
+        .set('Origin', CONSOLE_ORIGIN)
+        .type('form')
+        .send(form({ name: 'no-token' })),
+      await createTag('b')
+        .set('Origin', CONSOLE_ORIGIN)
+        .type('form')
+        .send(form({ name: 'wrong-token', _csrf: `${admin.csrf.slice(0, -2)}xx` })),
+      await createTag('c')
+        .set('Origin', 'https://evil.example')
+        .type('form')
+        .send(form({ name: 'foreign-origin', _csrf: admin.csrf })),
+      await createTag('d')
+        .set('Sec-Fetch-Site', 'cross-site')
+        .type('form')
+        .send(form({ name: 'cross-site', _csrf: admin.csrf })),
+      await createTag('e')
+        .type('form')
+        .send(form({ name: 'no-origin', _csrf: admin.csrf })),
     ];
     expect(refusals.map((answer) => answer.status)).toEqual([403, 403, 403, 403, 403]);
     expect(refusals.every((answer) => /nothing was changed/.test(answer.text))).toBe(true);
@@ -42,13 +58,17 @@ describe('the console\'s POSTs', () => {
 
   it('take the token of their own session only', async () => {
     const second = await signInByLink(app, tenant.userId);
-    const answer = await http(app).post('/console/tags').set('Cookie', admin.cookie).set('Origin', CONSOLE_ORIGIN).type('form')
+    const answer = await http(app)
+      .post('/console/tags')
+      .set('Cookie', admin.cookie)
+      .set('Origin', CONSOLE_ORIGIN)
+      .type('form')
       .send(form({ name: 'borrowed-token', _csrf: second.csrf }));
     expect(answer.status).toBe(403);
   });
 });
 
-describe('the console\'s pages', () => {
+describe("the console's pages", () => {
   it('carry a CSP without inline script or style, frame-ancestors none, no-store, and answer unknown pages with HTML', async () => {
     const page = await admin.get('/console/leads');
     expect(page.status).toBe(200);
@@ -63,11 +83,15 @@ describe('the console\'s pages', () => {
     expect(missing.headers['content-type']).toMatch(/^text\/html/);
   });
 
-  it('answer another workspace\'s ids exactly as missing ones, and change nothing there', async () => {
+  it("answer another workspace's ids exactly as missing ones, and change nothing there", async () => {
     const { db } = app.ctx;
     const [connector] = await sql<{ id: number }>`INSERT INTO connectors (workspace_id, url, method, format, auth, mapping, fields, headers, signing_secret)
-      VALUES (${other.workspaceId}, 'https://example.com/x', 'POST', 'json', '{"type":"none"}', '[]', '[]', '[]', 'x') RETURNING id::int`.execute(db).then((r) => r.rows);
-    const [lead] = await sql<{ id: number }>`INSERT INTO leads (workspace_id, name, source) VALUES (${other.workspaceId}, 'Foreign lead', 'api') RETURNING id::int`.execute(db).then((r) => r.rows);
+      VALUES (${other.workspaceId}, 'https://example.com/x', 'POST', 'json', '{"type":"none"}', '[]', '[]', '[]', 'x') RETURNING id::int`
+      .execute(db)
+      .then((r) => r.rows);
+    const [lead] = await sql<{ id: number }>`INSERT INTO leads (workspace_id, name, source) VALUES (${other.workspaceId}, 'Foreign lead', 'api') RETURNING id::int`
+      .execute(db)
+      .then((r) => r.rows);
     const pages = (id: number | string) => [`/console/connectors/${id}`, `/console/leads/${id}`, `/console/api-keys/${id}/revoke`, `/console/members/${id}/remove`];
     expect((await admin.post(`/console/members/${other.userId}/sign-in-link`)).status).toBe(404);
     const foreignIds = [connector!.id, lead!.id, other.keyId, other.userId];
@@ -82,13 +106,29 @@ describe('the console\'s pages', () => {
     expect(revoke.status).toBe(404);
     const push = await admin.post(`/console/leads/${lead!.id}/push`, { connector: String(connector!.id) });
     expect(push.status).toBe(404);
-    expect(await http(app).get('/api/v1/me').set(other.auth).then((answer) => answer.status)).toBe(200);
+    expect(
+      await http(app)
+        .get('/api/v1/me')
+        .set(other.auth)
+        .then((answer) => answer.status),
+    ).toBe(200);
   });
 
   it('let a member read every page and refuse every change with 403, changing nothing', async () => {
     const { addUser } = await import('./support.js');
     const member = await signInByLink(app, (await addUser(app.ctx.db, tenant.workspaceId, 'member')).id);
-    for (const path of ['/console/', '/console/leads', '/console/connectors', '/console/workflows', '/console/deliveries', '/console/api-keys', '/console/tags', '/console/companies', '/console/members', '/console/password']) {
+    for (const path of [
+      '/console/',
+      '/console/leads',
+      '/console/connectors',
+      '/console/workflows',
+      '/console/deliveries',
+      '/console/api-keys',
+      '/console/tags',
+      '/console/companies',
+      '/console/members',
+      '/console/password',
+    ]) {
       expect([path, (await member.get(path)).status]).toEqual([path, 200]);
     }
     const before = await countRows(app.ctx.db, 'tags', tenant.workspaceId);
@@ -104,7 +144,12 @@ describe('the console\'s pages', () => {
     // Their own password is theirs to set: it changes nothing of the workspace.
     expect((await member.post('/console/password', { new_password: 'a member password' })).status).toBe(303);
     expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before);
-    expect(await http(app).get('/api/v1/me').set(tenant.auth).then((answer) => answer.status)).toBe(200);
+    expect(
+      await http(app)
+        .get('/api/v1/me')
+        .set(tenant.auth)
+        .then((answer) => answer.status),
+    ).toBe(200);
     expect((await member.post('/console/sign-out')).status).toBe(303);
   });
 });
@@ -119,7 +164,9 @@ describe('API keys in the console', () => {
     expect((await admin.get('/console/api-keys')).text).not.toContain(token);
     expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(200);
 
-    const { rows: [key] } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Console key'`.execute(app.ctx.db);
+    const {
+      rows: [key],
+    } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Console key'`.execute(app.ctx.db);
     expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
     expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
   });

@@ -18,7 +18,9 @@ beforeAll(async () => {
   app = await startTestApp();
   tenant = await createTenant(app.ctx.db);
 });
-afterAll(async () => { await app.close(); });
+afterAll(async () => {
+  await app.close();
+});
 
 const redeem = (token: string) => http(app).post('/console/sign-in/link').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ token }));
 
@@ -38,7 +40,9 @@ describe('sign-in links', () => {
   });
 
   it('are minted by the CLI for 15 minutes, the token only in the fragment', async () => {
-    const minted = await cliJson<{ url: string; expires_at: string }>(app.databaseUrl, ['console', 'link', '--user', String(tenant.userId)], { PUBLIC_URL: 'https://leads.example.com' });
+    const minted = await cliJson<{ url: string; expires_at: string }>(app.databaseUrl, ['console', 'link', '--user', String(tenant.userId)], {
+      PUBLIC_URL: 'https://leads.example.com',
+    });
     const url = new URL(minted.url);
     expect(`${url.origin}${url.pathname}${url.search}`).toBe('https://leads.example.com/console/sign-in/link');
     expect(url.hash).toMatch(/^#[A-Za-z0-9_-]{43}$/);
@@ -53,12 +57,17 @@ describe('sign-in links', () => {
 function setPassword(userId: number, password: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.resolve('dist/src/cli/main.js'), 'user', 'set-password', '--id', String(userId)], {
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'warn' }, stdio: ['pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'warn' },
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(`${password}\n`);
@@ -130,22 +139,30 @@ describe('sessions', () => {
     expect((await old.post('/console/tags', { name: 'after the end' })).status).toBe(401);
 
     const current = await signInByLink(app, tenant.userId);
-    const { rows: [before] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM console_sessions WHERE expires_at > now()`.execute(app.ctx.db);
+    const {
+      rows: [before],
+    } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM console_sessions WHERE expires_at > now()`.execute(app.ctx.db);
     expect((await current.post('/console/sign-out')).status).toBe(303);
-    const { rows: [after] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM console_sessions WHERE expires_at > now()`.execute(app.ctx.db);
+    const {
+      rows: [after],
+    } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM console_sessions WHERE expires_at > now()`.execute(app.ctx.db);
     expect(after!.n).toBe(before!.n - 1);
     expect((await current.get('/console/leads')).status).toBe(303);
   });
 
-  it('that ended, with used links and old failures, are deleted by the worker\'s housekeeping; live ones stay', async () => {
+  it("that ended, with used links and old failures, are deleted by the worker's housekeeping; live ones stay", async () => {
     const live = await signInByLink(app, tenant.userId);
     const ended = await signInByLink(app, tenant.userId);
     await sql`UPDATE console_sessions SET last_seen_at = now() - interval '13 hours' WHERE token_hash = sha256(${ended.cookie.split('=')[1]!}::bytea)`.execute(app.ctx.db);
     await linkToken(app.ctx.db, tenant.userId);
-    await sql`INSERT INTO console_sign_in_failures (subject, created_at) VALUES ('email:old@acme.test', now() - interval '16 minutes'), ('email:new@acme.test', now())`.execute(app.ctx.db);
+    await sql`INSERT INTO console_sign_in_failures (subject, created_at) VALUES ('email:old@acme.test', now() - interval '16 minutes'), ('email:new@acme.test', now())`.execute(
+      app.ctx.db,
+    );
     await housekeeping(app.ctx.db, 30);
     expect((await live.get('/console/leads')).status).toBe(200);
-    const { rows: [left] } = await sql<{ ended: number; used: number; unused: number; failures: string[] }>`SELECT
+    const {
+      rows: [left],
+    } = await sql<{ ended: number; used: number; unused: number; failures: string[] }>`SELECT
       (SELECT count(*)::int FROM console_sessions WHERE last_seen_at < now() - interval '12 hours') AS ended,
       (SELECT count(*)::int FROM console_sign_in_links WHERE used_at IS NOT NULL) AS used,
       (SELECT count(*)::int FROM console_sign_in_links WHERE used_at IS NULL) AS unused,
@@ -156,7 +173,10 @@ describe('sessions', () => {
   it('use a __Host- cookie with Secure when PUBLIC_URL is https', async () => {
     const secure = await startTestApp({ env: { PUBLIC_URL: 'https://leads.example.com' }, sameDatabaseAs: app });
     try {
-      const answer = await supertestOf(secure).post('/console/sign-in/link').set('Origin', 'https://leads.example.com').type('form')
+      const answer = await supertestOf(secure)
+        .post('/console/sign-in/link')
+        .set('Origin', 'https://leads.example.com')
+        .type('form')
         .send(form({ token: await linkToken(app.ctx.db, tenant.userId) }));
       expect(answer.headers['set-cookie']![0]).toMatch(/^__Host-console_session=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=604800; Secure$/);
     } finally {

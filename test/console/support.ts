@@ -42,10 +42,16 @@ export async function sessionFromCookie(app: TestApp, cookie: string): Promise<C
   const page = await http(app).get('/console/').set('Cookie', cookie);
   const csrf = csrfOf(page.text);
   return {
-    cookie, csrf,
+    cookie,
+    csrf,
     get: (path) => http(app).get(path).set('Cookie', cookie),
-    post: (path, values = {}) => http(app).post(path).set('Cookie', cookie).set('Origin', CONSOLE_ORIGIN)
-      .type('form').send(form({ _csrf: csrf, ...values })),
+    post: (path, values = {}) =>
+      http(app)
+        .post(path)
+        .set('Cookie', cookie)
+        .set('Origin', CONSOLE_ORIGIN)
+        .type('form')
+        .send(form({ _csrf: csrf, ...values })),
   };
 }
 
@@ -56,7 +62,11 @@ export async function linkToken(db: Db, userId: number): Promise<string> {
 
 /** Signs the user in with a fresh sign-in link. */
 export async function signInByLink(app: TestApp, userId: number): Promise<ConsoleSession> {
-  const answer = await http(app).post('/console/sign-in/link').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ token: await linkToken(app.ctx.db, userId) }));
+  const answer = await http(app)
+    .post('/console/sign-in/link')
+    .set('Origin', CONSOLE_ORIGIN)
+    .type('form')
+    .send(form({ token: await linkToken(app.ctx.db, userId) }));
   if (answer.status !== 303) throw new Error(`sign-in by link answered ${answer.status}`);
   return sessionFromCookie(app, sessionCookie(answer));
 }
@@ -71,12 +81,19 @@ export const passwordSignIn = (app: TestApp, email: string, password: string) =>
   http(app).post('/console/sign-in').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ email, password }));
 
 export const countRows = async (db: Db, table: 'tags' | 'console_sessions' | 'users', workspaceId?: number) => {
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)} ${workspaceId === undefined ? sql`` : sql`WHERE workspace_id = ${workspaceId}`}`.execute(db);
+  const { rows } = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM ${sql.table(table)} ${workspaceId === undefined ? sql`` : sql`WHERE workspace_id = ${workspaceId}`}`.execute(db);
   return rows[0]!.n;
 };
 
 /** A running app with two workspaces and the first one's admin signed in to the console. */
-export interface ConsoleBed { app: TestApp; tenant: Tenant; other: Tenant; admin: ConsoleSession }
+export interface ConsoleBed {
+  app: TestApp;
+  tenant: Tenant;
+  other: Tenant;
+  admin: ConsoleSession;
+}
 
 export async function startConsoleBed(): Promise<ConsoleBed> {
   const app = await startTestApp();

@@ -12,21 +12,37 @@ import { migrationTestDatabase } from '../support/migration-database.js';
 
 const database = migrationTestDatabase('headers', '0006_delivery_tools');
 let db: Db;
-beforeAll(() => { db = database.db(); });
+beforeAll(() => {
+  db = database.db();
+});
 
 describe('0007_seal_credential_headers', () => {
   it('seals credential-named header values of connectors, Custom URL blocks and delivery rows; other headers stay as they are', async () => {
-    const { rows: [workspace] } = await sql<{ id: number }>`INSERT INTO workspaces (name) VALUES ('Old') RETURNING id`.execute(db);
-    const { rows: [connector] } = await sql<{ id: number }>`
+    const {
+      rows: [workspace],
+    } = await sql<{ id: number }>`INSERT INTO workspaces (name) VALUES ('Old') RETURNING id`.execute(db);
+    const {
+      rows: [connector],
+    } = await sql<{ id: number }>`
       INSERT INTO connectors (workspace_id, url, method, format, auth, signing_secret, headers)
       VALUES (${workspace!.id}, 'https://crm.example/hook', 'POST', 'json', '{"type":"none"}', ${sealSecret('whsec_c0nn')},
-        ${JSON.stringify([{ key: 'X-Api-Key', value: 'ck_old_clear' }, { key: 'X-Team', value: 'sales' }])}::jsonb) RETURNING id`.execute(db);
+        ${JSON.stringify([
+          { key: 'X-Api-Key', value: 'ck_old_clear' },
+          { key: 'X-Team', value: 'sales' },
+        ])}::jsonb) RETURNING id`.execute(db);
     const block = { endpoint: 'url', url: 'https://x.example', method: 'POST', format: 'json', headers: [{ key: 'Authorization', value: 'Bearer bk_old_clear' }], fields: [] };
-    const { rows: [workflow] } = await sql<{ id: number }>`
+    const {
+      rows: [workflow],
+    } = await sql<{ id: number }>`
       INSERT INTO workflows (workspace_id, trigger, block, signing_secret) VALUES (${workspace!.id}, 'lead_created', ${JSON.stringify(block)}::jsonb, ${sealSecret('whsec_w0rk')})
       RETURNING id`.execute(db);
-    const headers = [{ name: 'User-Agent', value: 'LeadIntake-Webhooks/1.0' }, { name: 'Authorization', value: 'Bearer bk_old_clear' }];
-    const { rows: [delivery] } = await sql<{ id: number }>`
+    const headers = [
+      { name: 'User-Agent', value: 'LeadIntake-Webhooks/1.0' },
+      { name: 'Authorization', value: 'Bearer bk_old_clear' },
+    ];
+    const {
+      rows: [delivery],
+    } = await sql<{ id: number }>`
       INSERT INTO deliveries (workspace_id, event, sender, trigger, workflow_id, message_id, url, method, headers, max_attempts)
       VALUES (${workspace!.id}, 'workflow', 'custom_url', 'lead_created', ${workflow!.id}, 'msg_old', 'https://x.example', 'POST', ${JSON.stringify(headers)}::jsonb, 3)
       RETURNING id`.execute(db);
@@ -40,8 +56,10 @@ describe('0007_seal_credential_headers', () => {
     expect(stored.rows.filter((row) => /_old_clear/.test(row.value))).toEqual([]);
     expect(stored.rows[0]!.value).toContain('"sales"');
 
-    expect((await findConnectors(db as never, [connector!.id])).get(connector!.id)?.headers)
-      .toEqual([{ key: 'X-Api-Key', value: 'ck_old_clear' }, { key: 'X-Team', value: 'sales' }]);
+    expect((await findConnectors(db as never, [connector!.id])).get(connector!.id)?.headers).toEqual([
+      { key: 'X-Api-Key', value: 'ck_old_clear' },
+      { key: 'X-Team', value: 'sales' },
+    ]);
     expect((await findWorkflows(db as never, [workflow!.id])).get(workflow!.id)?.block).toEqual(block);
     expect((await findDelivery(db as never, delivery!.id))?.headers).toEqual(headers);
   });

@@ -9,14 +9,14 @@ import { migrationTestDatabase } from '../support/migration-database.js';
 
 const database = migrationTestDatabase('order');
 let db: Db;
-beforeAll(() => { db = database.db(); });
+beforeAll(() => {
+  db = database.db();
+});
 
 describe('migrations merged out of order', () => {
   it('runs a migration that sorts before one the database already ran', async () => {
     const all = await createMigrator(db).getMigrations();
-    const withoutSecrets: Record<string, Migration> = Object.fromEntries(
-      all.filter((info) => info.name !== '0005_secrets_at_rest').map((info) => [info.name, info.migration]),
-    );
+    const withoutSecrets: Record<string, Migration> = Object.fromEntries(all.filter((info) => info.name !== '0005_secrets_at_rest').map((info) => [info.name, info.migration]));
     const before = await new Migrator({ db, provider: { getMigrations: async () => withoutSecrets } }).migrateToLatest();
     expect(before.error).toBeUndefined();
     expect(before.results?.map((result) => result.migrationName)).toContain('0006_delivery_tools');

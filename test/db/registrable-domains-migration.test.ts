@@ -8,11 +8,17 @@ import { migrationTestDatabase } from '../support/migration-database.js';
 
 const database = migrationTestDatabase('migration', '0002_outbound');
 let db: Db;
-beforeAll(() => { db = database.db(); });
+beforeAll(() => {
+  db = database.db();
+});
 
 describe('0003_registrable_company_domains', () => {
   it('moves each company to its registrable domain, one holder per domain, and clears public suffixes', async () => {
-    const [first, second] = await db.insertInto('workspaces').values([{ name: 'First' }, { name: 'Second' }]).returning('id').execute();
+    const [first, second] = await db
+      .insertInto('workspaces')
+      .values([{ name: 'First' }, { name: 'Second' }])
+      .returning('id')
+      .execute();
     const stored: Array<[number, string | null, string]> = [
       [first!.id, 'mail.acme.co.uk', 'mail.acme.co.uk'],
       [first!.id, 'Acme UK', 'acme.co.uk'],

@@ -11,22 +11,32 @@ import { migrationTestDatabase } from '../support/migration-database.js';
 
 const database = migrationTestDatabase('secrets', '0004_notify_key_creation');
 let db: Db;
-beforeAll(() => { db = database.db(); });
+beforeAll(() => {
+  db = database.db();
+});
 
 describe('0005_secrets_at_rest', () => {
   it('seals the clear credentials and signing secrets, and strips the auth header and secret from delivery rows', async () => {
-    const { rows: [workspace] } = await sql<{ id: number }>`INSERT INTO workspaces (name) VALUES ('Old') RETURNING id`.execute(db);
-    const connector = async (auth: object, secret: string) => (await sql<{ id: number }>`
+    const {
+      rows: [workspace],
+    } = await sql<{ id: number }>`INSERT INTO workspaces (name) VALUES ('Old') RETURNING id`.execute(db);
+    const connector = async (auth: object, secret: string) =>
+      (
+        await sql<{ id: number }>`
       INSERT INTO connectors (workspace_id, url, method, format, auth, signing_secret)
-      VALUES (${workspace!.id}, 'https://crm.example/hook', 'POST', 'json', ${JSON.stringify(auth)}::jsonb, ${secret}) RETURNING id`.execute(db)).rows[0]!.id;
+      VALUES (${workspace!.id}, 'https://crm.example/hook', 'POST', 'json', ${JSON.stringify(auth)}::jsonb, ${secret}) RETURNING id`.execute(db)
+      ).rows[0]!.id;
     const bearer = await connector({ type: 'bearer', token: 'tok_old_clear' }, 'whsec_b3ar3r');
     const header = await connector({ type: 'header', name: 'X-Api-Key', value: 'hv_old_clear' }, 'whsec_h3ad3r');
     const none = await connector({ type: 'none' }, 'whsec_n0n3');
-    const { rows: [workflow] } = await sql<{ id: number }>`
+    const {
+      rows: [workflow],
+    } = await sql<{ id: number }>`
       INSERT INTO workflows (workspace_id, trigger, block, signing_secret)
       VALUES (${workspace!.id}, 'lead_created', '{"endpoint":"url","url":"https://x.example","method":"POST","format":"json","headers":[],"fields":[]}', 'whsec_w0rkfl0w')
       RETURNING id`.execute(db);
-    const delivery = async (connectorId: number | null, headers: object[], secret: string) => sql`
+    const delivery = async (connectorId: number | null, headers: object[], secret: string) =>
+      sql`
       INSERT INTO deliveries (workspace_id, event, sender, trigger, connector_id, workflow_id, lead_id, message_id, url, method, headers, signing_secret, max_attempts)
       VALUES (${workspace!.id}, 'lead', ${connectorId === null ? 'custom_url' : 'connector_push'}, 'push', ${connectorId}, ${connectorId === null ? workflow!.id : null}, null,
         ${`msg_${randomBytes(8).toString('hex')}`}, 'https://crm.example/hook', 'POST', ${JSON.stringify(headers)}::jsonb, ${secret}, 3)`.execute(db);
@@ -41,17 +51,18 @@ describe('0005_secrets_at_rest', () => {
     expect(results?.map((result) => [result.migrationName, result.status])).toEqual([['0005_secrets_at_rest', 'Success']]);
 
     const stored = await sql<{ auth: Record<string, string>; signing_secret: string }>`SELECT auth, signing_secret FROM connectors ORDER BY id`.execute(db);
-    expect(stored.rows.map((row) => [row.auth.token ?? row.auth.value ?? null, row.signing_secret]))
-      .toEqual([[expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)], [expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)], [null, expect.stringMatching(/^v1:/)]]);
+    expect(stored.rows.map((row) => [row.auth.token ?? row.auth.value ?? null, row.signing_secret])).toEqual([
+      [expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)],
+      [expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)],
+      [null, expect.stringMatching(/^v1:/)],
+    ]);
     const opened = await findConnectors(db as never, [bearer, header, none]);
     expect(opened.get(bearer)).toMatchObject({ auth: { type: 'bearer', token: 'tok_old_clear' }, signing_secret: 'whsec_b3ar3r', previous_signing_secret: null });
     expect(opened.get(header)).toMatchObject({ auth: { type: 'header', name: 'X-Api-Key', value: 'hv_old_clear' }, signing_secret: 'whsec_h3ad3r' });
     expect((await findWorkflows(db as never, [workflow!.id])).get(workflow!.id)?.signing_secret).toBe('whsec_w0rkfl0w');
 
     const deliveries = await sql<{ headers: Array<{ name: string }> }>`SELECT headers FROM deliveries ORDER BY id`.execute(db);
-    expect(deliveries.rows.map((row) => row.headers.map((h) => h.name))).toEqual([
-      ['User-Agent', 'X-Const'], ['User-Agent'], ['User-Agent', 'Authorization'], ['User-Agent'],
-    ]);
+    expect(deliveries.rows.map((row) => row.headers.map((h) => h.name))).toEqual([['User-Agent', 'X-Const'], ['User-Agent'], ['User-Agent', 'Authorization'], ['User-Agent']]);
     const { rows: columns } = await sql`SELECT 1 FROM information_schema.columns WHERE table_name = 'deliveries' AND column_name = 'signing_secret'`.execute(db);
     expect(columns).toHaveLength(0);
   });

@@ -15,23 +15,32 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
-
-const workflowTo = (tenant: Tenant, url: string) => createWorkflow(t.ctx.db, {
-  workspaceId: tenant.workspaceId, trigger: 'lead_created', block: { endpoint: 'url', url, method: 'POST', format: 'json', headers: [], fields: [] },
+beforeAll(() => {
+  ({ t, receiver } = bed);
 });
+
+const workflowTo = (tenant: Tenant, url: string) =>
+  createWorkflow(t.ctx.db, {
+    workspaceId: tenant.workspaceId,
+    trigger: 'lead_created',
+    block: { endpoint: 'url', url, method: 'POST', format: 'json', headers: [], fields: [] },
+  });
 
 const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, {});
 
 /** Drains, retries included as they fall due, until none of the workspace's deliveries is pending. */
-const drainAll = (tenant: Tenant) => eventually(async () => {
-  await drain(t);
-  return (await listed(tenant)).every((delivery) => delivery.branch !== 'pending');
-}, 10000, 50);
+const drainAll = (tenant: Tenant) =>
+  eventually(
+    async () => {
+      await drain(t);
+      return (await listed(tenant)).every((delivery) => delivery.branch !== 'pending');
+    },
+    10000,
+    50,
+  );
 
 /** Just after the last of these deliveries finished (finished_at has microseconds; a JS Date keeps milliseconds). */
-const justAfter = (deliveries: DeliveryListItem[]) =>
-  new Date(Math.max(...deliveries.map((delivery) => Date.parse(delivery.finished_at!))) + 1).toISOString();
+const justAfter = (deliveries: DeliveryListItem[]) => new Date(Math.max(...deliveries.map((delivery) => Date.parse(delivery.finished_at!))) + 1).toISOString();
 
 const idsOf = (requests: Receiver['requests'], path: string) => requests.filter((request) => request.path === path).map((request) => String(request.headers['webhook-id']));
 
@@ -111,8 +120,15 @@ describe('deliveries recover', () => {
     await postNewPerson(t, tenant);
     await drainAll(tenant);
     const connector = await createConnector(t.ctx.db, {
-      workspace_id: tenant.workspaceId, url: `${receiver.url}/crm`, method: 'POST', format: 'json',
-      auth: { type: 'none' }, mapping: [], fields: [], headers: [], auto_push: false,
+      workspace_id: tenant.workspaceId,
+      url: `${receiver.url}/crm`,
+      method: 'POST',
+      format: 'json',
+      auth: { type: 'none' },
+      mapping: [],
+      fields: [],
+      headers: [],
+      auto_push: false,
     });
     await deleteConnector(t.ctx.db, connector.id);
     receiver.reset();
@@ -120,13 +136,17 @@ describe('deliveries recover', () => {
     const since = '2000-01-01T00:00:00Z';
     const refused = (...args: string[]) => cliRefused(t, ['deliveries', 'recover', ...args]);
     expect(await refused('--since', since)).toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/exactly one of --connector, --workflow/) });
-    expect(await refused('--connector', String(connector.id), '--workflow', String(workflow.id), '--since', since))
-      .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/not --connector and --workflow/) });
+    expect(await refused('--connector', String(connector.id), '--workflow', String(workflow.id), '--since', since)).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/not --connector and --workflow/),
+    });
     expect(await refused('--workflow', '987654321', '--since', since)).toMatchObject({ error: 'not_found' });
     expect(await refused('--connector', String(connector.id), '--since', since)).toMatchObject({ error: 'not_found' });
     expect(await refused('--workflow', String(workflow.id), '--since', 'yesterday')).toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/--since/) });
-    expect(await refused('--workflow', String(workflow.id), '--since', since, '--until', '1999-12-31T23:59:59Z'))
-      .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/--until .* before --since/) });
+    expect(await refused('--workflow', String(workflow.id), '--since', since, '--until', '1999-12-31T23:59:59Z')).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/--until .* before --since/),
+    });
 
     await drain(t);
     expect(receiver.requests).toEqual([]);

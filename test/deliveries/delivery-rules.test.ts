@@ -10,11 +10,16 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 let sequence = 0;
 const newLead = async (tenant: Tenant) => {
-  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Grace Hopper', email: `grace${++sequence}@navy.test`, enrich: false });
+  const response = await t.http
+    .post('/api/v1/leads')
+    .set(tenant.auth)
+    .send({ name: 'Grace Hopper', email: `grace${++sequence}@navy.test`, enrich: false });
   expect(response.status).toBe(201);
   return response.body.data.id as number;
 };
@@ -30,8 +35,12 @@ async function workspaceWithWorkflow(url: string): Promise<Tenant> {
  * Makes any retry of the workspace's deliveries due at once: a drain after it sends every
  * retry that was scheduled, so "sent once" is proven without waiting on the clock.
  */
-const retriesFallDueNow = (workspaceId: number) => t.ctx.db.updateTable('deliveries')
-  .set({ next_attempt_at: sql<Date>`now() - interval '1 day'` }).where('workspace_id', '=', workspaceId).execute();
+const retriesFallDueNow = (workspaceId: number) =>
+  t.ctx.db
+    .updateTable('deliveries')
+    .set({ next_attempt_at: sql<Date>`now() - interval '1 day'` })
+    .where('workspace_id', '=', workspaceId)
+    .execute();
 
 const attemptsOf = async (deliveryId: number) => t.ctx.db.selectFrom('delivery_attempts').selectAll().where('delivery_id', '=', deliveryId).orderBy('attempt').execute();
 
@@ -206,8 +215,18 @@ describe('network rules', () => {
       expect(delivery).toMatchObject({ branch: 'Failed', status_code: null, error: expect.stringMatching(/^refused: .*(private|loopback)/) });
     }
     expect(receiver.requests).toHaveLength(0);
-    const push = await cli(t, ['connector', 'push', '--id', String((await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/x`])).id), '--lead', String(leadId)],
-      { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'false' });
+    const push = await cli(
+      t,
+      [
+        'connector',
+        'push',
+        '--id',
+        String((await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/x`])).id),
+        '--lead',
+        String(leadId),
+      ],
+      { WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'false' },
+    );
     expect(push).toMatchObject({ delivered: false, status: null, error: expect.stringMatching(/^refused/) });
     expect(receiver.requests).toHaveLength(0);
   });
@@ -222,9 +241,13 @@ describe('network rules', () => {
   });
 
   it('refuses credentials in the URL, other schemes, an empty or unresolvable Custom URL, and a missing or deleted connector', async () => {
-    expect(await cliRefused(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `http://user:pass@127.0.0.1:${receiver.port}/`]))
-      .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/Credentials/) });
-    expect(await cliRefused(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', 'ftp://files.example.com/'])).toMatchObject({ error: 'invalid_argument' });
+    expect(await cliRefused(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `http://user:pass@127.0.0.1:${receiver.port}/`])).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/Credentials/),
+    });
+    expect(await cliRefused(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', 'ftp://files.example.com/'])).toMatchObject({
+      error: 'invalid_argument',
+    });
 
     const misconfigured = await createTenant(t.ctx.db);
     const deleted = await cli(t, ['connector', 'create', '--workspace', String(misconfigured.workspaceId), '--url', `${receiver.url}/gone`]);

@@ -17,22 +17,32 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 const newLead = (tenant: Tenant) => postNewPerson(t, tenant);
 
-const workflowTo = (tenant: Tenant, url: string, headers: Array<{ key: string; value: string }> = []) => createWorkflow(t.ctx.db, {
-  workspaceId: tenant.workspaceId, trigger: 'lead_created', block: { endpoint: 'url', url, method: 'POST', format: 'json', headers, fields: [] },
-});
+const workflowTo = (tenant: Tenant, url: string, headers: Array<{ key: string; value: string }> = []) =>
+  createWorkflow(t.ctx.db, {
+    workspaceId: tenant.workspaceId,
+    trigger: 'lead_created',
+    block: { endpoint: 'url', url, method: 'POST', format: 'json', headers, fields: [] },
+  });
 
 /** The workspace's deliveries, oldest first, read without the CLI. */
 const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, {});
 
 /** Drains, retries included as they fall due, until the workspace's newest delivery is on `branch`. */
-const drainUntil = (tenant: Tenant, branch: DeliveryListItem['branch']) => eventually(async () => {
-  await drain(t);
-  return (await listed(tenant)).at(-1)?.branch === branch;
-}, 10000, 50);
+const drainUntil = (tenant: Tenant, branch: DeliveryListItem['branch']) =>
+  eventually(
+    async () => {
+      await drain(t);
+      return (await listed(tenant)).at(-1)?.branch === branch;
+    },
+    10000,
+    50,
+  );
 
 describe('deliveries show and replay', () => {
   const BEARER = 'Bearer tok_live_0123456789abcdef';
@@ -41,8 +51,11 @@ describe('deliveries show and replay', () => {
 
   it('show prints the request with credentials masked and every attempt; replay sends it again as a new series under the same webhook-id', async () => {
     const tenant = await createTenant(t.ctx.db);
-    await workflowTo(tenant, `${receiver.url}/hook?team=sales&token=${QUERY_TOKEN}`,
-      [{ key: 'Authorization', value: BEARER }, { key: 'X-Api-Key', value: API_KEY }, { key: 'X-Team', value: 'sales' }]);
+    await workflowTo(tenant, `${receiver.url}/hook?team=sales&token=${QUERY_TOKEN}`, [
+      { key: 'Authorization', value: BEARER },
+      { key: 'X-Api-Key', value: API_KEY },
+      { key: 'X-Team', value: 'sales' },
+    ]);
     receiver.fallback = { status: 500, body: 'down for maintenance' };
     await newLead(tenant);
     await drainUntil(tenant, 'Failed');
@@ -59,10 +72,17 @@ describe('deliveries show and replay', () => {
       headers: expect.objectContaining({ Authorization: '****cdef', 'X-Api-Key': '****dcba', 'X-Team': 'sales', 'webhook-id': sent.headers['webhook-id'] }),
       body: sent.body,
     });
-    expect(shown.attempt_log).toEqual([1, 2, 3].map((attempt) => ({
-      series: 1, attempt, at: expect.stringMatching(/^\d{4}-.*Z$/), duration_ms: expect.any(Number), status_code: 500,
-      error: expect.stringMatching(/HTTP 500/), reply: 'down for maintenance',
-    })));
+    expect(shown.attempt_log).toEqual(
+      [1, 2, 3].map((attempt) => ({
+        series: 1,
+        attempt,
+        at: expect.stringMatching(/^\d{4}-.*Z$/),
+        duration_ms: expect.any(Number),
+        status_code: 500,
+        error: expect.stringMatching(/HTTP 500/),
+        reply: 'down for maintenance',
+      })),
+    );
 
     receiver.reset();
     const replayed = await cli(t, ['deliveries', 'replay', '--id', String(delivery!.id)]);
@@ -73,16 +93,27 @@ describe('deliveries show and replay', () => {
 
     const afterReplay = await showDelivery(t.ctx.db, delivery!.id);
     expect(afterReplay).toMatchObject({ branch: 'Delivered', series: 2, attempts: 1, status_code: 200, error: null });
-    expect(afterReplay.attempt_log.map((attempt) => [attempt.series, attempt.attempt, attempt.status_code]))
-      .toEqual([[1, 1, 500], [1, 2, 500], [1, 3, 500], [2, 1, 200]]);
+    expect(afterReplay.attempt_log.map((attempt) => [attempt.series, attempt.attempt, attempt.status_code])).toEqual([
+      [1, 1, 500],
+      [1, 2, 500],
+      [1, 3, 500],
+      [2, 1, 200],
+    ]);
   });
 
-  it('show masks the header of a connector\'s header authentication, whatever its name', async () => {
+  it("show masks the header of a connector's header authentication, whatever its name", async () => {
     const tenant = await createTenant(t.ctx.db);
     const secret = 'partner-secret-value-1234';
     const connector = await createConnector(t.ctx.db, {
-      workspace_id: tenant.workspaceId, url: `${receiver.url}/crm`, method: 'POST', format: 'json',
-      auth: { type: 'header', name: 'X-Partner', value: secret }, mapping: [], fields: [], headers: [], auto_push: false,
+      workspace_id: tenant.workspaceId,
+      url: `${receiver.url}/crm`,
+      method: 'POST',
+      format: 'json',
+      auth: { type: 'header', name: 'X-Partner', value: secret },
+      mapping: [],
+      fields: [],
+      headers: [],
+      auto_push: false,
     });
     const { delivery_id: deliveryId } = await testConnector(t.ctx, connector.id);
     expect(receiver.requests[0]!.headers['x-partner']).toBe(secret);
@@ -91,10 +122,12 @@ describe('deliveries show and replay', () => {
 
   it('refuses what it cannot show or replay: an unknown id, a delivery that was never sent', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const [neverSent] = await insertDeliveries(t.ctx.db, [failedDelivery(
-      { workspaceId: tenant.workspaceId, trigger: 'lead_created', maxAttempts: 3 },
-      { event: 'workflow', sender: 'custom_url', leadId: null, url: '', error: 'The Custom URL is empty.' },
-    )]);
+    const [neverSent] = await insertDeliveries(t.ctx.db, [
+      failedDelivery(
+        { workspaceId: tenant.workspaceId, trigger: 'lead_created', maxAttempts: 3 },
+        { event: 'workflow', sender: 'custom_url', leadId: null, url: '', error: 'The Custom URL is empty.' },
+      ),
+    ]);
     expect(await cliRefused(t, ['deliveries', 'replay', '--id', String(neverSent)])).toMatchObject({ error: 'not_replayable', message: expect.stringMatching(/never sent/) });
     expect(await cliRefused(t, ['deliveries', 'show', '--id', '987654321'])).toMatchObject({ error: 'not_found' });
   });
@@ -127,9 +160,18 @@ describe('deliveries list filters', () => {
   });
 
   it('refuses a bad --since, --limit or --branch with a JSON error', async () => {
-    expect(await cliRefused(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), '--since', 'yesterday'])).toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/--since/) });
-    expect(await cliRefused(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), '--limit', '1001'])).toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/--limit/) });
-    expect(await cliRefused(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), '--branch', 'delivered'])).toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/--branch/) });
+    expect(await cliRefused(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), '--since', 'yesterday'])).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/--since/),
+    });
+    expect(await cliRefused(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), '--limit', '1001'])).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/--limit/),
+    });
+    expect(await cliRefused(t, ['deliveries', 'list', '--workspace', String(tenant.workspaceId), '--branch', 'delivered'])).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringMatching(/--branch/),
+    });
   });
 });
 
@@ -157,19 +199,41 @@ describe('pausing workflows', () => {
 });
 
 describe('connector list', () => {
-  it('lists the workspace\'s connectors that are not deleted, credentials masked, no signing secret', async () => {
+  it("lists the workspace's connectors that are not deleted, credentials masked, no signing secret", async () => {
     const tenant = await createTenant(t.ctx.db);
-    const connector = (extra: object) => createConnector(t.ctx.db, {
-      workspace_id: tenant.workspaceId, url: `${receiver.url}/crm`, method: 'POST', format: 'json',
-      auth: { type: 'none' }, mapping: [], fields: [], headers: [], auto_push: false, ...extra,
+    const connector = (extra: object) =>
+      createConnector(t.ctx.db, {
+        workspace_id: tenant.workspaceId,
+        url: `${receiver.url}/crm`,
+        method: 'POST',
+        format: 'json',
+        auth: { type: 'none' },
+        mapping: [],
+        fields: [],
+        headers: [],
+        auto_push: false,
+        ...extra,
+      });
+    const kept = await connector({
+      auth: { type: 'bearer', token: 'crm-token-0123456789' },
+      headers: [
+        { key: 'X-Api-Key', value: 'header-key-abcdefgh' },
+        { key: 'X-Team', value: 'sales' },
+      ],
     });
-    const kept = await connector({ auth: { type: 'bearer', token: 'crm-token-0123456789' }, headers: [{ key: 'X-Api-Key', value: 'header-key-abcdefgh' }, { key: 'X-Team', value: 'sales' }] });
     await deleteConnector(t.ctx.db, (await connector({})).id);
 
     const connectors = await cli<Array<Record<string, unknown>>>(t, ['connector', 'list', '--workspace', String(tenant.workspaceId)]);
-    expect(connectors).toEqual([expect.objectContaining({
-      id: kept.id, auth: { type: 'bearer', token: '****6789' }, headers: [{ key: 'X-Api-Key', value: '****efgh' }, { key: 'X-Team', value: 'sales' }],
-    })]);
+    expect(connectors).toEqual([
+      expect.objectContaining({
+        id: kept.id,
+        auth: { type: 'bearer', token: '****6789' },
+        headers: [
+          { key: 'X-Api-Key', value: '****efgh' },
+          { key: 'X-Team', value: 'sales' },
+        ],
+      }),
+    ]);
     expect(JSON.stringify(connectors)).not.toMatch(/crm-token|header-key|whsec_/);
   });
 });

@@ -24,9 +24,11 @@ const UNCAPPED = 20;
 beforeAll(async () => {
   ({ t, receiver } = bed);
   for (let i = 0; i < 2; i += 1) {
-    workers.push(startService(process.execPath, [path.join(ROOT, 'dist', 'src', 'worker-main.js')], {
-      env: { ...baseEnvironment(), ...LOCAL_DELIVERY_ENV, DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'info', OUTBOX_POLL_MS: '100' },
-    }));
+    workers.push(
+      startService(process.execPath, [path.join(ROOT, 'dist', 'src', 'worker-main.js')], {
+        env: { ...baseEnvironment(), ...LOCAL_DELIVERY_ENV, DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'info', OUTBOX_POLL_MS: '100' },
+      }),
+    );
   }
   await Promise.all(workers.map((worker) => worker.waitForLog('worker started')));
   // The workers stop before the bed drops their database.
@@ -43,11 +45,13 @@ async function postPeople(tenant: Tenant, count: number, label: string): Promise
 }
 
 const arrivals = (requests: readonly ReceivedRequest[], route: string) =>
-  requests.filter((request) => request.path === route).map((request) => request.receivedAt).sort((a, b) => a - b);
+  requests
+    .filter((request) => request.path === route)
+    .map((request) => request.receivedAt)
+    .sort((a, b) => a - b);
 
 /** The most arrivals within any window of `ms` milliseconds. */
-const mostWithin = (times: readonly number[], ms: number) =>
-  Math.max(...times.map((start, index) => times.slice(index).filter((time) => time - start < ms).length));
+const mostWithin = (times: readonly number[], ms: number) => Math.max(...times.map((start, index) => times.slice(index).filter((time) => time - start < ms).length));
 
 describe('a cap of deliveries per second per endpoint', () => {
   it(`holds ${CAP}/s across two workers, measured at the receiver, while an uncapped endpoint's deliveries go at once`, async () => {
@@ -65,8 +69,10 @@ describe('a cap of deliveries per second per endpoint', () => {
     const rate = (CAPPED - 1) / ((cappedAt.at(-1)! - cappedAt[0]!) / 1000);
     const lastFree = arrivals(receiver.requests, '/free').at(-1)!;
     const cappedBeforeLastFree = cappedAt.filter((time) => time < lastFree).length;
-    process.stderr.write(`endpoint caps: ${CAPPED} capped deliveries at ${rate.toFixed(2)}/s (cap ${CAP}/s), at most ${mostWithin(cappedAt, 5000)} in any 5 s; `
-      + `${UNCAPPED} uncapped all received after ${cappedBeforeLastFree} capped ones\n`);
+    process.stderr.write(
+      `endpoint caps: ${CAPPED} capped deliveries at ${rate.toFixed(2)}/s (cap ${CAP}/s), at most ${mostWithin(cappedAt, 5000)} in any 5 s; ` +
+        `${UNCAPPED} uncapped all received after ${cappedBeforeLastFree} capped ones\n`,
+    );
 
     // Slots are 1/CAP s apart and a delivery never goes before its slot; it can go late (the
     // first one opens a connection, a busy machine wakes a worker or the receiver late), which
@@ -85,7 +91,11 @@ describe('a cap of deliveries per second per endpoint', () => {
     const workspace = String(tenant.workspaceId);
     const connector = await cli(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/crm`, '--max-per-second', '2.5']);
     expect(connector).toMatchObject({ max_per_second: 2.5, disabled_at: null });
-    expect(await cli(t, ['connector', 'update', '--id', String(connector.id), '--max-per-second', 'off'])).toMatchObject({ id: connector.id, max_per_second: null, auto_push: false });
+    expect(await cli(t, ['connector', 'update', '--id', String(connector.id), '--max-per-second', 'off'])).toMatchObject({
+      id: connector.id,
+      max_per_second: null,
+      auto_push: false,
+    });
     expect(await cli(t, ['connector', 'update', '--id', String(connector.id), '--max-per-second', '7', '--auto-push', 'on'])).toMatchObject({ max_per_second: 7, auto_push: true });
     expect((await cli(t, ['connector', 'list', '--workspace', workspace]))[0]).toMatchObject({ id: connector.id, max_per_second: 7 });
 
@@ -95,12 +105,15 @@ describe('a cap of deliveries per second per endpoint', () => {
     expect((await cli(t, ['workflow', 'list', '--workspace', workspace]))[0]).toMatchObject({ id: workflow.id, max_per_second: 0.5 });
 
     for (const value of ['0', '-1', 'fast', '1001', '1e3']) {
-      expect(await cliRefused(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/x`, '--max-per-second', value]))
-        .toMatchObject({ error: 'invalid_argument', message: expect.stringMatching(/--max-per-second must be a number of deliveries per second from 0.01 to 1000/) });
+      expect(await cliRefused(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/x`, '--max-per-second', value])).toMatchObject({
+        error: 'invalid_argument',
+        message: expect.stringMatching(/--max-per-second must be a number of deliveries per second from 0.01 to 1000/),
+      });
     }
     expect(await cliRefused(t, ['connector', 'update', '--id', String(connector.id)])).toMatchObject({ error: 'invalid_argument' });
-    expect(await cliRefused(t, ['workflow', 'create', '--workspace', workspace, '--trigger', 'lead_created', '--connector', String(connector.id), '--max-per-second', '1']))
-      .toMatchObject({ error: 'not_applicable', message: expect.stringMatching(/connector update/) });
+    expect(
+      await cliRefused(t, ['workflow', 'create', '--workspace', workspace, '--trigger', 'lead_created', '--connector', String(connector.id), '--max-per-second', '1']),
+    ).toMatchObject({ error: 'not_applicable', message: expect.stringMatching(/connector update/) });
     expect(await cli(t, ['connector', 'list', '--workspace', workspace])).toHaveLength(1);
     expect(await cli(t, ['workflow', 'list', '--workspace', workspace])).toHaveLength(1);
   }, 60_000);

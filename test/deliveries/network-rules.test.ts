@@ -7,9 +7,29 @@ import { checkUrlShape, refusalFor, RefusedDestination, resolveDestination } fro
 
 describe('address checks', () => {
   it.each([
-    '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.10.10', '100.64.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1', '198.18.0.1',
-    '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1',
-    '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '64:ff9b::7f00:1', '2002:7f00:1::', '2002:c0a8:101::1', '2001:0:4136:e378:8000:63bf:f5ff:fffe',
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.10.10',
+    '100.64.0.1',
+    '0.0.0.0',
+    '255.255.255.255',
+    '224.0.0.1',
+    '198.18.0.1',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd12:3456::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '64:ff9b::a00:1',
+    '64:ff9b::7f00:1',
+    '2002:7f00:1::',
+    '2002:c0a8:101::1',
+    '2001:0:4136:e378:8000:63bf:f5ff:fffe',
   ])('refuses %s by default and allows it with the switch', (address) => {
     expect(refusalFor(address, false)).toMatch(/private, loopback, link-local or reserved/);
     expect(refusalFor(address, true)).toBeNull();
@@ -26,9 +46,14 @@ describe('address checks', () => {
 
 describe('URL shape', () => {
   it.each([
-    ['', /empty/], ['not a url', /not a valid URL/], ['ftp://example.com/', /http and https/], ['javascript:alert(1)', /http and https/],
-    ['http://user:pw@example.com/', /Credentials/], ['https://user@example.com/', /Credentials/],
-    ['http://metadata.google.internal/', /metadata/], ['http://METADATA.google.internal./x', /metadata/],
+    ['', /empty/],
+    ['not a url', /not a valid URL/],
+    ['ftp://example.com/', /http and https/],
+    ['javascript:alert(1)', /http and https/],
+    ['http://user:pw@example.com/', /Credentials/],
+    ['https://user@example.com/', /Credentials/],
+    ['http://metadata.google.internal/', /metadata/],
+    ['http://METADATA.google.internal./x', /metadata/],
   ])('refuses %j', (url, message) => {
     expect(() => checkUrlShape(url)).toThrow(RefusedDestination);
     expect(() => checkUrlShape(url)).toThrow(message);
@@ -41,22 +66,31 @@ describe('URL shape', () => {
 });
 
 describe('resolved hosts', () => {
-  afterEach(() => { jest.restoreAllMocks(); });
+  afterEach(() => {
+    jest.restoreAllMocks();
+  });
   /** DNS answers `addresses` for every host name. */
-  const resolvesTo = (...addresses: string[]) => jest.spyOn(dns, 'lookup')
-    .mockResolvedValue(addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })) as never);
+  const resolvesTo = (...addresses: string[]) =>
+    jest.spyOn(dns, 'lookup').mockResolvedValue(addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })) as never);
 
   it('refuses a host that resolves to a public and a private address, whichever comes first', async () => {
-    for (const addresses of [['93.184.216.34', '10.0.0.7'], ['10.0.0.7', '93.184.216.34'], ['2606:4700:4700::1111', '::1']]) {
+    for (const addresses of [
+      ['93.184.216.34', '10.0.0.7'],
+      ['10.0.0.7', '93.184.216.34'],
+      ['2606:4700:4700::1111', '::1'],
+    ]) {
       resolvesTo(...addresses);
-      await expect(resolveDestination(new URL('https://mixed.example.test/hook'), false)).rejects.toThrow(/resolves to (10.0.0.7|::1), a private, loopback, link-local or reserved address/);
+      await expect(resolveDestination(new URL('https://mixed.example.test/hook'), false)).rejects.toThrow(
+        /resolves to (10.0.0.7|::1), a private, loopback, link-local or reserved address/,
+      );
     }
   });
 
   it('allows a host whose every address is public, and connects only to the addresses it checked', async () => {
     resolvesTo('93.184.216.34', '2606:4700:4700::1111');
     expect(await resolveDestination(new URL('https://public.example.test/hook'), false)).toEqual([
-      { address: '93.184.216.34', family: 4 }, { address: '2606:4700:4700::1111', family: 6 },
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:4700:4700::1111', family: 6 },
     ]);
   });
 });

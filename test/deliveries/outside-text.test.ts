@@ -12,11 +12,16 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 let sequence = 0;
 const postLead = async (tenant: Tenant, body: object = {}) => {
-  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Outside Text', email: `outside${++sequence}@gmail.com`, ...body });
+  const response = await t.http
+    .post('/api/v1/leads')
+    .set(tenant.auth)
+    .send({ name: 'Outside Text', email: `outside${++sequence}@gmail.com`, ...body });
   expect(response.status).toBe(201);
   return response.body.data as { id: number };
 };
@@ -42,7 +47,11 @@ describe('text from outside the service', () => {
   it('stores a web page title and description without NUL, and a title clipped inside a surrogate pair with U+FFFD', async () => {
     // A workspace each: both sites are on the receiver's host, which would make them one company.
     const [tenant, other] = [await createTenant(t.ctx.db), await createTenant(t.ctx.db)];
-    const html = (head: string) => ({ status: 200, body: `<!doctype html><html><head>${head}</head><body></body></html>`, headers: { 'content-type': 'text/html; charset=utf-8' } });
+    const html = (head: string) => ({
+      status: 200,
+      body: `<!doctype html><html><head>${head}</head><body></body></html>`,
+      headers: { 'content-type': 'text/html; charset=utf-8' },
+    });
     receiver.routes['/nul'] = html('<title>Anvil\u0000 Works</title><meta name="description" content="Anvils\u0000 for coyotes.">');
     const nul = await postLead(tenant, { company: { website: `${receiver.url}/nul` } });
     // 254 characters, then an emoji: clipping the title at 255 characters splits its pair.

@@ -16,7 +16,9 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 /** A workflow whose Custom URL has the lead's id in its path, so each delivery can be answered its own way. */
 async function busyEndpoint(): Promise<Tenant> {
@@ -47,13 +49,34 @@ describe('a receiver answering 429', () => {
     await drain(t);
     expect(arrivalsAt(`/busy/${second}`)).toEqual([]);
     expect(await deliveryOf(tenant, second)).toMatchObject({ branch: 'pending', attempts: 0 });
-    await eventually(async () => { await drain(t); return (await deliveryOf(tenant, second)).branch === 'Delivered'; }, 15_000, 50);
+    await eventually(
+      async () => {
+        await drain(t);
+        return (await deliveryOf(tenant, second)).branch === 'Delivered';
+      },
+      15_000,
+      50,
+    );
     expect(arrivalsAt(`/busy/${second}`)[0]! - arrivalsAt(firstPath)[0]!).toBeGreaterThanOrEqual(2900);
 
     // Then accepted, on the third and last attempt.
-    await eventually(async () => { await drain(t); return arrivalsAt(firstPath).length >= 2; }, 15_000, 50);
+    await eventually(
+      async () => {
+        await drain(t);
+        return arrivalsAt(firstPath).length >= 2;
+      },
+      15_000,
+      50,
+    );
     delete receiver.routes[firstPath];
-    await eventually(async () => { await drain(t); return (await deliveryOf(tenant, first)).branch === 'Delivered'; }, 15_000, 50);
+    await eventually(
+      async () => {
+        await drain(t);
+        return (await deliveryOf(tenant, first)).branch === 'Delivered';
+      },
+      15_000,
+      50,
+    );
 
     const calls = arrivalsAt(firstPath);
     expect(calls).toHaveLength(3);
@@ -64,7 +87,7 @@ describe('a receiver answering 429', () => {
     expect(await waits()).toBe(waitsBefore + 2);
   }, 60_000);
 
-  it('waits at most an hour whatever Retry-After asks, and holds the endpoint\'s other deliveries as long', async () => {
+  it("waits at most an hour whatever Retry-After asks, and holds the endpoint's other deliveries as long", async () => {
     const tenant = await busyEndpoint();
     const first = await postNewPerson(t, tenant);
     receiver.routes[`/busy/${first}`] = { status: 429, headers: { 'retry-after': '86400' } };
@@ -88,10 +111,11 @@ describe('a receiver answering 429', () => {
     const lead = await postNewPerson(t, tenant);
     receiver.routes[`/busy/${lead}`] = { status: 429, headers: { 'retry-after': '3600' } };
     // The clock: each wait ends now.
-    const waitOver = () => Promise.all([
-      sql`UPDATE deliveries SET next_attempt_at = now() WHERE workspace_id = ${tenant.workspaceId} AND branch = 'pending'`.execute(t.ctx.db),
-      sql`UPDATE endpoints SET next_slot_at = now(), queued_until = now()`.execute(t.ctx.db),
-    ]);
+    const waitOver = () =>
+      Promise.all([
+        sql`UPDATE deliveries SET next_attempt_at = now() WHERE workspace_id = ${tenant.workspaceId} AND branch = 'pending'`.execute(t.ctx.db),
+        sql`UPDATE endpoints SET next_slot_at = now(), queued_until = now()`.execute(t.ctx.db),
+      ]);
     await drain(t);
     for (let call = 0; call < 10 && (await deliveryOf(tenant, lead)).branch === 'pending'; call += 1) {
       await waitOver();
@@ -99,7 +123,10 @@ describe('a receiver answering 429', () => {
     }
     expect(arrivalsAt(`/busy/${lead}`)).toHaveLength(3);
     expect(await deliveryOf(tenant, lead)).toMatchObject({
-      branch: 'Failed', attempts: 3, rate_limited: 3, status_code: 429,
+      branch: 'Failed',
+      attempts: 3,
+      rate_limited: 3,
+      status_code: 429,
       error: 'HTTP 429 from the receiver (gave up after 3 attempts)',
     });
   }, 60_000);

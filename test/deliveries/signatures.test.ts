@@ -11,7 +11,9 @@ import type { ReceivedRequest, Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 const newLead = (tenant: Tenant) => postNewPerson(t, tenant);
 
@@ -52,7 +54,11 @@ describe('signatures', () => {
     const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/patched`, '--method', 'PATCH']);
     expect(await cli(t, ['connector', 'push', '--id', String(connector.id), '--lead', String(leadId)])).toMatchObject({ delivered: true, status: 200 });
     const [request] = receiver.requests;
-    expect({ method: request!.method, path: request!.path, contentType: request!.headers['content-type'] }).toEqual({ method: 'PATCH', path: '/patched', contentType: 'application/json' });
+    expect({ method: request!.method, path: request!.path, contentType: request!.headers['content-type'] }).toEqual({
+      method: 'PATCH',
+      path: '/patched',
+      contentType: 'application/json',
+    });
     expect(verified(connector.signing_secret as string, request!)).toMatchObject({ event: 'lead', lead_id: leadId });
   });
 });

@@ -7,9 +7,18 @@ import { WEBHOOK_OF_SENDER, webhookProblems } from '../support/webhook-contract.
 // The check every test receiver applies to the deliveries it gets (test/support/receiver.ts):
 // the document's own examples pass it, and each kind of drift fails it.
 
-interface Example { value: Record<string, unknown> }
-interface Media { examples: Record<string, Example> }
-interface Parameter { in: string; name: string; example?: unknown; $ref?: string }
+interface Example {
+  value: Record<string, unknown>;
+}
+interface Media {
+  examples: Record<string, Example>;
+}
+interface Parameter {
+  in: string;
+  name: string;
+  example?: unknown;
+  $ref?: string;
+}
 type PathItem = Record<string, { requestBody?: { $ref?: string; content?: Record<string, Media> }; parameters?: Parameter[] }> & { parameters: Parameter[] };
 
 const webhooks = contractDocument.webhooks as Record<string, PathItem>;
@@ -18,15 +27,13 @@ const QUERY_METHODS = ['get', 'delete'];
 
 /** The headers every delivery carries, from the document's examples of its header parameters. */
 function exampleHeaders(name: string): Record<string, string> {
-  return Object.fromEntries(webhooks[name]!.parameters.map((parameter) => follow(parameter))
-    .map((parameter) => [parameter.name.toLowerCase(), String(parameter.example)]));
+  return Object.fromEntries(webhooks[name]!.parameters.map((parameter) => follow(parameter)).map((parameter) => [parameter.name.toLowerCase(), String(parameter.example)]));
 }
 
-const request = (method: string, headers: Record<string, string>, body = '', query = ''): ReceivedRequest =>
-  ({ method, path: '/hook', query, headers, body, receivedAt: 0 });
+const request = (method: string, headers: Record<string, string>, body = '', query = ''): ReceivedRequest => ({ method, path: '/hook', query, headers, body, receivedAt: 0 });
 
 const encode = (contentType: string, value: Record<string, unknown>) =>
-  (contentType === 'application/json' ? JSON.stringify(value) : new URLSearchParams(value as Record<string, string>).toString());
+  contentType === 'application/json' ? JSON.stringify(value) : new URLSearchParams(value as Record<string, string>).toString();
 
 /** Every example of the document as the delivery it describes, for every method. */
 function documentedDeliveries(): Array<[string, string, string, ReceivedRequest]> {
@@ -34,23 +41,37 @@ function documentedDeliveries(): Array<[string, string, string, ReceivedRequest]
     const headers = exampleHeaders(name);
     const withBody = BODY_METHODS.flatMap((method) => {
       const content = follow(webhooks[name]![method]!.requestBody!).content!;
-      return Object.entries(content).flatMap(([contentType, media]) => Object.entries(media.examples).map(([example, { value }]) =>
-        [name, method, `${contentType} ${example}`, request(method.toUpperCase(), { ...headers, 'content-type': contentType }, encode(contentType, value))] as [string, string, string, ReceivedRequest]));
+      return Object.entries(content).flatMap(([contentType, media]) =>
+        Object.entries(media.examples).map(
+          ([example, { value }]) =>
+            [name, method, `${contentType} ${example}`, request(method.toUpperCase(), { ...headers, 'content-type': contentType }, encode(contentType, value))] as [
+              string,
+              string,
+              string,
+              ReceivedRequest,
+            ],
+        ),
+      );
     });
     const withQuery = QUERY_METHODS.map((method) => {
       const query = follow(webhooks[name]![method]!.parameters![0]!);
-      return [name, method, 'query', request(method.toUpperCase(), headers, '', encode('form', query.example as Record<string, unknown>))] as [string, string, string, ReceivedRequest];
+      return [name, method, 'query', request(method.toUpperCase(), headers, '', encode('form', query.example as Record<string, unknown>))] as [
+        string,
+        string,
+        string,
+        ReceivedRequest,
+      ];
     });
     return [...withBody, ...withQuery];
   });
 }
 
 describe('the webhook check of the test receivers', () => {
-  it('knows a webhook for every sender, and every webhook is some sender\'s', () => {
+  it("knows a webhook for every sender, and every webhook is some sender's", () => {
     expect(new Set(Object.values(WEBHOOK_OF_SENDER))).toEqual(new Set(Object.keys(webhooks)));
   });
 
-  it.each(documentedDeliveries())('passes the document\'s own example: %s %s %s', (name, _method, _example, delivery) => {
+  it.each(documentedDeliveries())("passes the document's own example: %s %s %s", (name, _method, _example, delivery) => {
     expect(webhookProblems(name, delivery)).toEqual([]);
   });
 
@@ -67,7 +88,19 @@ describe('the webhook check of the test receivers', () => {
 
   const headers = exampleHeaders('lead');
   const json = { 'content-type': 'application/json' };
-  const pushed = { id: 4211, name: 'Jane Doe', email: null, phone: null, job_title: null, company: null, stage: 'new', tags: [], event: 'lead', lead_id: 4211, sent_at: '2026-11-23T10:00:51.882000Z' };
+  const pushed = {
+    id: 4211,
+    name: 'Jane Doe',
+    email: null,
+    phone: null,
+    job_title: null,
+    company: null,
+    stage: 'new',
+    tags: [],
+    event: 'lead',
+    lead_id: 4211,
+    sent_at: '2026-11-23T10:00:51.882000Z',
+  };
   const post = (name: string, body: object, extra: Record<string, string> = json) => webhookProblems(name, request('POST', { ...headers, ...extra }, JSON.stringify(body)));
 
   it('fails a renamed or retyped envelope key, a foreign event, a badly formatted timestamp', () => {
@@ -94,8 +127,9 @@ describe('the webhook check of the test receivers', () => {
     const query = 'event=lead&lead_id=4211&sent_at=2026-11-23T10%3A00%3A51.882000Z';
     expect(webhookProblems('lead', request('GET', headers, '', query))).toEqual([]);
     expect(webhookProblems('lead', request('GET', headers, '{}', query))).toEqual(['a GET delivery carries a body']);
-    expect(webhookProblems('lead', request('DELETE', headers, '', 'event=lead&sent_at=2026-11-23T10%3A00%3A51.882000Z')))
-      .toEqual(["query (payload) must have required property 'lead_id'"]);
+    expect(webhookProblems('lead', request('DELETE', headers, '', 'event=lead&sent_at=2026-11-23T10%3A00%3A51.882000Z'))).toEqual([
+      "query (payload) must have required property 'lead_id'",
+    ]);
     expect(webhookProblems('lead', request('HEAD', headers))).toEqual(['webhook lead documents no HEAD']);
   });
 });

@@ -10,7 +10,9 @@ import { postLead, uniqueName } from '../support/requests.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 const unique = uniqueName;
 const post = (tenant: Tenant, body: object) => postLead(t, tenant, body);
@@ -65,7 +67,9 @@ describe('what fires a workflow', () => {
     expect((await post(tenant, { name: 'Skip', email: lead.emails[0], tags: ['vip'], on_duplicate: 'skip' })).status).toBe(200);
     expect((await post(tenant, { name: 'Dry', email: `${unique()}@dry.test`, tags: ['vip'], dry_run: true })).status).toBe(200);
     expect((await post(tenant, { name: 'Dry update', email: lead.emails[0], tags: ['vip'], dry_run: true })).status).toBe(200);
-    const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth)
+    const batch = await t.http
+      .post('/api/v1/leads/batch')
+      .set(tenant.auth)
       .send({ leads: [{ name: 'Skip', email: lead.emails[0], tags: ['vip'] }], on_duplicate: 'skip' });
     expect(batch.status).toBe(200);
     await drain(t);
@@ -73,7 +77,9 @@ describe('what fires a workflow', () => {
   });
 
   it('every lead of a batch fires once', async () => {
-    const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth)
+    const batch = await t.http
+      .post('/api/v1/leads/batch')
+      .set(tenant.auth)
       .send({ leads: [1, 2, 3].map((n) => ({ name: `Batch ${n}`, email: `${unique('b')}@batch.test` })), enrich: false });
     expect(batch.status).toBe(200);
     await drain(t);
@@ -103,11 +109,32 @@ describe('Send to CRM block', () => {
 describe('payload envelopes', () => {
   it('Custom URL block: merge tags (URL-encoded in the URL), own envelope winning over block fields', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const workflow = await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created',
-      '--url', `${receiver.url}/hook/{{lead.name}}?email={{lead.email}}&co={{company.name}}`,
-      '--header', 'X-Lead={{lead.name}}',
-      '--field', 'event=hijack', '--field', 'lead_id=999', '--field', 'sent_at=never', '--field', 'workflow_id=1',
-      '--field', 'who={{lead.name}} ({{lead.job_title}}) at {{company.name}}', '--field', 'site={{company.website}}', '--field', 'unknown={{lead.salary}}']);
+    const workflow = await cli(t, [
+      'workflow',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--trigger',
+      'lead_created',
+      '--url',
+      `${receiver.url}/hook/{{lead.name}}?email={{lead.email}}&co={{company.name}}`,
+      '--header',
+      'X-Lead={{lead.name}}',
+      '--field',
+      'event=hijack',
+      '--field',
+      'lead_id=999',
+      '--field',
+      'sent_at=never',
+      '--field',
+      'workflow_id=1',
+      '--field',
+      'who={{lead.name}} ({{lead.job_title}}) at {{company.name}}',
+      '--field',
+      'site={{company.website}}',
+      '--field',
+      'unknown={{lead.salary}}',
+    ]);
     const lead = await newLead(tenant, { name: 'Ada & Co/Lovelace', job_title: 'Analyst', company: { name: 'Engines Ltd', website: 'https://engines.test' } });
     await drain(t);
 
@@ -133,10 +160,36 @@ describe('payload envelopes', () => {
 
   it('Saved connector block: constant fields, mapped fields, envelope, then block fields on top', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/crm`,
-      '--map', 'name=full_name', '--map', 'email=contact', '--field', 'source=lead-intake', '--field', 'full_name=constant loses']);
-    await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--connector', String(connector.id),
-      '--field', 'event=crm_sync', '--field', 'owner={{lead.name}}']);
+    const connector = await cli(t, [
+      'connector',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--url',
+      `${receiver.url}/crm`,
+      '--map',
+      'name=full_name',
+      '--map',
+      'email=contact',
+      '--field',
+      'source=lead-intake',
+      '--field',
+      'full_name=constant loses',
+    ]);
+    await cli(t, [
+      'workflow',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--trigger',
+      'lead_created',
+      '--connector',
+      String(connector.id),
+      '--field',
+      'event=crm_sync',
+      '--field',
+      'owner={{lead.name}}',
+    ]);
     const lead = await newLead(tenant);
     await drain(t);
 
@@ -156,10 +209,28 @@ describe('payload envelopes', () => {
 
   it('Saved connector: its URL and headers are sent as saved, merge tags and all (only block fields are rendered)', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/crm/{{lead.id}}?who={{lead.name}}`,
-      '--header', 'X-Lead={{lead.name}}']);
-    await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--connector', String(connector.id),
-      '--field', 'owner={{lead.name}}']);
+    const connector = await cli(t, [
+      'connector',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--url',
+      `${receiver.url}/crm/{{lead.id}}?who={{lead.name}}`,
+      '--header',
+      'X-Lead={{lead.name}}',
+    ]);
+    await cli(t, [
+      'workflow',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--trigger',
+      'lead_created',
+      '--connector',
+      String(connector.id),
+      '--field',
+      'owner={{lead.name}}',
+    ]);
     const lead = await newLead(tenant);
     await drain(t);
     expect(await cli(t, ['connector', 'push', '--id', String(connector.id), '--lead', String(lead.id)])).toMatchObject({ delivered: true });
@@ -175,8 +246,20 @@ describe('payload envelopes', () => {
 
   it('connector push: the envelope cannot be overridden by the mapping; the default set has documented keys', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const mapped = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/mapped`,
-      '--map', 'name=event', '--map', 'job_title=lead_id', '--field', 'sent_at=constant']);
+    const mapped = await cli(t, [
+      'connector',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--url',
+      `${receiver.url}/mapped`,
+      '--map',
+      'name=event',
+      '--map',
+      'job_title=lead_id',
+      '--field',
+      'sent_at=constant',
+    ]);
     const plain = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/default`]);
     const lead = await newLead(tenant, { job_title: 'CTO', phone: '+44 20 7946 0001', tags: ['Alpha'], company: { name: 'Engines Ltd' } });
 
@@ -202,7 +285,18 @@ describe('payload envelopes', () => {
   it('a run without a lead: Custom URL calls without lead_id (a block field lead_id survives); Saved connector fails without calling', async () => {
     const tenant = await createTenant(t.ctx.db);
     const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/saved`]);
-    const custom = await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', `${receiver.url}/custom`, '--field', 'lead_id=from-block']);
+    const custom = await cli(t, [
+      'workflow',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--trigger',
+      'lead_created',
+      '--url',
+      `${receiver.url}/custom`,
+      '--field',
+      'lead_id=from-block',
+    ]);
     const saved = await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--connector', String(connector.id)]);
     // An event whose lead no longer exists.
     await enqueue(t.ctx.db, tenant.workspaceId, [{ topic: 'lead.created', payload: { lead_id: 987654321 } }]);
@@ -211,7 +305,12 @@ describe('payload envelopes', () => {
     expect(receiver.requests.map((request) => request.path)).toEqual(['/custom']);
     expect(json()).toEqual({ lead_id: 'from-block', event: 'workflow', workflow_id: custom.id, sent_at: expect.stringMatching(SENT_AT) });
     const listed = await deliveries(t, tenant.workspaceId);
-    expect(listed.find((delivery) => delivery.workflow_id === saved.id)).toMatchObject({ branch: 'Failed', attempts: 0, status_code: null, error: expect.stringMatching(/no lead/i) });
+    expect(listed.find((delivery) => delivery.workflow_id === saved.id)).toMatchObject({
+      branch: 'Failed',
+      attempts: 0,
+      status_code: null,
+      error: expect.stringMatching(/no lead/i),
+    });
   });
 });
 
@@ -254,15 +353,35 @@ describe('encodings, authentication and headers', () => {
 
   it('bearer, basic and custom-header authentication', async () => {
     expect((await push(['--url', `${receiver.url}/a`, '--auth', 'bearer'], { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_123' })).request.headers.authorization).toBe('Bearer tok_123');
-    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'basic', '--username', 'crm'], { LEAD_INTAKE_CONNECTOR_PASSWORD: 's3cret' })).request.headers.authorization)
-      .toBe(`Basic ${Buffer.from('crm:s3cret').toString('base64')}`);
-    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'header', '--header-name', 'X-Api-Key'], { LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'key-9' })).request.headers['x-api-key']).toBe('key-9');
+    expect((await push(['--url', `${receiver.url}/a`, '--auth', 'basic', '--username', 'crm'], { LEAD_INTAKE_CONNECTOR_PASSWORD: 's3cret' })).request.headers.authorization).toBe(
+      `Basic ${Buffer.from('crm:s3cret').toString('base64')}`,
+    );
+    expect(
+      (await push(['--url', `${receiver.url}/a`, '--auth', 'header', '--header-name', 'X-Api-Key'], { LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'key-9' })).request.headers['x-api-key'],
+    ).toBe('key-9');
   });
 
   it('strips reserved and invalid header names and line breaks in values', async () => {
-    const { request } = await push(['--url', `${receiver.url}/h`,
-      '--header', 'Host=evil.test', '--header', 'Content-Length=1', '--header', 'Connection=close', '--header', 'Transfer-Encoding=chunked',
-      '--header', 'Bad Header=x', '--header', 'X-Ok=fine', '--header', 'X-Split=one\r\nX-Injected: yes', '--header', 'webhook-id=forged']);
+    const { request } = await push([
+      '--url',
+      `${receiver.url}/h`,
+      '--header',
+      'Host=evil.test',
+      '--header',
+      'Content-Length=1',
+      '--header',
+      'Connection=close',
+      '--header',
+      'Transfer-Encoding=chunked',
+      '--header',
+      'Bad Header=x',
+      '--header',
+      'X-Ok=fine',
+      '--header',
+      'X-Split=one\r\nX-Injected: yes',
+      '--header',
+      'webhook-id=forged',
+    ]);
     expect(request.headers.host).toBe(`127.0.0.1:${receiver.port}`);
     expect(request.headers['content-length']).toBe(String(Buffer.byteLength(request.body)));
     expect(request.headers['transfer-encoding']).toBeUndefined();
@@ -300,6 +419,8 @@ describe('encodings, authentication and headers', () => {
     expect(() => new Webhook(posted.connector.signing_secret as string).verify(`${posted.request.body} `, posted.request.headers as Record<string, string>)).toThrow();
 
     const fetched = await push(['--url', `${receiver.url}/signed`, '--method', 'GET']);
-    expect(() => new Webhook(fetched.connector.signing_secret as string).verify(fetched.request.query, fetched.request.headers as Record<string, string>, { jsonParse: false })).not.toThrow();
+    expect(() =>
+      new Webhook(fetched.connector.signing_secret as string).verify(fetched.request.query, fetched.request.headers as Record<string, string>, { jsonParse: false }),
+    ).not.toThrow();
   });
 });

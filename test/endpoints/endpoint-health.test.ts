@@ -20,20 +20,34 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 /** The worker's log lines (the test app's own logger is silent). */
 const logged: Array<{ msg: string; level: number }> = [];
-const logger = pino({ level: 'info' }, { write: (line: string) => { logged.push(JSON.parse(line)); } });
+const logger = pino(
+  { level: 'info' },
+  {
+    write: (line: string) => {
+      logged.push(JSON.parse(line));
+    },
+  },
+);
 const disablings = () => logged.filter((line) => / disabled: /.test(line.msg));
 
 const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, {});
 
 /** Runs the worker, retries included as they fall due, until none of the workspace's deliveries is pending. */
-const drainAll = (tenant: Tenant) => eventually(async () => {
-  await new WorkerContext({ ...t.ctx, logger }).processAll();
-  return (await listed(tenant)).every((delivery) => delivery.branch !== 'pending');
-}, 15000, 50);
+const drainAll = (tenant: Tenant) =>
+  eventually(
+    async () => {
+      await new WorkerContext({ ...t.ctx, logger }).processAll();
+      return (await listed(tenant)).every((delivery) => delivery.branch !== 'pending');
+    },
+    15000,
+    50,
+  );
 
 /** Posts `count` new people and lets the worker finish their deliveries. */
 async function newEvents(tenant: Tenant, count: number): Promise<void> {
@@ -78,15 +92,21 @@ describe('endpoint health', () => {
     expect(receiver.requests).toEqual([]);
     const sixth = (await listed(tenant)).at(-1)!;
     expect(sixth).toMatchObject({ branch: 'Failed', attempts: 1, status_code: null, error: expect.stringMatching(/^not sent: its endpoint is disabled since .*connector enable/) });
-    expect(await cliRefused(t, ['deliveries', 'recover', '--connector', String(connector.id), '--since', disabled.disabled_at]))
-      .toMatchObject({ error: 'endpoint_disabled', message: expect.stringMatching(/connector enable --id/) });
+    expect(await cliRefused(t, ['deliveries', 'recover', '--connector', String(connector.id), '--since', disabled.disabled_at])).toMatchObject({
+      error: 'endpoint_disabled',
+      message: expect.stringMatching(/connector enable --id/),
+    });
 
     // Send test still works while it is disabled.
     expect(await cli(t, ['connector', 'test', '--id', String(connector.id)])).toMatchObject({ delivered: true, status: 200 });
     expect(receiver.requests).toHaveLength(1);
 
-    expect(await cli(t, ['connector', 'enable', '--id', String(connector.id)]))
-      .toEqual({ id: connector.id, enabled: true, was_disabled_at: disabled.disabled_at, was_disabled_reason: disabled.disabled_reason });
+    expect(await cli(t, ['connector', 'enable', '--id', String(connector.id)])).toEqual({
+      id: connector.id,
+      enabled: true,
+      was_disabled_at: disabled.disabled_at,
+      was_disabled_reason: disabled.disabled_reason,
+    });
     expect(await listedConnector()).toMatchObject({ disabled_at: null, disabled_reason: null, failing_since: null, consecutive_failures: 0 });
     await newEvents(tenant, 1);
     expect((await listed(tenant)).at(-1)).toMatchObject({ branch: 'Delivered', attempts: 1 });
@@ -95,11 +115,16 @@ describe('endpoint health', () => {
     const recovered = await cli(t, ['deliveries', 'recover', '--connector', String(connector.id), '--since', disabled.disabled_at]);
     expect(recovered).toMatchObject({ recovered: 2, delivery_ids: [fifth.id, sixth.id] });
     await drainAll(tenant);
-    expect(receiver.requests.slice(-2).map((request) => request.headers['webhook-id']).sort()).toEqual([fifth.message_id, sixth.message_id].sort());
+    expect(
+      receiver.requests
+        .slice(-2)
+        .map((request) => request.headers['webhook-id'])
+        .sort(),
+    ).toEqual([fifth.message_id, sixth.message_id].sort());
     expect(disablings()).toHaveLength(1);
   }, 90_000);
 
-  it('disables a workflow\'s Custom URL only with enough failures in a row as well as the time, and `workflow enable` turns it back on', async () => {
+  it("disables a workflow's Custom URL only with enough failures in a row as well as the time, and `workflow enable` turns it back on", async () => {
     const tenant = await createTenant(t.ctx.db);
     const workflow = await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', `${receiver.url}/hook`]);
     const listedWorkflow = async () => (await cli(t, ['workflow', 'list', '--workspace', String(tenant.workspaceId)]))[0];
@@ -135,8 +160,10 @@ describe('endpoint health', () => {
     const workflow = await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--connector', String(connector.id)]);
     expect(await cliRefused(t, ['connector', 'enable', '--id', '987654'])).toMatchObject({ error: 'not_found' });
     expect(await cliRefused(t, ['workflow', 'enable', '--id', '987654'])).toMatchObject({ error: 'not_found' });
-    expect(await cliRefused(t, ['workflow', 'enable', '--id', String(workflow.id)]))
-      .toMatchObject({ error: 'not_applicable', message: expect.stringMatching(`connector enable\` --id ${connector.id}`) });
+    expect(await cliRefused(t, ['workflow', 'enable', '--id', String(workflow.id)])).toMatchObject({
+      error: 'not_applicable',
+      message: expect.stringMatching(`connector enable\` --id ${connector.id}`),
+    });
     // Enabling an endpoint that is on changes nothing.
     expect(await cli(t, ['connector', 'enable', '--id', String(connector.id)])).toEqual({ id: connector.id, enabled: true, was_disabled_at: null, was_disabled_reason: null });
   }, 60_000);

@@ -10,7 +10,12 @@ import { API_TIMESTAMP } from '../support/timestamps.js';
 const bed = testBed({ tenants: [{ name: 'Acme Sales' }] });
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 /**
  * A key that authenticates, then `change` to it (committed outside the app, which hears of
@@ -27,8 +32,7 @@ async function answerAfter(change: (key: Tenant) => Promise<unknown>) {
 
 /** A 401 with exactly the documented body: no field more, none less. */
 const expectInvalidKey = (response: { status: number; body: unknown }, message: string) => {
-  expect({ status: response.status, body: response.body })
-    .toEqual({ status: 401, body: { error: 'invalid_api_key', message, documentation_url: t.ctx.config.DOCUMENTATION_URL } });
+  expect({ status: response.status, body: response.body }).toEqual({ status: 401, body: { error: 'invalid_api_key', message, documentation_url: t.ctx.config.DOCUMENTATION_URL } });
 };
 
 describe('authentication', () => {

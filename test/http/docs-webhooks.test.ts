@@ -40,8 +40,8 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const OPERATION_METHODS = ['get', 'put', 'post', 'delete', 'patch'];
-const documentedWebhooks = () => Object.entries(document.webhooks)
-  .flatMap(([name, item]) => OPERATION_METHODS.filter((method) => item[method]).map((method) => ({ name, method, ...item[method]! })));
+const documentedWebhooks = () =>
+  Object.entries(document.webhooks).flatMap(([name, item]) => OPERATION_METHODS.filter((method) => item[method]).map((method) => ({ name, method, ...item[method]! })));
 const flat = (items: MenuItem[]): MenuItem[] => items.flatMap((item) => [item, ...flat(item.items)]);
 
 describe('the reference at /docs shows the webhooks', () => {
@@ -51,8 +51,10 @@ describe('the reference at /docs shows the webhooks', () => {
     for (const webhook of webhooks) {
       const tag = redoc.menu.find((item) => item.type === 'tag' && item.name === webhook.tags[0]);
       const shown = tag?.items.find((item) => item.name === webhook.summary);
-      expect({ webhook: `${webhook.name} ${webhook.method}`, shown: shown && { isWebhook: shown.isWebhook, verb: shown.httpVerb } })
-        .toEqual({ webhook: `${webhook.name} ${webhook.method}`, shown: { isWebhook: true, verb: webhook.method } });
+      expect({ webhook: `${webhook.name} ${webhook.method}`, shown: shown && { isWebhook: shown.isWebhook, verb: shown.httpVerb } }).toEqual({
+        webhook: `${webhook.name} ${webhook.method}`,
+        shown: { isWebhook: true, verb: webhook.method },
+      });
     }
   });
 

@@ -6,7 +6,12 @@ import type { Tenant } from '../support/fixtures.js';
 const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 const expectJsonError = (response: { status: number; body: Record<string, unknown>; headers: Record<string, string> }, status: number, error: string) => {
   expect(response.status).toBe(status);
@@ -28,7 +33,10 @@ describe('malformed requests get JSON errors, never HTML or a 500', () => {
   });
 
   it('answers a body over 1 MiB with 413', async () => {
-    const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Jane', email: 'j@acme.test', description: 'x'.repeat(1024 * 1024 + 10) });
+    const response = await t.http
+      .post('/api/v1/leads')
+      .set(tenant.auth)
+      .send({ name: 'Jane', email: 'j@acme.test', description: 'x'.repeat(1024 * 1024 + 10) });
     expectJsonError(response, 413, 'payload_too_large');
   });
 
@@ -39,8 +47,15 @@ describe('malformed requests get JSON errors, never HTML or a 500', () => {
   });
 
   it('answers unknown routes with 404 without an error code', async () => {
-    const unknown = [['get', '/api/v1/nope'], ['get', '/'], ['get', '/api/v2/me'], ['delete', '/api/v1/leads/abc'], ['get', '/api/v1/me/'], ['get', '/API/v1/me'],
-      ['get', '/api/v1/leads/%E0%A4%A']] as const;
+    const unknown = [
+      ['get', '/api/v1/nope'],
+      ['get', '/'],
+      ['get', '/api/v2/me'],
+      ['delete', '/api/v1/leads/abc'],
+      ['get', '/api/v1/me/'],
+      ['get', '/API/v1/me'],
+      ['get', '/api/v1/leads/%E0%A4%A'],
+    ] as const;
     for (const [method, path] of unknown) {
       const response = await t.http[method](path).set(tenant.auth);
       expect({ path, status: response.status }).toEqual({ path, status: 404 });
@@ -51,8 +66,15 @@ describe('malformed requests get JSON errors, never HTML or a 500', () => {
 
   // Changed by issue 9: a known path with another method was a 404 and is now a 405 with Allow.
   it('answers a known path called with another method with 405, Allow and no error code, before the key is checked', async () => {
-    const cases = [['delete', '/api/v1/leads/1', 'GET'], ['post', '/api/v1/me', 'GET'], ['get', '/api/v1/leads', 'POST'], ['get', '/api/v1/leads/batch', 'POST'],
-      ['put', '/api/v1/tags', 'GET'], ['head', '/api/v1/me', 'GET'], ['options', '/api/v1/leads', 'POST']] as const;
+    const cases = [
+      ['delete', '/api/v1/leads/1', 'GET'],
+      ['post', '/api/v1/me', 'GET'],
+      ['get', '/api/v1/leads', 'POST'],
+      ['get', '/api/v1/leads/batch', 'POST'],
+      ['put', '/api/v1/tags', 'GET'],
+      ['head', '/api/v1/me', 'GET'],
+      ['options', '/api/v1/leads', 'POST'],
+    ] as const;
     for (const [method, path, allow] of cases) {
       const response = await t.http[method](path);
       expect({ method, path, status: response.status, allow: response.headers.allow }).toEqual({ method, path, status: 405, allow });

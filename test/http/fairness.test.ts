@@ -22,7 +22,12 @@ const bed = testBed({
 let t: TestApp;
 let busy: Tenant;
 let other: Tenant;
-beforeAll(() => { ({ t, tenants: [busy, other] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [busy, other],
+  } = bed);
+});
 
 const sent = (request: PromiseLike<Response>) => Promise.resolve(request);
 
@@ -34,7 +39,16 @@ describe('the per-key concurrency limit', () => {
     const locked = await lockedLead(t, busy);
     const limitedBefore = await concurrencyLimited();
     // Each batch updates the locked lead, so it waits in its transaction holding a connection, or waits for a slot.
-    const held = Array.from({ length: IN_FLIGHT }, () => sent(postBatch(t, busy, { leads: [{ name: 'Held', email: locked.email }, { name: 'New', email: uniqueEmail('busy') }] })));
+    const held = Array.from({ length: IN_FLIGHT }, () =>
+      sent(
+        postBatch(t, busy, {
+          leads: [
+            { name: 'Held', email: locked.email },
+            { name: 'New', email: uniqueEmail('busy') },
+          ],
+        }),
+      ),
+    );
     let others: Response[];
     let elapsedMs: number;
     try {

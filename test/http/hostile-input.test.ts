@@ -6,15 +6,68 @@ import type { Tenant } from '../support/fixtures.js';
 const bed = testBed({ app: { env: { RATE_LIMIT_PER_MINUTE: '100000' } } });
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
-const FIELDS = ['name', 'email', 'phone', 'linkedin_url', 'emails', 'phones', 'links', 'job_title', 'description', 'gender', 'language',
-  'decision_maker', 'custom_fields', 'location', 'tags', 'tag_ids', 'company', 'on_duplicate', 'create_missing_tags', 'enrich', 'dry_run'];
-const WEIRD_VALUES: unknown[] = [null, 0, -1, 1.5, 1e308, '', ' ', 'x'.repeat(5000), true, [], [null], [[]], {}, { a: { b: { c: [] } } },
-  '\u0000', '\ud800', '😀'.repeat(300), '<script>alert(1)</script>', "'; DROP TABLE leads; --", ['a@b.co', 42], [{ type: 'website' }]];
+const FIELDS = [
+  'name',
+  'email',
+  'phone',
+  'linkedin_url',
+  'emails',
+  'phones',
+  'links',
+  'job_title',
+  'description',
+  'gender',
+  'language',
+  'decision_maker',
+  'custom_fields',
+  'location',
+  'tags',
+  'tag_ids',
+  'company',
+  'on_duplicate',
+  'create_missing_tags',
+  'enrich',
+  'dry_run',
+];
+const WEIRD_VALUES: unknown[] = [
+  null,
+  0,
+  -1,
+  1.5,
+  1e308,
+  '',
+  ' ',
+  'x'.repeat(5000),
+  true,
+  [],
+  [null],
+  [[]],
+  {},
+  { a: { b: { c: [] } } },
+  '\u0000',
+  '\ud800',
+  '😀'.repeat(300),
+  '<script>alert(1)</script>',
+  "'; DROP TABLE leads; --",
+  ['a@b.co', 42],
+  [{ type: 'website' }],
+];
 // Sent as raw JSON text: a JavaScript object literal would swallow `__proto__` before sending.
-const WEIRD_JSON: string[] = [...WEIRD_VALUES.map((value) => JSON.stringify(value)),
-  '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"polluted":true}}}', '{"":1}', '[{"__proto__":1}]', '{"a":{"__proto__":[]}}'];
+const WEIRD_JSON: string[] = [
+  ...WEIRD_VALUES.map((value) => JSON.stringify(value)),
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"polluted":true}}}',
+  '{"":1}',
+  '[{"__proto__":1}]',
+  '{"a":{"__proto__":[]}}',
+];
 
 describe('hostile and malformed input never causes a 5xx', () => {
   it('answers every field set to every odd value with a 2xx or a 4xx JSON body', async () => {
@@ -26,7 +79,8 @@ describe('hostile and malformed input never causes a 5xx', () => {
         try {
           // The test client also checks status, content type and body against the document.
           const response = await t.http.post('/api/v1/leads').set(tenant.auth).set('Content-Type', 'application/json').send(raw);
-          if (response.status >= 500 || !/^application\/json/.test(response.headers['content-type'] ?? '')) failures.push(`${sent} -> ${response.status} ${response.headers['content-type']}`);
+          if (response.status >= 500 || !/^application\/json/.test(response.headers['content-type'] ?? ''))
+            failures.push(`${sent} -> ${response.status} ${response.headers['content-type']}`);
         } catch (error) {
           failures.push(`${sent}: ${(error as Error).message}`);
         }
@@ -49,7 +103,10 @@ describe('hostile and malformed input never causes a 5xx', () => {
     for (const payload of payloads) {
       const single = await t.http.post('/api/v1/leads').set(tenant.auth).send(payload);
       expect({ payload, status: single.status < 500 }).toEqual({ payload, status: true });
-      const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ leads: [payload, payload] });
+      const batch = await t.http
+        .post('/api/v1/leads/batch')
+        .set(tenant.auth)
+        .send({ leads: [payload, payload] });
       expect({ payload, status: batch.status < 500 }).toEqual({ payload, status: true });
     }
     for (const body of [null, 42, 'string', [], { leads: null }, { leads: [null] }, { leads: [[]] }, { leads: 'x' }]) {

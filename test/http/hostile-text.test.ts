@@ -14,7 +14,12 @@ import { testBed } from '../support/test-bed.js';
 const bed = testBed({ app: { env: { RATE_LIMIT_PER_MINUTE: '1000000' } } });
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 interface Schema {
   $ref?: string;
@@ -29,7 +34,11 @@ interface Schema {
 }
 type Path = Array<string | number>;
 /** A string of a request body: a value, or the keys of an object that takes any key. */
-interface Slot { path: Path; schema: Schema; kind: 'value' | 'key' }
+interface Slot {
+  path: Path;
+  schema: Schema;
+  kind: 'value' | 'key';
+}
 
 /** The key under which a value of an object taking any key is put. */
 const ANY_KEY = 'field';
@@ -48,8 +57,8 @@ function stringSlots(schema: Schema, path: Path = []): Slot[] {
   return slots;
 }
 
-const bodySchema = (route: string) => (contractDocument.paths[route]!.post as unknown as { requestBody: { content: Record<string, { schema: Schema }> } })
-  .requestBody.content['application/json']!.schema;
+const bodySchema = (route: string) =>
+  (contractDocument.paths[route]!.post as unknown as { requestBody: { content: Record<string, { schema: Schema }> } }).requestBody.content['application/json']!.schema;
 
 let sequence = 0;
 /** A valid value of a string schema, unique per call. */
@@ -67,7 +76,8 @@ function holding(schema: Schema, path: Path, leaf: unknown): unknown {
   if (path.length === 0) return leaf;
   const [head, ...rest] = path;
   if (typeof head === 'number') return [holding(resolved.items!, rest, leaf)];
-  const required = (resolved.required ?? []).filter((name) => name !== head)
+  const required = (resolved.required ?? [])
+    .filter((name) => name !== head)
     .map((name) => [name, holding(resolved.properties![name]!, [], validString(follow(resolved.properties![name]!)))]);
   const property = resolved.properties?.[head!] ?? (typeof resolved.additionalProperties === 'object' ? resolved.additionalProperties : {});
   return Object.fromEntries([...required, [head, holding(property, rest, leaf)]]);
@@ -78,10 +88,10 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 /** `over` laid on `base`: objects key by key, arrays item by item. */
 function laidOn(base: unknown, over: unknown): unknown {
   if (isObject(base) && isObject(over)) {
-    return Object.fromEntries([...new Set([...Object.keys(base), ...Object.keys(over)])]
-      .map((key) => [key, key in over ? laidOn(base[key], over[key]) : base[key]]));
+    return Object.fromEntries([...new Set([...Object.keys(base), ...Object.keys(over)])].map((key) => [key, key in over ? laidOn(base[key], over[key]) : base[key]]));
   }
-  if (Array.isArray(base) && Array.isArray(over)) return Array.from({ length: Math.max(base.length, over.length) }, (_, index) => (index < over.length ? laidOn(base[index], over[index]) : base[index]));
+  if (Array.isArray(base) && Array.isArray(over))
+    return Array.from({ length: Math.max(base.length, over.length) }, (_, index) => (index < over.length ? laidOn(base[index], over[index]) : base[index]));
   return over;
 }
 
@@ -95,8 +105,16 @@ const variants = (valid: string) => [...INSERTED.map((text) => `${valid.slice(0,
 const leafOf = (slot: Slot, text: string) => (slot.kind === 'key' ? Object.fromEntries([[text, 'value']]) : text);
 
 /** `value` with every object's keys in order (jsonb stores keys in an order of its own). */
-const sorted = (value: unknown): unknown => (Array.isArray(value) ? value.map(sorted)
-  : isObject(value) ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted(value[key])])) : value);
+const sorted = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(sorted)
+    : isObject(value)
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((key) => [key, sorted(value[key])]),
+        )
+      : value;
 
 const visible = (text: string) => JSON.stringify(text);
 const label = (slot: Slot) => `${slot.path.join('.')}${slot.kind === 'key' ? ' (key)' : ''}`;
@@ -108,9 +126,11 @@ const send = (route: string, body: unknown, headers: Record<string, string> = {}
 /** Runs `tasks` a few at a time (one server, a shared machine). */
 async function inTurns(tasks: Array<() => Promise<void>>, width = 6): Promise<void> {
   const queue = [...tasks];
-  await Promise.all(Array.from({ length: width }, async () => {
-    for (let task = queue.shift(); task; task = queue.shift()) await task();
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      for (let task = queue.shift(); task; task = queue.shift()) await task();
+    }),
+  );
 }
 
 // A NUL escape or any surrogate escape: express writes a well-formed pair as UTF-8, so an escape is a lone one.
@@ -123,10 +143,23 @@ const batchSlots = stringSlots(bodySchema(BATCH));
 
 describe('text PostgreSQL cannot store, in every string of the write bodies', () => {
   it('finds the strings of the document: nested ones, array items and object keys', () => {
-    expect(singleSlots.map(label)).toEqual(expect.arrayContaining([
-      'name', 'email', 'linkedin_url', 'emails.0', 'links.0.url', 'custom_fields (key)', `custom_fields.${ANY_KEY}`, 'location.city',
-      'tags.0', 'company.name', 'company.website', 'company.location.zip_code', 'on_duplicate',
-    ]));
+    expect(singleSlots.map(label)).toEqual(
+      expect.arrayContaining([
+        'name',
+        'email',
+        'linkedin_url',
+        'emails.0',
+        'links.0.url',
+        'custom_fields (key)',
+        `custom_fields.${ANY_KEY}`,
+        'location.city',
+        'tags.0',
+        'company.name',
+        'company.website',
+        'company.location.zip_code',
+        'on_duplicate',
+      ]),
+    );
     expect(batchSlots.map(label)).toEqual(expect.arrayContaining(['leads.0.name', 'leads.0.custom_fields (key)', 'leads.0.company.phones.0']));
     expect(JSON.stringify({ text: '\u0000\ud800' })).toBe('{"text":"\\u0000\\ud800"}');
   });
@@ -140,7 +173,8 @@ describe('text PostgreSQL cannot store, in every string of the write bodies', ()
     const check = async (what: string, call: () => Promise<{ status: number; text: string; headers: Record<string, string> }>) => {
       try {
         const response = await call();
-        if (response.status >= 500 || !/^application\/json/.test(response.headers['content-type'] ?? '')) failures.push(`${what} -> ${response.status} ${response.text.slice(0, 120)}`);
+        if (response.status >= 500 || !/^application\/json/.test(response.headers['content-type'] ?? ''))
+          failures.push(`${what} -> ${response.status} ${response.text.slice(0, 120)}`);
         else if (UNSTORABLE_ESCAPE.test(response.text)) failures.push(`${what} -> ${response.status} echoes it: ${response.text.slice(0, 120)}`);
         return response;
       } catch (error) {
@@ -149,22 +183,24 @@ describe('text PostgreSQL cannot store, in every string of the write bodies', ()
       }
     };
     const schema = bodySchema(SINGLE);
-    const tasks = singleSlots.flatMap((slot, index) => variants(validString(slot.schema)).map((text) => async () => {
-      const what = `${label(slot)}=${visible(text)}`;
-      const body = (identity: object) => laidOn({ name: 'Hostile', ...identity, enrich: false }, holding(schema, slot.path, leafOf(slot, text)));
-      const fresh = () => ({ email: `fresh${++sequence}@gmail.com` });
-      await check(`new ${what}`, () => send(SINGLE, body(fresh())));
-      await check(`update ${what}`, () => send(SINGLE, body(existing[index]!)));
-      await check(`dry run ${what}`, () => send(SINGLE, laidOn(body(fresh()), { dry_run: true })));
-      const idempotent = body(fresh());
-      const key = `hostile-${++sequence}`;
-      const first = await check(`idempotent ${what}`, () => send(SINGLE, idempotent, { 'Idempotency-Key': key }));
-      if (first && first.status < 400) {
-        const replay = await check(`replay ${what}`, () => send(SINGLE, idempotent, { 'Idempotency-Key': key }));
-        const same = replay && replay.status === first.status && JSON.stringify(sorted(JSON.parse(replay.text))) === JSON.stringify(sorted(JSON.parse(first.text)));
-        if (replay && (replay.headers['idempotency-replayed'] !== 'true' || !same)) failures.push(`replay ${what} -> ${replay.status}, not the stored answer`);
-      }
-    }));
+    const tasks = singleSlots.flatMap((slot, index) =>
+      variants(validString(slot.schema)).map((text) => async () => {
+        const what = `${label(slot)}=${visible(text)}`;
+        const body = (identity: object) => laidOn({ name: 'Hostile', ...identity, enrich: false }, holding(schema, slot.path, leafOf(slot, text)));
+        const fresh = () => ({ email: `fresh${++sequence}@gmail.com` });
+        await check(`new ${what}`, () => send(SINGLE, body(fresh())));
+        await check(`update ${what}`, () => send(SINGLE, body(existing[index]!)));
+        await check(`dry run ${what}`, () => send(SINGLE, laidOn(body(fresh()), { dry_run: true })));
+        const idempotent = body(fresh());
+        const key = `hostile-${++sequence}`;
+        const first = await check(`idempotent ${what}`, () => send(SINGLE, idempotent, { 'Idempotency-Key': key }));
+        if (first && first.status < 400) {
+          const replay = await check(`replay ${what}`, () => send(SINGLE, idempotent, { 'Idempotency-Key': key }));
+          const same = replay && replay.status === first.status && JSON.stringify(sorted(JSON.parse(replay.text))) === JSON.stringify(sorted(JSON.parse(first.text)));
+          if (replay && (replay.headers['idempotency-replayed'] !== 'true' || !same)) failures.push(`replay ${what} -> ${replay.status}, not the stored answer`);
+        }
+      }),
+    );
     await inTurns(tasks);
     expect(failures).toEqual([]);
   }, 240_000);
@@ -172,17 +208,25 @@ describe('text PostgreSQL cannot store, in every string of the write bodies', ()
   it('answers a batch with such a row 200 or 422, never 5xx', async () => {
     const failures: string[] = [];
     const schema = bodySchema(BATCH);
-    const tasks = batchSlots.flatMap((slot) => variants(validString(slot.schema)).map((text) => async () => {
-      const what = `${label(slot)}=${visible(text)}`;
-      const base = { leads: [{ name: 'Hostile', email: `row${++sequence}@gmail.com` }, { name: 'Beside', email: `row${++sequence}@gmail.com` }], enrich: false };
-      try {
-        const response = await send(BATCH, laidOn(base, holding(schema, slot.path, leafOf(slot, text))));
-        if (![200, 422].includes(response.status)) failures.push(`${what} -> ${response.status} ${response.text.slice(0, 120)}`);
-        else if (UNSTORABLE_ESCAPE.test(response.text)) failures.push(`${what} -> ${response.status} echoes it: ${response.text.slice(0, 120)}`);
-      } catch (error) {
-        failures.push(`${what}: ${(error as Error).message.slice(0, 200)}`);
-      }
-    }));
+    const tasks = batchSlots.flatMap((slot) =>
+      variants(validString(slot.schema)).map((text) => async () => {
+        const what = `${label(slot)}=${visible(text)}`;
+        const base = {
+          leads: [
+            { name: 'Hostile', email: `row${++sequence}@gmail.com` },
+            { name: 'Beside', email: `row${++sequence}@gmail.com` },
+          ],
+          enrich: false,
+        };
+        try {
+          const response = await send(BATCH, laidOn(base, holding(schema, slot.path, leafOf(slot, text))));
+          if (![200, 422].includes(response.status)) failures.push(`${what} -> ${response.status} ${response.text.slice(0, 120)}`);
+          else if (UNSTORABLE_ESCAPE.test(response.text)) failures.push(`${what} -> ${response.status} echoes it: ${response.text.slice(0, 120)}`);
+        } catch (error) {
+          failures.push(`${what}: ${(error as Error).message.slice(0, 200)}`);
+        }
+      }),
+    );
     await inTurns(tasks);
     expect(failures).toEqual([]);
   }, 120_000);
@@ -191,8 +235,12 @@ describe('text PostgreSQL cannot store, in every string of the write bodies', ()
 describe('the rule the document states for such text', () => {
   it('removes NUL and makes a lone surrogate U+FFFD, in values and keys, keeps a pair, and stores what it answers', async () => {
     const created = await send(SINGLE, {
-      name: 'Ja\u0000ne 😀', email: `rule${++sequence}@gmail.com`, job_title: 'x\ud800y', location: { city: '\udc00Oslo' },
-      custom_fields: { 'Sco\u0000re': '9\udc00', '\ud800': 'dropped' }, enrich: false,
+      name: 'Ja\u0000ne 😀',
+      email: `rule${++sequence}@gmail.com`,
+      job_title: 'x\ud800y',
+      location: { city: '\udc00Oslo' },
+      custom_fields: { 'Sco\u0000re': '9\udc00', '\ud800': 'dropped' },
+      enrich: false,
     });
     expect(created.status).toBe(201);
     const expected = { name: 'Jane 😀', job_title: 'x\ufffdy', location: expect.objectContaining({ city: '\ufffdOslo' }), custom_fields: { score: '9\ufffd' } };

@@ -15,7 +15,9 @@ function run(id: string): { params: Record<string, unknown>; error: unknown; nex
   const req = { params: { id } } as unknown as Request;
   let next = false;
   try {
-    integerPathParameters(getLead.integerPathOnly!)(req, {} as Response, () => { next = true; });
+    integerPathParameters(getLead.integerPathOnly!)(req, {} as Response, () => {
+      next = true;
+    });
     return { params: req.params, error: null, next };
   } catch (error) {
     return { params: req.params, error, next };

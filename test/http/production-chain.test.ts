@@ -13,16 +13,20 @@ const bed = testBed();
 // nothing of a request, and the response check.
 const VALIDATOR_SET_UP = new Set(['pathParamsMiddleware', 'metadataMiddleware', 'securityMiddleware', 'multipartMiddleware', 'responseMiddleware']);
 
-interface RouteLayer { route?: { path: string; methods: Record<string, boolean>; stack: Array<{ name: string }> } }
+interface RouteLayer {
+  route?: { path: string; methods: Record<string, boolean>; stack: Array<{ name: string }> };
+}
 
 /** Per route of the API, the names of the steps a request goes through, without the validator's set-up layers. */
 function requestChecks(app: Express): Record<string, string[]> {
   const layers = (app as unknown as { router: { stack: RouteLayer[] } }).router.stack;
-  return Object.fromEntries(layers.flatMap(({ route }) => {
-    const methods = Object.keys(route?.methods ?? {});
-    if (!route || methods.length !== 1 || !route.path.startsWith('/api/')) return [];
-    return [[`${methods[0]} ${route.path}`, route.stack.map((step) => step.name || 'anonymous').filter((name) => !VALIDATOR_SET_UP.has(name))]];
-  }));
+  return Object.fromEntries(
+    layers.flatMap(({ route }) => {
+      const methods = Object.keys(route?.methods ?? {});
+      if (!route || methods.length !== 1 || !route.path.startsWith('/api/')) return [];
+      return [[`${methods[0]} ${route.path}`, route.stack.map((step) => step.name || 'anonymous').filter((name) => !VALIDATOR_SET_UP.has(name))]];
+    }),
+  );
 }
 
 describe('the app the tests run', () => {

@@ -13,7 +13,13 @@ const bed = outboundTestBed([{}]);
 let t: TestApp;
 let receiver: Receiver;
 let tenant: Tenant;
-beforeAll(() => { ({ t, receiver, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    receiver,
+    tenants: [tenant],
+  } = bed);
+});
 
 const postRaw = (path: string, raw: string) => t.http.post(`/api/v1${path}`).set(tenant.auth).set('Content-Type', 'application/json').send(raw);
 const getLead = async (id: number) => JSON.parse((await t.http.get(`/api/v1/leads/${id}`).set(tenant.auth)).text).data;
@@ -21,8 +27,10 @@ const prototypeIsClean = () => expect(Object.keys(Object.prototype)).toEqual([])
 
 describe('custom_fields keys over HTTP', () => {
   it('POST /leads stores __proto__, constructor and prototype keys as data and drops "" with a warning', async () => {
-    const response = await postRaw('/leads',
-      '{"name":"A","email":"a@acme.io","custom_fields":{"__proto__":"x","constructor":"y","":"z","Prototype":"p","nested":{"__proto__":{"polluted":true}}}}');
+    const response = await postRaw(
+      '/leads',
+      '{"name":"A","email":"a@acme.io","custom_fields":{"__proto__":"x","constructor":"y","":"z","Prototype":"p","nested":{"__proto__":{"polluted":true}}}}',
+    );
     expect(response.status).toBe(201);
     expect(response.headers['content-type']).toMatch(/^application\/json/);
     const body = JSON.parse(response.text);
@@ -59,10 +67,28 @@ describe('connector and workflow keys from the CLI', () => {
   });
 
   it('sends receiver keys, constant fields and headers named like prototype members as plain keys', async () => {
-    const connector = await cli(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/crm`,
-      '--map', 'name=__proto__', '--map', 'email=prototype', '--map', 'custom_fields.constructor=cf',
-      '--field', 'constructor=y', '--field', '__proto__=overridden',
-      '--header', '__proto__=z', '--header', 'constructor=v']);
+    const connector = await cli(t, [
+      'connector',
+      'create',
+      '--workspace',
+      String(tenant.workspaceId),
+      '--url',
+      `${receiver.url}/crm`,
+      '--map',
+      'name=__proto__',
+      '--map',
+      'email=prototype',
+      '--map',
+      'custom_fields.constructor=cf',
+      '--field',
+      'constructor=y',
+      '--field',
+      '__proto__=overridden',
+      '--header',
+      '__proto__=z',
+      '--header',
+      'constructor=v',
+    ]);
     expect(connector.warnings).toEqual(['--header __proto__: __proto__ cannot be sent as a header name; it is not sent.']);
     const lead = JSON.parse((await postRaw('/leads', '{"name":"Ada","email":"ada@engines.test","enrich":false}')).text).data;
 
@@ -80,8 +106,24 @@ describe('connector and workflow keys from the CLI', () => {
 
   it('sends Custom URL block fields named like prototype members as plain keys', async () => {
     const workspace = await createTenant(t.ctx.db);
-    const workflow = await cli(t, ['workflow', 'create', '--workspace', String(workspace.workspaceId), '--trigger', 'lead_created', '--url', `${receiver.url}/hook`,
-      '--field', '__proto__={{lead.name}}', '--field', 'constructor=c', '--field', 'hasOwnProperty=h', '--header', '__proto__=z']);
+    const workflow = await cli(t, [
+      'workflow',
+      'create',
+      '--workspace',
+      String(workspace.workspaceId),
+      '--trigger',
+      'lead_created',
+      '--url',
+      `${receiver.url}/hook`,
+      '--field',
+      '__proto__={{lead.name}}',
+      '--field',
+      'constructor=c',
+      '--field',
+      'hasOwnProperty=h',
+      '--header',
+      '__proto__=z',
+    ]);
     expect(workflow.warnings).toEqual(['--header __proto__: __proto__ cannot be sent as a header name; it is not sent.']);
     const created = await t.http.post('/api/v1/leads').set(workspace.auth).send({ name: 'Grace', email: 'grace@navy.test', enrich: false });
     expect(created.status).toBe(201);

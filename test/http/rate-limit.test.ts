@@ -27,7 +27,9 @@ const hundredRows = () => ({ leads: Array.from({ length: 100 }, (_, row) => ({ n
 function describeLimiter(label: string, options: { redis: boolean }) {
   describe(`rate limit (${label})`, () => {
     let t: TestApp;
-    beforeAll(async () => { t = await startTestApp({ redis: options.redis }); });
+    beforeAll(async () => {
+      t = await startTestApp({ redis: options.redis });
+    });
     afterAll(() => t?.close());
 
     it('answers the 301st request in a minute with 429 while another key still gets 200', async () => {
@@ -39,7 +41,10 @@ function describeLimiter(label: string, options: { redis: boolean }) {
 
       const limited = await t.http.get('/api/v1/me').set(busy.auth);
       expect(limited.status).toBe(429);
-      expect(limited.body).toEqual({ error: 'rate_limited', message: 'Too many requests: this API key may make 300 requests per minute. Retry after the number of seconds in the Retry-After header.' });
+      expect(limited.body).toEqual({
+        error: 'rate_limited',
+        message: 'Too many requests: this API key may make 300 requests per minute. Retry after the number of seconds in the Retry-After header.',
+      });
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
       expect(limited.headers['ratelimit-policy']).toMatch(/q=300/);
       expect(remaining(limited)).toBe(0);
@@ -89,7 +94,14 @@ function describeLimiter(label: string, options: { redis: boolean }) {
     it('limits every route once the budget is spent', async () => {
       const tenant = await createTenant(t.ctx.db);
       await exhaust(t, tenant);
-      expect((await t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ leads: [{ name: 'A', email: 'a@acme.test' }] })).status).toBe(429);
+      expect(
+        (
+          await t.http
+            .post('/api/v1/leads/batch')
+            .set(tenant.auth)
+            .send({ leads: [{ name: 'A', email: 'a@acme.test' }] })
+        ).status,
+      ).toBe(429);
       expect((await t.http.get('/api/v1/tags').set(tenant.auth)).status).toBe(429);
     });
   });

@@ -11,15 +11,23 @@ let tenant: Tenant;
 let other: Tenant;
 
 beforeAll(async () => {
-  ({ t, tenants: [tenant, other] } = bed);
-  for (const [name, color, active] of [['vip', '#ff0000', true], ['Alpha', null, true], ['zeta', '#00ff00', true], ['Beta (old)', null, false]] as const) {
+  ({
+    t,
+    tenants: [tenant, other],
+  } = bed);
+  for (const [name, color, active] of [
+    ['vip', '#ff0000', true],
+    ['Alpha', null, true],
+    ['zeta', '#00ff00', true],
+    ['Beta (old)', null, false],
+  ] as const) {
     await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name, color, active });
   }
   await insertTag(t.ctx.db, { workspace_id: other.workspaceId, name: 'foreign', color: null, active: true });
 });
 
 describe('GET /tags', () => {
-  it('lists active tags ordered by name, without other workspaces\' tags', async () => {
+  it("lists active tags ordered by name, without other workspaces' tags", async () => {
     const response = await t.http.get('/api/v1/tags').set(tenant.auth);
     expect(response.status).toBe(200);
     expect(response.body.data.map((tag: { name: string }) => tag.name)).toEqual(['Alpha', 'vip', 'zeta']);
@@ -52,11 +60,19 @@ describe('GET /tags', () => {
 describe('GET /leads/{id}', () => {
   let leadId: number;
   beforeAll(async () => {
-    const created = await t.http.post('/api/v1/leads').set(tenant.auth).send({
-      name: 'Jane Doe', email: 'Jane@Acme-Robotics.com', phone: '+1 (415) 555-0100', job_title: 'CTO',
-      tags: ['vip'], company: { name: 'Acme Robotics', website: 'https://acme-robotics.com' }, enrich: false,
-      location: { country: 'US', city: 'San Francisco' },
-    });
+    const created = await t.http
+      .post('/api/v1/leads')
+      .set(tenant.auth)
+      .send({
+        name: 'Jane Doe',
+        email: 'Jane@Acme-Robotics.com',
+        phone: '+1 (415) 555-0100',
+        job_title: 'CTO',
+        tags: ['vip'],
+        company: { name: 'Acme Robotics', website: 'https://acme-robotics.com' },
+        enrich: false,
+        location: { country: 'US', city: 'San Francisco' },
+      });
     expect(created.status).toBe(201);
     leadId = created.body.data.id;
   });
@@ -67,8 +83,14 @@ describe('GET /leads/{id}', () => {
     expect(Object.keys(response.body)).toEqual(['data']);
     const lead = response.body.data;
     expect(lead).toMatchObject({
-      id: leadId, name: 'Jane Doe', job_title: 'CTO', stage: 'new', source: 'api', decision_maker: false,
-      emails: ['jane@acme-robotics.com'], phones: ['14155550100'],
+      id: leadId,
+      name: 'Jane Doe',
+      job_title: 'CTO',
+      stage: 'new',
+      source: 'api',
+      decision_maker: false,
+      emails: ['jane@acme-robotics.com'],
+      phones: ['14155550100'],
       location: { country: 'US', state: null, city: 'San Francisco', address: null, zip_code: null },
       company: { name: 'Acme Robotics', website: 'https://acme-robotics.com', status: 'not_analyzed', tags: [] },
     });
@@ -78,7 +100,7 @@ describe('GET /leads/{id}', () => {
     expect(lead.company.created_at).toMatch(API_TIMESTAMP);
   });
 
-  it('gives a missing lead and another workspace\'s lead the identical 404 body', async () => {
+  it("gives a missing lead and another workspace's lead the identical 404 body", async () => {
     const foreign = await t.http.get(`/api/v1/leads/${leadId}`).set(other.auth);
     const missing = await t.http.get('/api/v1/leads/999999999').set(other.auth);
     expect(foreign.status).toBe(404);

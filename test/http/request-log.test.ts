@@ -20,12 +20,16 @@ function appLoggingAt(level: string) {
   const logger = pino({ level, redact: { paths: ['req.headers.authorization'], censor: '[redacted]' } }, stream);
   const app = express();
   app.use(requestLogging(logger));
-  app.get('/ok', (_req, res) => { res.json({ ok: true }); });
+  app.get('/ok', (_req, res) => {
+    res.json({ ok: true });
+  });
   app.get('/warn', (req, res) => {
     req.log.warn({ detail: 1 }, 'something to note');
     res.json({ ok: true });
   });
-  app.get('/boom', () => { throw new Error('kaput'); });
+  app.get('/boom', () => {
+    throw new Error('kaput');
+  });
   app.use(((error, req, res, _next) => {
     req.log.error({ err: error }, 'unhandled error');
     res.status(500).json({ error: 'internal_error' });
@@ -34,7 +38,11 @@ function appLoggingAt(level: string) {
 }
 
 const shape = (line: Record<string, any>) => ({
-  ...line, time: undefined, pid: undefined, hostname: undefined, responseTime: undefined,
+  ...line,
+  time: undefined,
+  pid: undefined,
+  hostname: undefined,
+  responseTime: undefined,
   req: { ...line.req, id: undefined, remotePort: undefined, headers: { ...line.req.headers, host: undefined } },
   res: line.res && { ...line.res, headers: { ...line.res.headers, 'x-request-id': undefined, date: undefined } },
   err: line.err && { ...line.err, stack: undefined },
@@ -65,8 +73,11 @@ describe('request logging', () => {
     expect(warn.lines.map(shape)).toEqual(atInfo);
     const errored = warn.lines.at(-1)!;
     expect(errored).toMatchObject({
-      level: 50, req: { id: 'boomed', method: 'GET', url: '/boom', headers: { authorization: '[redacted]' } },
-      res: { statusCode: 500 }, err: { message: 'failed with status code 500' }, responseTime: expect.any(Number),
+      level: 50,
+      req: { id: 'boomed', method: 'GET', url: '/boom', headers: { authorization: '[redacted]' } },
+      res: { statusCode: 500 },
+      err: { message: 'failed with status code 500' },
+      responseTime: expect.any(Number),
     });
   });
 
@@ -74,7 +85,9 @@ describe('request logging', () => {
     // Jest gives each test file its own copy of the module, and a process may hold two copies
     // (the compiled and the source tree): both patch the same IncomingMessage prototype.
     const warn = appLoggingAt('warn');
-    await jest.isolateModulesAsync(async () => { await import('../../src/http/middleware/request-log.js'); });
+    await jest.isolateModulesAsync(async () => {
+      await import('../../src/http/middleware/request-log.js');
+    });
     await warn.http.get('/warn');
     await warn.http.get('/boom');
     await eventually(async () => warn.lines.length >= 3);

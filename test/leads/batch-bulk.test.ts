@@ -11,7 +11,9 @@ import { postLead } from '../support/requests.js';
 
 const bed = testBed({ tenants: [] });
 let t: TestApp;
-beforeAll(() => { ({ t } = bed); });
+beforeAll(() => {
+  ({ t } = bed);
+});
 
 const ROWS = [
   { name: 'New one', email: 'n1@newco.example', phone: '+1 415 555 0101', linkedin_url: 'https://www.linkedin.com/in/n-one', tags: ['VIP', 'fresh'] },
@@ -33,7 +35,10 @@ async function prepare(tenant: Tenant) {
   const post = (body: object) => postLead(t, tenant, body);
   await post({ name: 'Existing', email: 'existing@acme-corp.example', tags: ['Old'], phone: '415 555 0000' });
   await post({ name: 'Known co', email: 'someone@known-co.example', tags: ['VIP'] });
-  const { id } = (await t.ctx.db.selectFrom('outbox').select((eb) => eb.fn.max('id').as('id')).executeTakeFirstOrThrow()) as { id: number };
+  const { id } = (await t.ctx.db
+    .selectFrom('outbox')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirstOrThrow()) as { id: number };
   return id;
 }
 
@@ -41,14 +46,17 @@ async function prepare(tenant: Tenant) {
 async function snapshot(workspaceId: number, outboxAfter: number, leadIds: Array<number | null>) {
   const db = t.ctx.db;
   const leads = await db.selectFrom('leads').where('workspace_id', '=', workspaceId).orderBy('id').select('id').execute();
-  const companies = await db.selectFrom('companies').where('workspace_id', '=', workspaceId).orderBy('id')
-    .select(['id', 'name', 'domain', 'status', 'links', 'emails', 'phones', 'locations', 'industry', 'description']).execute();
+  const companies = await db
+    .selectFrom('companies')
+    .where('workspace_id', '=', workspaceId)
+    .orderBy('id')
+    .select(['id', 'name', 'domain', 'status', 'links', 'emails', 'phones', 'locations', 'industry', 'description'])
+    .execute();
   const tags = await db.selectFrom('tags').where('workspace_id', '=', workspaceId).orderBy('id').select(['id', 'name', 'color', 'active']).execute();
   const leadRank = new Map(leads.map((lead, rank) => [lead.id, rank]));
   const companyRank = new Map(companies.map((company, rank) => [company.id, rank]));
   const tagRank = new Map(tags.map((tag, rank) => [tag.id, rank]));
-  const events = await db.selectFrom('outbox').where('workspace_id', '=', workspaceId).where('id', '>', outboxAfter).orderBy('id')
-    .select(['topic', 'payload']).execute();
+  const events = await db.selectFrom('outbox').where('workspace_id', '=', workspaceId).where('id', '>', outboxAfter).orderBy('id').select(['topic', 'payload']).execute();
   const records = [];
   for (const lead of leads) {
     const { body } = await t.http.get(`/api/v1/leads/${lead.id}`).set(await authFor(workspaceId));
@@ -94,16 +102,26 @@ describe('POST /leads/batch writes new people set-based', () => {
     const outcomes = [];
     for (const [index, row] of ROWS.entries()) {
       const answer = await t.http.post('/api/v1/leads').set(single.auth).send(row);
-      outcomes.push(answer.status === 422
-        ? { index, status: 'failed', lead_id: null, error: expect.any(String), field: Object.keys(answer.body.errors)[0] }
-        : { index, status: answer.body.meta.status, lead_id: answer.body.data.id, warnings: answer.body.meta.warnings });
+      outcomes.push(
+        answer.status === 422
+          ? { index, status: 'failed', lead_id: null, error: expect.any(String), field: Object.keys(answer.body.errors)[0] }
+          : { index, status: answer.body.meta.status, lead_id: answer.body.data.id, warnings: answer.body.meta.warnings },
+      );
     }
     expect(response.body.data.map((row: { status: string }) => row.status)).toEqual(outcomes.map((row) => row.status));
     expect(response.body.data.map((row: { warnings?: string[] }) => row.warnings)).toEqual(outcomes.map((row) => row.warnings));
     expect(response.body.data[9]).toMatchObject({ status: 'failed', field: 'tag_ids' });
 
-    const fromBatch = await snapshot(batched.workspaceId, batchedSince, response.body.data.map((row: { lead_id: number | null }) => row.lead_id));
-    const fromSingles = await snapshot(single.workspaceId, singleSince, outcomes.map((row) => row.lead_id));
+    const fromBatch = await snapshot(
+      batched.workspaceId,
+      batchedSince,
+      response.body.data.map((row: { lead_id: number | null }) => row.lead_id),
+    );
+    const fromSingles = await snapshot(
+      single.workspaceId,
+      singleSince,
+      outcomes.map((row) => row.lead_id),
+    );
     expect(fromBatch).toEqual(fromSingles);
     expect(fromBatch.events.filter((event) => event.topic === 'company.analyze')).toHaveLength(4);
   });
@@ -116,11 +134,19 @@ describe('POST /leads/batch writes new people set-based', () => {
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ id: string }>(
-        `INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Raced', 'api', '{race@raceco.example}') RETURNING id`, [tenant.workspaceId],
+        `INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Raced', 'api', '{race@raceco.example}') RETURNING id`,
+        [tenant.workspaceId],
       );
       await client.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', 'race@raceco.example', $2)`, [tenant.workspaceId, rows[0]!.id]);
-      const pending = t.http.post('/api/v1/leads/batch').set(tenant.auth)
-        .send({ leads: [{ name: 'Calm', email: 'calm@raceco.example' }, { name: 'Racer', email: 'race@raceco.example', tags: ['raced'] }] })
+      const pending = t.http
+        .post('/api/v1/leads/batch')
+        .set(tenant.auth)
+        .send({
+          leads: [
+            { name: 'Calm', email: 'calm@raceco.example' },
+            { name: 'Racer', email: 'race@raceco.example', tags: ['raced'] },
+          ],
+        })
         .then((response) => response);
       // Commit once the bulk statement waits on the key.
       await lockWaitOf(t.ctx.pool, 'jsonb_to_recordset');
@@ -131,7 +157,11 @@ describe('POST /leads/batch writes new people set-based', () => {
       expect(response.body.data[1].lead_id).toBe(Number(rows[0]!.id));
       const lead = await t.http.get(`/api/v1/leads/${rows[0]!.id}`).set(tenant.auth);
       expect(lead.body.data).toMatchObject({ name: 'Racer', tags: [expect.objectContaining({ name: 'raced' })] });
-      const count = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+      const count = await t.ctx.db
+        .selectFrom('leads')
+        .where('workspace_id', '=', tenant.workspaceId)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
       expect(Number(count.n)).toBe(2);
     } finally {
       client.release();
@@ -141,8 +171,11 @@ describe('POST /leads/batch writes new people set-based', () => {
   it('writes 100 new people in a handful of statements, not several per row', async () => {
     const tenant = await createTenant(t.ctx.db, { name: 'Bulk' });
     const leads = Array.from({ length: 100 }, (_, n) => ({
-      name: `Person ${n}`, email: `p${n}@firm${n % 7}.example`, phone: `+1 212 555 ${String(1000 + n)}`,
-      linkedin_url: `https://www.linkedin.com/in/person-${n}`, tags: ['bulk', `wave-${n % 3}`],
+      name: `Person ${n}`,
+      email: `p${n}@firm${n % 7}.example`,
+      phone: `+1 212 555 ${String(1000 + n)}`,
+      linkedin_url: `https://www.linkedin.com/in/person-${n}`,
+      tags: ['bulk', `wave-${n % 3}`],
     }));
     await t.http.get('/api/v1/me').set(tenant.auth); // the key is cached and its last use written
     const { result: response, statements } = await statementsOf(t.ctx.pool, () => t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ leads }));
@@ -154,7 +187,9 @@ describe('POST /leads/batch writes new people set-based', () => {
     expect(statements.map((text) => text.trim().split(/\s+/, 1)[0]!.toUpperCase())).toEqual(['BEGIN', 'SELECT', 'WITH', 'WITH', 'INSERT', 'COMMIT']);
     const lead = await t.http.get(`/api/v1/leads/${ids[42]}`).set(tenant.auth);
     expect(lead.body.data).toMatchObject({
-      name: 'Person 42', emails: ['p42@firm0.example'], phones: ['12125551042'],
+      name: 'Person 42',
+      emails: ['p42@firm0.example'],
+      phones: ['12125551042'],
       tags: [expect.objectContaining({ name: 'bulk' }), expect.objectContaining({ name: 'wave-0' })],
       company: expect.objectContaining({ name: 'firm0.example', website: 'https://firm0.example', status: 'pending' }),
     });

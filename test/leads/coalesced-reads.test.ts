@@ -11,20 +11,32 @@ const bed = testBed({ tenants: [{}, { name: 'Other Co' }] });
 let t: TestApp;
 let alice: Tenant;
 let bob: Tenant;
-beforeAll(() => { ({ t, tenants: [alice, bob] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [alice, bob],
+  } = bed);
+});
 
 const create = async (tenant: Tenant, n: number) =>
-  (await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: `Reader ${n}`, email: `reader${n}.${tenant.workspaceId}@readco.example` })).body.data;
+  (
+    await t.http
+      .post('/api/v1/leads')
+      .set(tenant.auth)
+      .send({ name: `Reader ${n}`, email: `reader${n}.${tenant.workspaceId}@readco.example` })
+  ).body.data;
 
 describe('concurrent GET /leads/{id}', () => {
   it('share one statement per workspace, each answered with its own lead, foreign ids as missing', async () => {
     const own = [await create(alice, 1), await create(alice, 2), await create(alice, 3)];
     const foreign = await create(bob, 4);
-    const { result, statements } = await statementsOf(t.ctx.pool, () => Promise.all([
-      ...own.map((lead) => t.ctx.leadReads.getLead(alice.workspaceId, lead.id)),
-      t.ctx.leadReads.getLead(alice.workspaceId, foreign.id),
-      t.ctx.leadReads.getLead(bob.workspaceId, foreign.id),
-    ]));
+    const { result, statements } = await statementsOf(t.ctx.pool, () =>
+      Promise.all([
+        ...own.map((lead) => t.ctx.leadReads.getLead(alice.workspaceId, lead.id)),
+        t.ctx.leadReads.getLead(alice.workspaceId, foreign.id),
+        t.ctx.leadReads.getLead(bob.workspaceId, foreign.id),
+      ]),
+    );
     expect(result).toEqual([...own, null, foreign]);
     expect(statements).toHaveLength(2);
   });
@@ -33,7 +45,8 @@ describe('concurrent GET /leads/{id}', () => {
     const own = await create(alice, 5);
     const foreign = await create(bob, 6);
     const base = await t.listen();
-    const get = (tenant: Tenant, id: number) => fetch(`${base}/api/v1/leads/${id}`, { headers: tenant.auth }).then(async (response) => ({ status: response.status, body: await response.json() }));
+    const get = (tenant: Tenant, id: number) =>
+      fetch(`${base}/api/v1/leads/${id}`, { headers: tenant.auth }).then(async (response) => ({ status: response.status, body: await response.json() }));
     const answers = await Promise.all([get(alice, own.id), get(alice, foreign.id), get(bob, foreign.id), get(bob, own.id), get(alice, own.id)]);
     expect(answers.map((answer) => answer.status)).toEqual([200, 404, 200, 404, 200]);
     expect(answers[0]!.body).toEqual({ data: own });

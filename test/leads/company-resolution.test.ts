@@ -12,16 +12,20 @@ import { lastOutboxId, outboxSince, postLead, rowCount, uniqueEmail, uniqueName 
 
 const bed = testBed({ tenants: [] });
 let t: TestApp;
-beforeAll(() => { ({ t } = bed); });
+beforeAll(() => {
+  ({ t } = bed);
+});
 
 const unique = uniqueName;
 const post = (tenant: Tenant, body: object) => postLead(t, tenant, body);
 const gmail = () => uniqueEmail('someone');
 
-const companiesOf = (workspaceId: number) => t.ctx.db.selectFrom('companies').where('workspace_id', '=', workspaceId).orderBy('id')
-  .select(['id', 'name', 'domain', 'status', 'links']).execute();
-const analyzeEvents = async (workspaceId: number) => (await t.ctx.db.selectFrom('outbox').where('workspace_id', '=', workspaceId)
-  .where('topic', '=', 'company.analyze').select('payload').orderBy('id').execute()).map((event) => (event.payload as { company_id: number }).company_id);
+const companiesOf = (workspaceId: number) =>
+  t.ctx.db.selectFrom('companies').where('workspace_id', '=', workspaceId).orderBy('id').select(['id', 'name', 'domain', 'status', 'links']).execute();
+const analyzeEvents = async (workspaceId: number) =>
+  (await t.ctx.db.selectFrom('outbox').where('workspace_id', '=', workspaceId).where('topic', '=', 'company.analyze').select('payload').orderBy('id').execute()).map(
+    (event) => (event.payload as { company_id: number }).company_id,
+  );
 
 describe('company resolution on POST /leads', () => {
   it('lets the website domain decide over the email domain, so one website domain is one company', async () => {
@@ -119,8 +123,11 @@ describe('company resolution under concurrency', () => {
   it('ends parallel leads of one new website domain in one company', async () => {
     const tenant = await createTenant(t.ctx.db);
     const domain = `${unique('race')}.com`;
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, n) =>
-      post(tenant, { name: `R${n}`, email: `r${n}@${unique('d')}.com`, company: { name: `Name ${n}`, website: `https://www.${domain}/${n}` } })));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, n) =>
+        post(tenant, { name: `R${n}`, email: `r${n}@${unique('d')}.com`, company: { name: `Name ${n}`, website: `https://www.${domain}/${n}` } }),
+      ),
+    );
     expect(responses.map((response) => response.status)).toEqual(Array(6).fill(201));
     expect(new Set(responses.map((response) => response.body.data.company.id)).size).toBe(1);
     expect((await companiesOf(tenant.workspaceId)).filter((company) => company.domain === domain)).toHaveLength(1);
@@ -128,7 +135,9 @@ describe('company resolution under concurrency', () => {
 
   it('ends parallel leads of one domainless name in one company', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const responses = await Promise.all(Array.from({ length: 6 }, (_, n) => post(tenant, { name: `N${n}`, email: gmail(), company: { name: n % 2 ? 'Parallel Co' : 'PARALLEL CO' } })));
+    const responses = await Promise.all(
+      Array.from({ length: 6 }, (_, n) => post(tenant, { name: `N${n}`, email: gmail(), company: { name: n % 2 ? 'Parallel Co' : 'PARALLEL CO' } })),
+    );
     expect(responses.map((response) => response.status)).toEqual(Array(6).fill(201));
     expect(new Set(responses.map((response) => response.body.data.company.id)).size).toBe(1);
     expect(await companiesOf(tenant.workspaceId)).toHaveLength(1);
@@ -138,9 +147,13 @@ describe('company resolution under concurrency', () => {
     const tenant = await createTenant(t.ctx.db);
     const domain = `${unique('contested')}.com`;
     await post(tenant, { name: 'Seed', email: gmail(), company: { name: 'Contested' } });
-    const bodies = Array.from({ length: 9 }, (_, n) => (n % 3 === 0
-      ? { name: `A${n}`, email: gmail(), company: { name: 'Contested', website: `https://${domain}` } }
-      : n % 3 === 1 ? { name: `B${n}`, email: gmail(), company: { website: `https://${domain}` } } : { name: `C${n}`, email: `c${n}@${domain}` }));
+    const bodies = Array.from({ length: 9 }, (_, n) =>
+      n % 3 === 0
+        ? { name: `A${n}`, email: gmail(), company: { name: 'Contested', website: `https://${domain}` } }
+        : n % 3 === 1
+          ? { name: `B${n}`, email: gmail(), company: { website: `https://${domain}` } }
+          : { name: `C${n}`, email: `c${n}@${domain}` },
+    );
     const responses = await Promise.all(bodies.map((body) => post(tenant, body)));
     expect(responses.map((response) => response.status)).toEqual(Array(9).fill(201));
     expect(new Set(responses.map((response) => response.body.data.company.id)).size).toBe(1);
@@ -185,10 +198,16 @@ describe('company resolution in POST /leads/batch', () => {
     const singles = [];
     for (const row of ROWS) singles.push((await post(single, row)).body.data.id as number);
 
-    const fromBatch = await resolution(batched.workspaceId, response.body.data.map((row: { lead_id: number }) => row.lead_id));
+    const fromBatch = await resolution(
+      batched.workspaceId,
+      response.body.data.map((row: { lead_id: number }) => row.lead_id),
+    );
     expect(fromBatch).toEqual(await resolution(single.workspaceId, singles));
     expect(fromBatch.companies.map((company) => [company.name, company.domain])).toEqual([
-      [domains.d1, domains.d1], [domains.d2, domains.d2], [domains.uk, domains.uk], ['Named Co', domains.named],
+      [domains.d1, domains.d1],
+      [domains.d2, domains.d2],
+      [domains.uk, domains.uk],
+      ['Named Co', domains.named],
     ]);
     expect(fromBatch.leads).toEqual([0, 1, 1, 2, 2, null, 3, 3, 3, 1]);
     expect(fromBatch.analyzed).toEqual([0, 1, 2, 3]);
@@ -197,7 +216,9 @@ describe('company resolution in POST /leads/batch', () => {
 
 describe('companies built, joined and filled on POST /leads', () => {
   let tenant: Tenant;
-  beforeAll(async () => { tenant = await createTenant(t.ctx.db); });
+  beforeAll(async () => {
+    tenant = await createTenant(t.ctx.db);
+  });
 
   it('builds a company from a business email domain, pending analysis, with an analysis job queued', async () => {
     const domain = `${unique('globex')}.com`;
@@ -224,12 +245,27 @@ describe('companies built, joined and filled on POST /leads', () => {
     const domain = `${unique('initech')}.io`;
     const since = await lastOutboxId(t.ctx.db);
     const response = await post(tenant, {
-      name: 'Peter', email: `${unique()}@gmail.com`, enrich: false,
-      company: { name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech', industry: 'Software', size: '51-200', description: 'TPS reports', location: { country: 'US', city: 'Austin' } },
+      name: 'Peter',
+      email: `${unique()}@gmail.com`,
+      enrich: false,
+      company: {
+        name: 'Initech',
+        website: `https://www.${domain}/about`,
+        linkedin_url: 'https://linkedin.com/company/initech',
+        industry: 'Software',
+        size: '51-200',
+        description: 'TPS reports',
+        location: { country: 'US', city: 'Austin' },
+      },
     });
     expect(response.body.data.company).toMatchObject({
-      name: 'Initech', website: `https://www.${domain}/about`, linkedin_url: 'https://linkedin.com/company/initech',
-      industry: 'Software', size: '51-200', description: 'TPS reports', status: 'not_analyzed',
+      name: 'Initech',
+      website: `https://www.${domain}/about`,
+      linkedin_url: 'https://linkedin.com/company/initech',
+      industry: 'Software',
+      size: '51-200',
+      description: 'TPS reports',
+      status: 'not_analyzed',
     });
     expect((await outboxSince(t.ctx.db, tenant.workspaceId, since)).map((event) => event.topic)).toEqual(['lead.created']);
     const sameSite = await post(tenant, { name: 'Samir', email: `samir@${domain}`, enrich: false });

@@ -10,7 +10,12 @@ const bed = testBed({ tenants: [{}, { name: 'Other' }] });
 let t: TestApp;
 let tenant: Tenant;
 let other: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant, other],
+  } = bed);
+});
 
 let sequence = 0;
 const unique = uniqueName;
@@ -40,7 +45,13 @@ describe('POST /leads validation (422)', () => {
   });
 
   it('accepts any one contact detail, including the array forms alone', async () => {
-    for (const contact of [{ email: `${unique()}@acme.test` }, { phone: `+1 555 010 ${1000 + ++sequence}` }, { linkedin_url: `https://linkedin.com/in/${unique()}` }, { emails: [`${unique()}@acme.test`] }, { phones: [`0044 20 7946 ${1000 + ++sequence}`] }]) {
+    for (const contact of [
+      { email: `${unique()}@acme.test` },
+      { phone: `+1 555 010 ${1000 + ++sequence}` },
+      { linkedin_url: `https://linkedin.com/in/${unique()}` },
+      { emails: [`${unique()}@acme.test`] },
+      { phones: [`0044 20 7946 ${1000 + ++sequence}`] },
+    ]) {
       expect((await post({ name: 'Contactable', enrich: false, ...contact })).status).toBe(201);
     }
   });
@@ -93,7 +104,7 @@ describe('POST /leads validation (422)', () => {
       expect(Object.keys(response.body.errors)).toEqual([field]);
     }
     expect(await countRows('leads')).toBe(before);
-    expect((await t.ctx.db.selectFrom('tags').where('name', '=', 'never-seen').selectAll().execute())).toHaveLength(0);
+    expect(await t.ctx.db.selectFrom('tags').where('name', '=', 'never-seen').selectAll().execute()).toHaveLength(0);
   });
 });
 
@@ -104,8 +115,22 @@ describe('POST /leads creation', () => {
     expect(response.status).toBe(201);
     expect(response.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
     expect(response.body.data).toMatchObject({
-      id: expect.any(Number), name: 'Jane Doe', job_title: 'CTO', decision_maker: true, language: 'en', gender: 'female',
-      description: 'Met at SaaStr', stage: 'new', source: 'api', emails: [email], phones: [], links: [], location: null, tags: [], company: null, custom_fields: {},
+      id: expect.any(Number),
+      name: 'Jane Doe',
+      job_title: 'CTO',
+      decision_maker: true,
+      language: 'en',
+      gender: 'female',
+      description: 'Met at SaaStr',
+      stage: 'new',
+      source: 'api',
+      emails: [email],
+      phones: [],
+      links: [],
+      location: null,
+      tags: [],
+      company: null,
+      custom_fields: {},
     });
     const stored = await t.ctx.db.selectFrom('leads').where('id', '=', response.body.data.id).select(['chargeable', 'workspace_id']).executeTakeFirstOrThrow();
     expect(stored).toEqual({ chargeable: false, workspace_id: tenant.workspaceId });
@@ -113,7 +138,8 @@ describe('POST /leads creation', () => {
 
   it('normalizes custom fields: slugified keys, yes/no booleans, objects and arrays dropped', async () => {
     const response = await post({
-      name: 'Custom', email: `${unique()}@gmail.com`,
+      name: 'Custom',
+      email: `${unique()}@gmail.com`,
       custom_fields: { 'Is VIP': true, 'Lead Source': 'Webinar', Churned: false, Seats: 25, Nested: { a: 1 }, List: [1, 2] },
     });
     expect(response.status).toBe(201);
@@ -143,7 +169,8 @@ describe('POST /leads creation', () => {
   it('stores links and the LinkedIn URL, and the first location', async () => {
     const handle = unique('links');
     const response = await post({
-      name: 'Linked', linkedin_url: `https://www.linkedin.com/in/${handle}/`,
+      name: 'Linked',
+      linkedin_url: `https://www.linkedin.com/in/${handle}/`,
       links: [{ type: 'github', url: `https://github.com/${handle}` }],
       location: { country: 'DE', city: 'Berlin', zip_code: '10115' },
     });
@@ -221,17 +248,25 @@ describe('dry run', () => {
     const leadId = first.body.data.id as number;
     const before = await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')]);
     const response = await post({
-      name: 'Would rename', email: email.toUpperCase(), job_title: 'CEO', tags: [unique('dry-error-tag')],
-      company: { website: `https://${unique('dryerror')}.com` }, dry_run: true, on_duplicate: 'error',
+      name: 'Would rename',
+      email: email.toUpperCase(),
+      job_title: 'CEO',
+      tags: [unique('dry-error-tag')],
+      company: { website: `https://${unique('dryerror')}.com` },
+      dry_run: true,
+      on_duplicate: 'error',
     });
-    expect({ status: response.status, body: response.body }).toEqual({ status: 409, body: {
-      error: 'duplicate_lead',
-      message: `A lead with this email (${email}) already exists: lead ${leadId}.`,
-      matched_on: email,
-      match_kind: 'email',
-      conflicts: [],
-      lead_id: leadId,
-    } });
+    expect({ status: response.status, body: response.body }).toEqual({
+      status: 409,
+      body: {
+        error: 'duplicate_lead',
+        message: `A lead with this email (${email}) already exists: lead ${leadId}.`,
+        matched_on: email,
+        match_kind: 'email',
+        conflicts: [],
+        lead_id: leadId,
+      },
+    });
     expect(await Promise.all([countRows('leads'), countRows('tags'), countRows('companies'), countRows('outbox')])).toEqual(before);
     expect((await t.http.get(`/api/v1/leads/${leadId}`).set(tenant.auth)).body.data).toEqual(first.body.data);
   });

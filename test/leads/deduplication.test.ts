@@ -13,7 +13,12 @@ const bed = testBed({ tenants: [{}, { name: 'Elsewhere' }], app: { env: { RATE_L
 let t: TestApp;
 let tenant: Tenant;
 let other: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant, other] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant, other],
+  } = bed);
+});
 
 let sequence = 0;
 const unique = uniqueName;
@@ -33,8 +38,7 @@ describe('match order', () => {
     const url = linkedin();
     const byLinkedin = await created({ name: 'By LinkedIn', linkedin_url: url });
     const response = await post({ name: 'Both', linkedin_url: url, phone: number });
-    expect({ status: response.status, id: response.body.data.id, matched_on: response.body.meta.matched_on })
-      .toEqual({ status: 200, id: byLinkedin, matched_on: url });
+    expect({ status: response.status, id: response.body.data.id, matched_on: response.body.meta.matched_on }).toEqual({ status: 200, id: byLinkedin, matched_on: url });
     // The phone belongs to another lead: documented as a warning, the phone is not moved.
     expect(response.body.meta.warnings).toEqual([`phones: ${number.replace(/\D/g, '').slice(-10)} belongs to lead ${byPhone} and was not added to this lead.`]);
   });
@@ -45,8 +49,7 @@ describe('match order', () => {
     const email = `${unique('first')}@gmail.com`;
     const byEmail = await created({ name: 'By email', email });
     const response = await post({ name: 'Both', email, linkedin_url: url });
-    expect({ status: response.status, id: response.body.data.id, matched_on: response.body.meta.matched_on })
-      .toEqual({ status: 200, id: byEmail, matched_on: email });
+    expect({ status: response.status, id: response.body.data.id, matched_on: response.body.meta.matched_on }).toEqual({ status: 200, id: byEmail, matched_on: email });
     expect(response.body.meta.warnings).toEqual([`linkedin_url: ${url.replace('https://www.linkedin.com/in/', '')} belongs to lead ${byLinkedin} and was not added to this lead.`]);
   });
 });
@@ -89,7 +92,12 @@ describe('parallel requests', () => {
     const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => post(i % 2 ? { name: `Racer ${i}`, email } : { name: `Racer ${i}`, email, phone })));
     expect(responses.map((response) => response.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
     expect(new Set(responses.map((response) => response.body.data.id)).size).toBe(1);
-    const leads = await t.ctx.db.selectFrom('leads').where('workspace_id', '=', tenant.workspaceId).where(sql<boolean>`${email} = ANY(emails)`).select('id').execute();
+    const leads = await t.ctx.db
+      .selectFrom('leads')
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where(sql<boolean>`${email} = ANY(emails)`)
+      .select('id')
+      .execute();
     expect(leads).toHaveLength(1);
   });
 
@@ -120,12 +128,18 @@ describe('matching on POST /leads, and on_duplicate', () => {
     const second = await post({ name: 'Renamed', email: email.toUpperCase(), emails: [`${unique()}@gmail.com`], custom_fields: { Seats: 3 }, location: { city: 'Oslo' } });
     expect(second.status).toBe(200);
     expect(second.body.meta).toEqual({ status: 'updated', dry_run: false, matched_on: email, match_kind: 'email', conflicts: [], warnings: [] });
-    expect(second.body.data).toMatchObject({ id: first.body.data.id, name: 'Renamed', job_title: 'Engineer', phones: ['14155550101'], custom_fields: { plan: 'free', seats: '3' } });
+    expect(second.body.data).toMatchObject({
+      id: first.body.data.id,
+      name: 'Renamed',
+      job_title: 'Engineer',
+      phones: ['14155550101'],
+      custom_fields: { plan: 'free', seats: '3' },
+    });
     expect(second.body.data.emails).toHaveLength(2);
     expect(second.body.data.location.city).toBe('Oslo');
   });
 
-  it('matches on any of the person\'s extra emails, never on company emails', async () => {
+  it("matches on any of the person's extra emails, never on company emails", async () => {
     const extra = `${unique('extra')}@gmail.com`;
     const first = await post({ name: 'Multi', email: `${unique()}@gmail.com`, emails: [extra] });
     const viaExtra = await post({ name: 'Multi', emails: [extra] });
@@ -137,7 +151,11 @@ describe('matching on POST /leads, and on_duplicate', () => {
   it('matches LinkedIn profile URLs across scheme, www, case, trailing slash, query and fragment', async () => {
     const handle = unique('Jane-Doe-');
     const first = await post({ name: 'Jane', linkedin_url: `https://www.linkedin.com/in/${handle}` });
-    for (const variant of [`http://linkedin.com/in/${handle.toLowerCase()}/`, `https://linkedin.com/in/${handle.toUpperCase()}?trk=public`, `https://de.linkedin.com/in/${handle}#about`]) {
+    for (const variant of [
+      `http://linkedin.com/in/${handle.toLowerCase()}/`,
+      `https://linkedin.com/in/${handle.toUpperCase()}?trk=public`,
+      `https://de.linkedin.com/in/${handle}#about`,
+    ]) {
       const response = await post({ name: 'Jane again', linkedin_url: variant });
       expect({ variant, status: response.status, id: response.body.data.id }).toEqual({ variant, status: 200, id: first.body.data.id });
     }
@@ -182,7 +200,14 @@ describe('matching on POST /leads, and on_duplicate', () => {
     const tagsBefore = await rowCount(t.ctx.db, 'tags', tenant.workspaceId);
     const response = await post({ name: 'Dup', linkedin_url: `https://www.linkedin.com/in/${handle}/`, tags: [unique('never')], on_duplicate: 'error' });
     expect(response.status).toBe(409);
-    expect(response.body).toEqual({ error: 'duplicate_lead', message: expect.any(String), matched_on: expect.stringContaining(handle), match_kind: 'linkedin', conflicts: [], lead_id: first.body.data.id });
+    expect(response.body).toEqual({
+      error: 'duplicate_lead',
+      message: expect.any(String),
+      matched_on: expect.stringContaining(handle),
+      match_kind: 'linkedin',
+      conflicts: [],
+      lead_id: first.body.data.id,
+    });
     expect(await rowCount(t.ctx.db, 'tags', tenant.workspaceId)).toBe(tagsBefore);
     expect((await t.http.get(`/api/v1/leads/${first.body.data.id}`).set(tenant.auth)).body.data.name).toBe('Exists');
   });

@@ -12,26 +12,37 @@ import { rowCount } from '../support/requests.js';
 const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 const count = (table: 'leads' | 'lead_identities' | 'lead_tags' | 'outbox') => rowCount(t.ctx.db, table);
 
 describe('POST /leads racing another writer of the same person', () => {
   it('writes nothing from the lost statement and updates the winner', async () => {
     // The company and the tag exist, so the request takes the direct path.
-    await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Setup', email: 'setup@direct.example', tags: ['racing'] });
+    await t.http
+      .post('/api/v1/leads')
+      .set(tenant.auth)
+      .send({ name: 'Setup', email: 'setup@direct.example', tags: ['racing'] });
     const client = await t.ctx.pool.connect();
     try {
       await client.query('BEGIN');
       const { rows } = await client.query<{ id: string }>(
-        `INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Winner', 'api', '{race@direct.example}') RETURNING id`, [tenant.workspaceId],
+        `INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Winner', 'api', '{race@direct.example}') RETURNING id`,
+        [tenant.workspaceId],
       );
       const winner = Number(rows[0]!.id);
       await client.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', 'race@direct.example', $2)`, [tenant.workspaceId, winner]);
       const before = { leads: await count('leads'), identities: await count('lead_identities'), tags: await count('lead_tags'), outbox: await count('outbox') };
 
       // Looks up (sees nothing committed), claims the phone, then waits on the email key.
-      const pending = t.http.post('/api/v1/leads').set(tenant.auth)
+      const pending = t.http
+        .post('/api/v1/leads')
+        .set(tenant.auth)
         .send({ name: 'Loser', email: 'race@direct.example', phone: '+1 415 555 0177', tags: ['racing'] })
         .then((response) => response);
       // Commit only once the direct statement (the one taking a lead id first) waits on the email key.

@@ -13,7 +13,12 @@ import { postLead, uniqueEmail } from '../support/requests.js';
 const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 let sequence = 0;
 const post = (body: object) => postLead(t, tenant, body);
@@ -92,12 +97,38 @@ function withValue(body: Record<string, unknown>, path: Array<string | number>, 
 describe('the limits the document sets on the lead fields', () => {
   it('reads a bound for every string field, not only name and description', () => {
     const bounded = LIMITS.filter((limit) => 'maxLength' in limit).map((limit) => limit.path.join('.'));
-    expect(bounded).toEqual(expect.arrayContaining([
-      'name', 'email', 'phone', 'linkedin_url', 'emails.0', 'phones.0', 'links.0.url', 'job_title', 'description', 'gender', 'language',
-      'custom_fields.any_key', 'location.country', 'location.state', 'location.city', 'location.address', 'location.zip_code', 'tags.0',
-      'company.name', 'company.website', 'company.linkedin_url', 'company.industry', 'company.size', 'company.description',
-      'company.emails.0', 'company.phones.0', 'company.location.country', 'company.location.zip_code',
-    ]));
+    expect(bounded).toEqual(
+      expect.arrayContaining([
+        'name',
+        'email',
+        'phone',
+        'linkedin_url',
+        'emails.0',
+        'phones.0',
+        'links.0.url',
+        'job_title',
+        'description',
+        'gender',
+        'language',
+        'custom_fields.any_key',
+        'location.country',
+        'location.state',
+        'location.city',
+        'location.address',
+        'location.zip_code',
+        'tags.0',
+        'company.name',
+        'company.website',
+        'company.linkedin_url',
+        'company.industry',
+        'company.size',
+        'company.description',
+        'company.emails.0',
+        'company.phones.0',
+        'company.location.country',
+        'company.location.zip_code',
+      ]),
+    );
   });
 
   it.each(LIMITS.filter((limit): limit is Limit & { maxLength: number } => 'maxLength' in limit).map((limit) => [limit.path.join('.'), limit] as const))(
@@ -123,11 +154,15 @@ describe('the limits the document sets on the lead fields', () => {
       const taken = await post(withValue(person(), limit.path, { [atMost]: 'value' }));
       expect({ field, status: taken.status, stored: taken.body.data?.custom_fields }).toEqual({ field, status: 201, stored: { [atMost]: 'value' } });
       const over = await post(withValue(person(), limit.path, { [key(limit.keyMaxLength + 1)]: 'value' }));
-      expect({ field, status: over.status, errors: over.body.errors }).toEqual({ field, status: 422, errors: { [field]: [expect.stringContaining(`${limit.keyMaxLength} characters`)] } });
+      expect({ field, status: over.status, errors: over.body.errors }).toEqual({
+        field,
+        status: 422,
+        errors: { [field]: [expect.stringContaining(`${limit.keyMaxLength} characters`)] },
+      });
     },
   );
 
-  it('cuts a slug longer than the keys\' limit to it: a key of 100 rupee signs is stored as 100 characters of indian_rupee', async () => {
+  it("cuts a slug longer than the keys' limit to it: a key of 100 rupee signs is stored as 100 characters of indian_rupee", async () => {
     const limit = LIMITS.find((each): each is Limit & { keyMaxLength: number } => 'keyMaxLength' in each)!;
     const response = await post(withValue(person(), limit.path, { ['₹'.repeat(limit.keyMaxLength)]: 'value' }));
     expect(response.status).toBe(201);
@@ -135,8 +170,12 @@ describe('the limits the document sets on the lead fields', () => {
   });
 
   /** One item (or key) past the cap of an array (or object). */
-  const pastTheCap = (limit: Limit) => ('maxItems' in limit ? itemsOf(limit.schema, limit.maxItems + 1)
-    : 'maxProperties' in limit ? Object.fromEntries(Array.from({ length: limit.maxProperties + 1 }, (_, index) => [`key_${index}`, 'value'])) : null);
+  const pastTheCap = (limit: Limit) =>
+    'maxItems' in limit
+      ? itemsOf(limit.schema, limit.maxItems + 1)
+      : 'maxProperties' in limit
+        ? Object.fromEntries(Array.from({ length: limit.maxProperties + 1 }, (_, index) => [`key_${index}`, 'value']))
+        : null;
 
   it.each(LIMITS.filter((limit) => 'maxItems' in limit || 'maxProperties' in limit).map((limit) => [limit.path.join('.'), limit] as const))(
     'refuses %s one item (or key) over its cap, naming it',

@@ -10,7 +10,12 @@ import { postBatch, postLead, rowCount } from '../support/requests.js';
 const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 let sequence = 0;
 const key = () => `idem-${++sequence}-${Date.now()}`;
@@ -18,8 +23,16 @@ const person = () => ({ name: 'Idem Potent', email: `idem${++sequence}@gmail.com
 const post = (path: '/api/v1/leads' | '/api/v1/leads/batch', body: object, idempotencyKey: string, who: Tenant = tenant) =>
   (path === '/api/v1/leads' ? postLead : postBatch)(t, who, body, { 'Idempotency-Key': idempotencyKey });
 const count = (table: 'leads' | 'tags' | 'outbox') => rowCount(t.ctx.db, table);
-const recordsOf = async (key: string) => Number((await t.ctx.db.selectFrom('idempotency_records').where('key', '=', key)
-  .select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+const recordsOf = async (key: string) =>
+  Number(
+    (
+      await t.ctx.db
+        .selectFrom('idempotency_records')
+        .where('key', '=', key)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 describe('Idempotency-Key on POST /leads', () => {
   it('replays the stored answer for the same body without running anything again', async () => {
@@ -151,10 +164,13 @@ describe('Idempotency-Key on POST /leads/batch', () => {
     expect(first.status).toBe(200);
     const counts = await Promise.all([count('leads'), count('tags'), count('outbox')]);
     const reuse = await post('/api/v1/leads/batch', { leads: [person()] }, idempotencyKey);
-    expect({ status: reuse.status, body: reuse.body }).toEqual({ status: 409, body: {
-      error: 'idempotency_key_reuse',
-      message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.',
-    } });
+    expect({ status: reuse.status, body: reuse.body }).toEqual({
+      status: 409,
+      body: {
+        error: 'idempotency_key_reuse',
+        message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.',
+      },
+    });
     expect(await Promise.all([count('leads'), count('tags'), count('outbox')])).toEqual(counts);
   });
 
@@ -184,14 +200,23 @@ describe('Idempotency-Key under concurrency', () => {
     try {
       // Another request's claim, uncommitted: the service waits on it once, for the documented 10 s, and gives up.
       await holder.query('BEGIN');
-      await holder.query('INSERT INTO idempotency_records (workspace_id, api_key_id, key, fingerprint) VALUES ($1, $2, $3, $4)', [tenant.workspaceId, tenant.keyId, idempotencyKey, 'other']);
+      await holder.query('INSERT INTO idempotency_records (workspace_id, api_key_id, key, fingerprint) VALUES ($1, $2, $3, $4)', [
+        tenant.workspaceId,
+        tenant.keyId,
+        idempotencyKey,
+        'other',
+      ]);
       const sentAt = Date.now();
       const response = await post('/api/v1/leads', person(), idempotencyKey);
       const waitedSeconds = (Date.now() - sentAt) / 1000;
-      expect({ status: response.status, body: response.body, waitedTheDocumented10s: waitedSeconds >= 9.5 && waitedSeconds < 15 }).toEqual({ status: 409, body: {
-        error: 'idempotency_key_in_progress',
-        message: 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.',
-      }, waitedTheDocumented10s: true });
+      expect({ status: response.status, body: response.body, waitedTheDocumented10s: waitedSeconds >= 9.5 && waitedSeconds < 15 }).toEqual({
+        status: 409,
+        body: {
+          error: 'idempotency_key_in_progress',
+          message: 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.',
+        },
+        waitedTheDocumented10s: true,
+      });
     } finally {
       await holder.query('ROLLBACK');
       await holder.end();
@@ -204,10 +229,17 @@ describe('Idempotency-Key under concurrency', () => {
     const responses = await Promise.all([post('/api/v1/leads', first, idempotencyKey), post('/api/v1/leads', second, idempotencyKey)]);
     expect(responses.map((response) => response.status).sort()).toEqual([201, 409]);
     const refused = responses.find((response) => response.status === 409)!;
-    expect(refused.body).toEqual({ error: 'idempotency_key_reuse', message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.' });
+    expect(refused.body).toEqual({
+      error: 'idempotency_key_reuse',
+      message: 'This Idempotency-Key was already used with a different request body. Use a new key for a different request.',
+    });
     const created = responses.find((response) => response.status === 201)!;
-    const emails = await t.ctx.db.selectFrom('lead_identities').where('workspace_id', '=', tenant.workspaceId)
-      .where('value', 'in', [first.email, second.email]).select('value').execute();
+    const emails = await t.ctx.db
+      .selectFrom('lead_identities')
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where('value', 'in', [first.email, second.email])
+      .select('value')
+      .execute();
     expect(emails.map((row) => row.value)).toEqual([created.body.data.emails[0]]);
   });
 });

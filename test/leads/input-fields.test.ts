@@ -64,25 +64,44 @@ describe('POST /leads and a batch row treat every field the same way', () => {
   const bed = testBed();
   let t: TestApp;
   let tenant: Tenant;
-  beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+  beforeAll(() => {
+    ({
+      t,
+      tenants: [tenant],
+    } = bed);
+  });
 
   it('stores the same lead from the same fields', async () => {
     const tag = await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Existing', color: null, active: true });
     // Everything but the identities is shared; company.id is left out so both resolve the same company.
-    const fields = (n: number): LeadFields => ({
-      ...LEAD_SAMPLE,
-      email: `person${n}@sample-corp.example`, emails: [`second${n}@sample-corp.example`], phone: `+1 303 555 010${n}`, phones: [`+44 20 7946 001${n}`],
-      linkedin_url: `https://www.linkedin.com/in/sample-${n}`,
-      tag_ids: [tag.id],
-      company: { ...COMPANY_SAMPLE, id: undefined },
-    } as LeadFields);
-    const single = await t.http.post('/api/v1/leads').set(tenant.auth).send({ ...fields(1), enrich: false });
+    const fields = (n: number): LeadFields =>
+      ({
+        ...LEAD_SAMPLE,
+        email: `person${n}@sample-corp.example`,
+        emails: [`second${n}@sample-corp.example`],
+        phone: `+1 303 555 010${n}`,
+        phones: [`+44 20 7946 001${n}`],
+        linkedin_url: `https://www.linkedin.com/in/sample-${n}`,
+        tag_ids: [tag.id],
+        company: { ...COMPANY_SAMPLE, id: undefined },
+      }) as LeadFields;
+    const single = await t.http
+      .post('/api/v1/leads')
+      .set(tenant.auth)
+      .send({ ...fields(1), enrich: false });
     expect(single.status).toBe(201);
-    const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ leads: [fields(2)], enrich: false });
+    const batch = await t.http
+      .post('/api/v1/leads/batch')
+      .set(tenant.auth)
+      .send({ leads: [fields(2)], enrich: false });
     expect(batch.body.data[0]).toMatchObject({ status: 'created' });
     const read = async (id: number) => (await t.http.get(`/api/v1/leads/${id}`).set(tenant.auth)).body.data;
-    const comparable = (lead: Record<string, unknown>) => JSON.parse(JSON.stringify(lead, (key, value) =>
-      (['id', 'created_at', 'updated_at', 'emails', 'phones'].includes(key) ? undefined : typeof value === 'string' ? value.replace(/sample-[12]$/, 'sample-n') : value)));
+    const comparable = (lead: Record<string, unknown>) =>
+      JSON.parse(
+        JSON.stringify(lead, (key, value) =>
+          ['id', 'created_at', 'updated_at', 'emails', 'phones'].includes(key) ? undefined : typeof value === 'string' ? value.replace(/sample-[12]$/, 'sample-n') : value,
+        ),
+      );
     const [fromSingle, fromBatch] = [await read(single.body.data.id), await read(batch.body.data[0].lead_id)];
     expect(comparable(fromBatch)).toEqual(comparable(fromSingle));
     expect(fromSingle.custom_fields).toEqual({ lead_source: 'fair', score: '7', vip: 'yes' });

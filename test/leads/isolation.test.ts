@@ -20,22 +20,36 @@ let t: TestApp;
 let victim: Tenant;
 let hostile: Tenant;
 let alone: Tenant;
-beforeAll(() => { ({ t, tenants: [victim, hostile, alone] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [victim, hostile, alone],
+  } = bed);
+});
 
 const UNSTORABLE = 'Unstorable answer';
 const GENERIC_ROW_FAILURE = 'This row could not be processed because of an unexpected error. Retry the request; contact support if it keeps failing.';
 
 /** Sent as JSON text, so NUL and lone surrogates arrive as a client's `\u` escapes. */
 const send = (tenant: Tenant, body: object, headers: Record<string, string> = {}) =>
-  t.http.post('/api/v1/leads').set(tenant.auth).set(headers).set('Content-Type', 'application/json').send(JSON.stringify(body))
+  t.http
+    .post('/api/v1/leads')
+    .set(tenant.auth)
+    .set(headers)
+    .set('Content-Type', 'application/json')
+    .send(JSON.stringify(body))
     .then((response) => response);
 
 /** An answer without what differs between two workspaces: ids and timestamps. */
 function withoutIds(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutIds);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key,
-    key === 'id' || key.endsWith('_id') ? (field === null ? null : 'ID') : key.endsWith('_at') ? (field === null ? null : 'AT') : withoutIds(field)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, field]) => [
+      key,
+      key === 'id' || key.endsWith('_id') ? (field === null ? null : 'ID') : key.endsWith('_at') ? (field === null ? null : 'AT') : withoutIds(field),
+    ]),
+  );
 }
 
 const leadsNamed = async (workspaceId: number, names: string[]) =>
@@ -65,26 +79,33 @@ describe('two workspaces writing at once', () => {
     // Both workspaces' requests queue behind groups the test holds, then run together.
     let valids: Response[] = [];
     let failures: Response[] = [];
-    await whileLeadsNamed(t.ctx.db, 'Explode', () => whileAnswersContaining(t.ctx.db, UNSTORABLE, async () => {
-      const occupied = await occupyGroups(t, alone);
-      const sentValid: Array<Promise<Response>> = [];
-      const sentFailing: Array<Promise<Response>> = [];
-      try {
-        valid.forEach(({ body, headers }, n) => {
-          sentValid.push(send(victim, body, headers));
-          if (n % 3 === 0 && failing[n / 3]) sentFailing.push(send(hostile, failing[n / 3]!.body, failing[n / 3]!.headers));
-        });
-        await eventually(async () => t.ctx.writeGroups.waiting === sentValid.length + sentFailing.length, 10_000, 5);
-      } finally {
-        await occupied.release();
-      }
-      await occupied.finished();
-      [valids, failures] = [await Promise.all(sentValid), await Promise.all(sentFailing)];
-    }));
+    await whileLeadsNamed(t.ctx.db, 'Explode', () =>
+      whileAnswersContaining(t.ctx.db, UNSTORABLE, async () => {
+        const occupied = await occupyGroups(t, alone);
+        const sentValid: Array<Promise<Response>> = [];
+        const sentFailing: Array<Promise<Response>> = [];
+        try {
+          valid.forEach(({ body, headers }, n) => {
+            sentValid.push(send(victim, body, headers));
+            if (n % 3 === 0 && failing[n / 3]) sentFailing.push(send(hostile, failing[n / 3]!.body, failing[n / 3]!.headers));
+          });
+          await eventually(async () => t.ctx.writeGroups.waiting === sentValid.length + sentFailing.length, 10_000, 5);
+        } finally {
+          await occupied.release();
+        }
+        await occupied.finished();
+        [valids, failures] = [await Promise.all(sentValid), await Promise.all(sentFailing)];
+      }),
+    );
 
     expect(failures.filter((_, n) => failing[n]!.faulted).map((answer) => answer.status)).toEqual(failing.filter((sent) => sent.faulted).map(() => 500));
     expect(valids.map((answer) => ({ status: answer.status, body: withoutIds(answer.body) }))).toEqual(expected);
-    expect(await leadsNamed(victim.workspaceId, valid.map(({ body }) => body.name))).toBe(valid.length);
+    expect(
+      await leadsNamed(
+        victim.workspaceId,
+        valid.map(({ body }) => body.name),
+      ),
+    ).toBe(valid.length);
     expect(await leadsNamed(hostile.workspaceId, [UNSTORABLE, 'Explode'])).toBe(0);
     // The answers stored under their Idempotency-Keys are the ones given.
     const replayed = await send(victim, valid[0]!.body, valid[0]!.headers);

@@ -12,12 +12,25 @@ import { testBed } from '../support/test-bed.js';
 const bed = testBed({ app: { env: { RATE_LIMIT_PER_MINUTE: '100000' } } });
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 let sequence = 0;
 const unique = (prefix: string) => `${prefix}${++sequence}`;
-const post = (body: object) => t.http.post('/api/v1/leads').set(tenant.auth).send({ enrich: false, ...body });
-const batch = (body: object) => t.http.post('/api/v1/leads/batch').set(tenant.auth).send({ enrich: false, ...body });
+const post = (body: object) =>
+  t.http
+    .post('/api/v1/leads')
+    .set(tenant.auth)
+    .send({ enrich: false, ...body });
+const batch = (body: object) =>
+  t.http
+    .post('/api/v1/leads/batch')
+    .set(tenant.auth)
+    .send({ enrich: false, ...body });
 const created = async (body: object): Promise<number> => {
   const response = await post(body);
   expect(response.status).toBe(201);
@@ -44,13 +57,17 @@ async function threeLeads() {
 }
 
 describe('a request matching several leads', () => {
-  it('POST /leads acts on the email\'s lead and lists the LinkedIn and phone leads as conflicts, warnings as before', async () => {
+  it("POST /leads acts on the email's lead and lists the LinkedIn and phone leads as conflicts, warnings as before", async () => {
     const { a, b, c, email, url, phone, conflicts, payload } = await threeLeads();
     const response = await post(payload);
     expect(response.status).toBe(200);
     expect(response.body.data.id).toBe(a);
     expect(response.body.meta).toEqual({
-      status: 'updated', dry_run: false, matched_on: email, match_kind: 'email', conflicts,
+      status: 'updated',
+      dry_run: false,
+      matched_on: email,
+      match_kind: 'email',
+      conflicts,
       warnings: [
         `linkedin_url: ${url.slice('https://www.linkedin.com/in/'.length, -1).toLowerCase()} belongs to lead ${c} and was not added to this lead.`,
         `phones: ${phone.replace(/\D/g, '').slice(-10)} belongs to lead ${b} and was not added to this lead.`,
@@ -61,7 +78,7 @@ describe('a request matching several leads', () => {
     expect(skipped.body.meta).toEqual({ status: 'skipped', dry_run: false, matched_on: email, match_kind: 'email', conflicts, warnings: [] });
   });
 
-  it('a dry run reports the same lead and conflicts, with the existing leads\' ids, and changes nothing', async () => {
+  it("a dry run reports the same lead and conflicts, with the existing leads' ids, and changes nothing", async () => {
     const { a, b, email, conflicts, payload } = await threeLeads();
     const before = await readLead(b);
     const response = await post({ ...payload, dry_run: true });
@@ -92,20 +109,21 @@ describe('a request matching several leads', () => {
     expect(await rows({})).toEqual([{ index: 0, status: 'updated', lead_id: a, ...explained, warnings: expect.any(Array) }]);
     expect(await rows({ on_duplicate: 'skip' })).toEqual([{ index: 0, status: 'skipped', lead_id: a, ...explained, warnings: [] }]);
     expect(await rows({ dry_run: true })).toEqual([{ index: 0, status: 'updated', lead_id: null, ...explained, warnings: expect.any(Array) }]);
-    expect(await rows({ on_duplicate: 'error' })).toEqual([
-      { index: 0, status: 'failed', lead_id: a, ...explained, error: expect.stringContaining(email), field: 'email' },
-    ]);
+    expect(await rows({ on_duplicate: 'error' })).toEqual([{ index: 0, status: 'failed', lead_id: a, ...explained, error: expect.stringContaining(email), field: 'email' }]);
     expect(await rows({ on_duplicate: 'error', dry_run: true })).toEqual([
       { index: 0, status: 'failed', lead_id: null, ...explained, error: expect.stringContaining(email), field: 'email' },
     ]);
   });
 
-  it('matched on LinkedIn with another lead\'s phone: kind linkedin, the phone\'s lead the conflict', async () => {
+  it("matched on LinkedIn with another lead's phone: kind linkedin, the phone's lead the conflict", async () => {
     const { b, c, url, phone } = await threeLeads();
     const response = await post({ name: 'LinkedIn and phone', linkedin_url: url, phone, on_duplicate: 'skip' });
     expect(response.body.data.id).toBe(c);
     expect(response.body.meta).toMatchObject({
-      status: 'skipped', matched_on: url, match_kind: 'linkedin', conflicts: [{ lead_id: b, matched_on: phone.replace(/\D/g, ''), kind: 'phone' }],
+      status: 'skipped',
+      matched_on: url,
+      match_kind: 'linkedin',
+      conflicts: [{ lead_id: b, matched_on: phone.replace(/\D/g, ''), kind: 'phone' }],
     });
   });
 
@@ -131,7 +149,10 @@ describe('a plain new lead', () => {
     const preview = await post({ name: 'New preview', email: `${unique('new')}@gmail.com`, dry_run: true });
     expect(preview.body.meta).toEqual({ status: 'created', dry_run: true, ...nothing, warnings: [] });
 
-    const leads = [{ name: 'New row', email: `${unique('new')}@gmail.com` }, { name: 'New row too', phone: `+1 303 555 ${5000 + ++sequence}` }];
+    const leads = [
+      { name: 'New row', email: `${unique('new')}@gmail.com` },
+      { name: 'New row too', phone: `+1 303 555 ${5000 + ++sequence}` },
+    ];
     const rows = await batch({ leads });
     expect(rows.body.data).toEqual([
       { index: 0, status: 'created', lead_id: expect.any(Number), ...nothing, warnings: [] },

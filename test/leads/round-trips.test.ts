@@ -11,7 +11,10 @@ const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
 beforeAll(async () => {
-  ({ t, tenants: [tenant] } = bed);
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
   await t.http.get('/api/v1/me').set(tenant.auth); // the key is cached and its last use written
 });
 
@@ -27,10 +30,13 @@ function kindOf(statement: string): string {
 }
 
 describe('database round trips', () => {
-  it('POST /leads for a new person, alone: one lookup and one write that returns the lead, and the day\'s intake counts, in a transaction', async () => {
+  it("POST /leads for a new person, alone: one lookup and one write that returns the lead, and the day's intake counts, in a transaction", async () => {
     const person = (n: number) => ({
-      name: `Round ${n}`, email: `round${n}@roundco.example`, phone: `+1 303 555 ${1000 + n}`,
-      linkedin_url: `https://www.linkedin.com/in/round-${n}`, tags: ['round', 'trip'],
+      name: `Round ${n}`,
+      email: `round${n}@roundco.example`,
+      phone: `+1 303 555 ${1000 + n}`,
+      linkedin_url: `https://www.linkedin.com/in/round-${n}`,
+      tags: ['round', 'trip'],
     });
     await t.http.post('/api/v1/leads').set(tenant.auth).send(person(0)); // creates the company and the tags
     const { result, statements } = await countStatements(() => t.http.post('/api/v1/leads').set(tenant.auth).send(person(1)));
@@ -40,8 +46,12 @@ describe('database round trips', () => {
   });
 
   it('POST /leads for an existing person, alone: the update in a transaction', async () => {
-    const { result, statements } = await countStatements(() => t.http.post('/api/v1/leads').set(tenant.auth)
-      .send({ name: 'Round 1 again', email: 'round1@roundco.example', tags: ['round'] }));
+    const { result, statements } = await countStatements(() =>
+      t.http
+        .post('/api/v1/leads')
+        .set(tenant.auth)
+        .send({ name: 'Round 1 again', email: 'round1@roundco.example', tags: ['round'] }),
+    );
     expect(result.status).toBe(200);
     expect(result.body.meta.status).toBe('updated');
     expect(statements[0]).toMatch(/^begin$/i);

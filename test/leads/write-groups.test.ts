@@ -21,7 +21,12 @@ import { postLead } from '../support/requests.js';
 const bed = testBed();
 let t: TestApp;
 let tenant: Tenant;
-beforeAll(() => { ({ t, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
+});
 
 type Body = Record<string, unknown>;
 const post = (body: Body, headers: Record<string, string> = {}) => postLead(t, tenant, body, headers).then((response) => response);
@@ -65,8 +70,7 @@ async function asOneGroup(requests: Array<() => Promise<Response>>, whileRunning
   return settled;
 }
 
-const countLeadsNamed = async (name: string) =>
-  Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE name = ${name}`.execute(t.ctx.db)).rows[0]!.n);
+const countLeadsNamed = async (name: string) => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE name = ${name}`.execute(t.ctx.db)).rows[0]!.n);
 
 describe('a group of concurrent POST /leads calls', () => {
   it('gives each caller its own answer: a 422, a 409 duplicate_lead and a 409 idempotency_key_reuse change nothing for the others', async () => {
@@ -84,7 +88,11 @@ describe('a group of concurrent POST /leads calls', () => {
       () => post(person(), { 'Idempotency-Key': reusedKey }),
       () => post(created[2]!),
     ]);
-    for (const [answer, sent] of [[a, created[0]], [b, created[1]], [c, created[2]]] as const) {
+    for (const [answer, sent] of [
+      [a, created[0]],
+      [b, created[1]],
+      [c, created[2]],
+    ] as const) {
       expect(answer!.status).toBe(201);
       expect(answer!.body.data).toMatchObject({ name: sent!.name, emails: [sent!.email] });
       expect(answer!.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
@@ -100,10 +108,7 @@ describe('a group of concurrent POST /leads calls', () => {
 
   it('runs the same person sent twice in arrival order: created, then updated', async () => {
     const sent = person({ job_title: 'First' });
-    const [first, second] = await asOneGroup([
-      () => post(sent),
-      () => post({ ...sent, job_title: 'Second' }),
-    ]);
+    const [first, second] = await asOneGroup([() => post(sent), () => post({ ...sent, job_title: 'Second' })]);
     expect(first!.status).toBe(201);
     expect(first!.body.data.job_title).toBe('First');
     expect(second!.status).toBe(200);
@@ -114,10 +119,7 @@ describe('a group of concurrent POST /leads calls', () => {
   it('runs the same Idempotency-Key once: the other request replays the stored answer', async () => {
     const key = `group-same-${Date.now()}`;
     const sent = person();
-    const [first, second] = await asOneGroup([
-      () => post(sent, { 'Idempotency-Key': key }),
-      () => post(sent, { 'Idempotency-Key': key }),
-    ]);
+    const [first, second] = await asOneGroup([() => post(sent, { 'Idempotency-Key': key }), () => post(sent, { 'Idempotency-Key': key })]);
     expect(first!.status).toBe(201);
     expect(first!.headers['idempotency-replayed']).toBeUndefined();
     expect(second!.status).toBe(201);
@@ -135,7 +137,10 @@ describe('a group of concurrent POST /leads calls', () => {
         // must go on without its caller.
         const aborting = new AbortController();
         const sent = fetch(`${await t.listen()}/api/v1/leads`, {
-          method: 'POST', headers: { ...tenant.auth, 'Content-Type': 'application/json' }, body: JSON.stringify(gone), signal: aborting.signal,
+          method: 'POST',
+          headers: { ...tenant.auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify(gone),
+          signal: aborting.signal,
         }).catch(() => undefined);
         await eventually(async () => t.ctx.writeGroups.waiting >= 1, 10_000, 2);
         aborting.abort();
@@ -153,20 +158,28 @@ describe('a group of concurrent POST /leads calls', () => {
     const stuck = await lockedLead();
     const lost = [person(), person()];
     // The group's backend, once it waits on the stuck lead: the server goes away under it.
-    const terminateGroup = () => eventually(async () => {
-      const waiters = await lockWaiters(t.ctx.pool);
-      if (waiters.length !== 1) return false;
-      await terminateBackend(t.ctx.pool, waiters[0]!);
-      return true;
-    }, 10_000, 5);
+    const terminateGroup = () =>
+      eventually(
+        async () => {
+          const waiters = await lockWaiters(t.ctx.pool);
+          if (waiters.length !== 1) return false;
+          await terminateBackend(t.ctx.pool, waiters[0]!);
+          return true;
+        },
+        10_000,
+        5,
+      );
     let settled: Response[];
     try {
-      settled = await asOneGroup([
-        () => post(lost[0]!),
-        () => post(lost[1]!),
-        // Waits on its locked lead inside the group's transaction, after the two new people were written.
-        () => post({ name: 'Stuck', email: stuck.email }),
-      ], terminateGroup);
+      settled = await asOneGroup(
+        [
+          () => post(lost[0]!),
+          () => post(lost[1]!),
+          // Waits on its locked lead inside the group's transaction, after the two new people were written.
+          () => post({ name: 'Stuck', email: stuck.email }),
+        ],
+        terminateGroup,
+      );
     } finally {
       await stuck.release();
     }
@@ -223,11 +236,7 @@ describe('an unexpected failure of one request', () => {
   it('fails that request alone (500); the set-based write of the others falls back to one by one and succeeds', async () => {
     await whileLeadsNamed(t.ctx.db, 'Explode', async () => {
       const kept = [person(), person()];
-      const [a, exploding, b] = await asOneGroup([
-        () => post(kept[0]!),
-        () => post(person({ name: 'Explode' })),
-        () => post(kept[1]!),
-      ]);
+      const [a, exploding, b] = await asOneGroup([() => post(kept[0]!), () => post(person({ name: 'Explode' })), () => post(kept[1]!)]);
       expect(exploding!.status).toBe(500);
       expect([a!.status, b!.status]).toEqual([201, 201]);
       for (const sent of kept) expect(await countLeadsNamed(sent.name as string)).toBe(1);
@@ -247,7 +256,11 @@ describe('an unexpected failure of one request', () => {
       ]);
       expect(failing!.status).toBe(500);
       expect(failing!.body.error).toBe('internal_error');
-      for (const [answer, sent] of [[a, kept[0]], [b, kept[1]], [c, kept[2]]] as const) {
+      for (const [answer, sent] of [
+        [a, kept[0]],
+        [b, kept[1]],
+        [c, kept[2]],
+      ] as const) {
         expect(answer!.status).toBe(201);
         expect(answer!.body.data).toMatchObject({ name: sent!.name, emails: [sent!.email] });
         expect(answer!.body.meta).toEqual({ status: 'created', dry_run: false, matched_on: null, match_kind: null, conflicts: [], warnings: [] });
@@ -265,7 +278,9 @@ describe('an unexpected failure of one request', () => {
 /** A promise and the function that resolves it. */
 function signal(): { promise: Promise<void>; resolve(): void } {
   let resolve!: () => void;
-  const promise = new Promise<void>((done) => { resolve = done; });
+  const promise = new Promise<void>((done) => {
+    resolve = done;
+  });
   return { promise, resolve };
 }
 
@@ -295,6 +310,9 @@ describe('deadlock retry', () => {
     expect(results).toEqual([1, 2]);
     expect(runs).toHaveLength(3);
     const rows = await sql<{ id: number; n: number }>`SELECT id, n FROM deadlock_probe ORDER BY id`.execute(t.ctx.db);
-    expect(rows.rows).toEqual([{ id: 1, n: 2 }, { id: 2, n: 2 }]);
+    expect(rows.rows).toEqual([
+      { id: 1, n: 2 },
+      { id: 2, n: 2 },
+    ]);
   });
 });

@@ -14,7 +14,12 @@ export const accepted: CreateLeadBody[] = [
   { name: 'Ada', phones: ['+44 20 7946 0958'], on_duplicate: 'skip' },
 ];
 export const rows: LeadInput[] = accepted.map(({ on_duplicate: _switch, ...row }) => row);
-export const batch: BatchBody = { leads: [{ name: 'Ada', email: 'ada@example.com' }, { name: 'Bob', phones: ['12345'] }] };
+export const batch: BatchBody = {
+  leads: [
+    { name: 'Ada', email: 'ada@example.com' },
+    { name: 'Bob', phones: ['12345'] },
+  ],
+};
 export const request: LeadCreateRequest = { name: 'Ada', linkedin_url: 'https://www.linkedin.com/in/ada', dry_run: true };
 
 // @ts-expect-error -- no contact detail

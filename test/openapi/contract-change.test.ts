@@ -42,13 +42,12 @@ async function typecheckAfter(change: Change): Promise<{ failed: boolean; output
 
 describe('a contract change cannot pass unhandled', () => {
   it('an optional property added to LeadFields or CompanyInput fails the typecheck in src/leads/intake/prepare.ts, naming it', async () => {
-    const addProperty = (schema: string, property: string): Change => (document) => {
-      document.setIn(['components', 'schemas', schema, 'properties', property], { type: 'string', maxLength: 255 });
-    };
-    const [lead, company] = await Promise.all([
-      typecheckAfter(addProperty('LeadFields', 'favourite_colour')),
-      typecheckAfter(addProperty('CompanyInput', 'stock_ticker')),
-    ]);
+    const addProperty =
+      (schema: string, property: string): Change =>
+      (document) => {
+        document.setIn(['components', 'schemas', schema, 'properties', property], { type: 'string', maxLength: 255 });
+      };
+    const [lead, company] = await Promise.all([typecheckAfter(addProperty('LeadFields', 'favourite_colour')), typecheckAfter(addProperty('CompanyInput', 'stock_ticker'))]);
     expect(lead.failed).toBe(true);
     expect(lead.output).toMatch(/src\/leads\/intake\/prepare\.ts\(\d+,\d+\): error TS\d+: .*'favourite_colour'/s);
     expect(company.failed).toBe(true);
@@ -57,7 +56,9 @@ describe('a contract change cannot pass unhandled', () => {
 
   it('an operation added to the document fails the typecheck at the handler table, naming its operationId', async () => {
     const operation = await typecheckAfter((document) => {
-      document.setIn(['paths', '/api/v1/ping'], { get: { operationId: 'ping', responses: { 200: { description: 'pong' }, 401: { $ref: '#/components/responses/Unauthorized' } } } });
+      document.setIn(['paths', '/api/v1/ping'], {
+        get: { operationId: 'ping', responses: { 200: { description: 'pong' }, 401: { $ref: '#/components/responses/Unauthorized' } } },
+      });
     });
     expect(operation.failed).toBe(true);
     expect(operation.output).toMatch(/src\/http\/app\.ts\(\d+,\d+\): error TS\d+: .*'ping'/s);

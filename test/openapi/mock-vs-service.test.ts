@@ -41,24 +41,58 @@ let tenant: Tenant;
 let leadId: number;
 
 beforeAll(async () => {
-  ({ t, tenants: [tenant] } = bed);
+  ({
+    t,
+    tenants: [tenant],
+  } = bed);
   prism = await startPrism(['mock']);
   mockBase = prism.url;
   serviceBase = await t.listen();
   await insertTag(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Conference 2026', color: '#1f77b4', active: true });
-  const lead = await t.http.post('/api/v1/leads').set(tenant.auth).send({
-    name: 'Jane Doe', email: 'jane.doe@acme-robotics.com', phone: '+1 (415) 555-0123', linkedin_url: 'https://www.linkedin.com/in/jane-doe/',
-    job_title: 'VP Marketing', description: 'Met at the booth.', gender: 'female', language: 'en', decision_maker: true,
-    location: { country: 'US', state: 'CA', city: 'San Francisco', address: '500 Howard St', zip_code: '94105' }, tags: ['Conference 2026'],
-    custom_fields: { 'Lead Score Source': 'webinar' }, enrich: false,
-    company: { name: 'Acme Robotics', website: 'https://acme-robotics.com', linkedin_url: 'https://www.linkedin.com/company/acme-robotics', industry: 'Robots', size: '51-200', description: 'Arms.' },
-  });
+  const lead = await t.http
+    .post('/api/v1/leads')
+    .set(tenant.auth)
+    .send({
+      name: 'Jane Doe',
+      email: 'jane.doe@acme-robotics.com',
+      phone: '+1 (415) 555-0123',
+      linkedin_url: 'https://www.linkedin.com/in/jane-doe/',
+      job_title: 'VP Marketing',
+      description: 'Met at the booth.',
+      gender: 'female',
+      language: 'en',
+      decision_maker: true,
+      location: { country: 'US', state: 'CA', city: 'San Francisco', address: '500 Howard St', zip_code: '94105' },
+      tags: ['Conference 2026'],
+      custom_fields: { 'Lead Score Source': 'webinar' },
+      enrich: false,
+      company: {
+        name: 'Acme Robotics',
+        website: 'https://acme-robotics.com',
+        linkedin_url: 'https://www.linkedin.com/company/acme-robotics',
+        industry: 'Robots',
+        size: '51-200',
+        description: 'Arms.',
+      },
+    });
   leadId = lead.body.data.id;
 }, 90_000);
-afterAll(() => { prism?.stop(); });
+afterAll(() => {
+  prism?.stop();
+});
 
-interface Sent { status: number; body: unknown; headers: Headers }
-interface Request { method: string; path: string; headers?: Record<string, string>; body?: string; auth?: boolean }
+interface Sent {
+  status: number;
+  body: unknown;
+  headers: Headers;
+}
+interface Request {
+  method: string;
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  auth?: boolean;
+}
 
 async function send(base: string, token: string, request: Request): Promise<Sent> {
   const headers = { ...(request.auth === false ? {} : { Authorization: `Bearer ${token}` }), ...request.headers };
@@ -94,16 +128,41 @@ describe('the Prism mock and the service answer alike wherever the document can 
     ['GET /me', { method: 'GET', path: '/api/v1/me' }, '/api/v1/me', false],
     ['GET /tags', { method: 'GET', path: '/api/v1/tags' }, '/api/v1/tags', false],
     ['GET /leads/{id}', { method: 'GET', path: '/api/v1/leads/{lead}' }, '/api/v1/leads/{id}', false],
-    ['POST /leads (created)', { method: 'POST', path: '/api/v1/leads', headers: { ...JSON_TYPE, Prefer: 'code=201' }, body: JSON.stringify({ name: 'New Person', email: 'new.person@acme-robotics.com' }) }, '/api/v1/leads', false],
-    ['POST /leads/batch', { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [{ name: 'Row', phone: '+1 415 555 0177' }] }) }, '/api/v1/leads/batch', false],
+    [
+      'POST /leads (created)',
+      { method: 'POST', path: '/api/v1/leads', headers: { ...JSON_TYPE, Prefer: 'code=201' }, body: JSON.stringify({ name: 'New Person', email: 'new.person@acme-robotics.com' }) },
+      '/api/v1/leads',
+      false,
+    ],
+    [
+      'POST /leads/batch',
+      { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [{ name: 'Row', phone: '+1 415 555 0177' }] }) },
+      '/api/v1/leads/batch',
+      false,
+    ],
     ['missing Authorization', { method: 'GET', path: '/api/v1/me', auth: false }, '/api/v1/me', true],
     ['wrong content type', { method: 'POST', path: '/api/v1/leads', headers: { 'Content-Type': 'text/plain' }, body: 'name=Jane' }, '/api/v1/leads', true],
     ['missing contact detail', { method: 'POST', path: '/api/v1/leads', headers: JSON_TYPE, body: JSON.stringify({ name: 'Jane Doe' }) }, '/api/v1/leads', true],
-    ['missing contact detail in a batch row', { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [{ name: 'Jane Doe' }] }) }, '/api/v1/leads/batch', false],
+    [
+      'missing contact detail in a batch row',
+      { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [{ name: 'Jane Doe' }] }) },
+      '/api/v1/leads/batch',
+      false,
+    ],
     // The published document spells the bodies out with additionalProperties: false, which
     // Prism enforces (it ignored the source's unevaluatedProperties).
-    ['unknown body field', { method: 'POST', path: '/api/v1/leads', headers: JSON_TYPE, body: JSON.stringify({ name: 'Jane Doe', email: 'jane@acme.com', nickname: 'JD' }) }, '/api/v1/leads', false],
-    ['unknown field in a batch row', { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [{ name: 'Jane Doe', email: 'jane@acme.com', nickname: 'JD' }] }) }, '/api/v1/leads/batch', false],
+    [
+      'unknown body field',
+      { method: 'POST', path: '/api/v1/leads', headers: JSON_TYPE, body: JSON.stringify({ name: 'Jane Doe', email: 'jane@acme.com', nickname: 'JD' }) },
+      '/api/v1/leads',
+      false,
+    ],
+    [
+      'unknown field in a batch row',
+      { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [{ name: 'Jane Doe', email: 'jane@acme.com', nickname: 'JD' }] }) },
+      '/api/v1/leads/batch',
+      false,
+    ],
     ['bad include_archived', { method: 'GET', path: '/api/v1/tags?include_archived=maybe' }, '/api/v1/tags', true],
   ];
 
@@ -143,7 +202,7 @@ describe('where a mock cannot behave like the service, the difference is the doc
     expect(mock.status).toBe(422);
   });
 
-  it('a body over 1 MiB: 413 from the service, the schema\'s 422 from the mock', async () => {
+  it("a body over 1 MiB: 413 from the service, the schema's 422 from the mock", async () => {
     const body = JSON.stringify({ name: 'Jane Doe', email: 'jane@acme.com', description: 'x'.repeat(1024 * 1024) });
     const [mock, service] = await both({ method: 'POST', path: '/api/v1/leads', headers: JSON_TYPE, body });
     expectExample(service, '/api/v1/leads', 'post', 413, 'payloadTooLarge');
@@ -165,7 +224,7 @@ describe('where a mock cannot behave like the service, the difference is the doc
     expect(mock.body).toMatchObject({ status: 404, title: expect.any(String) });
   });
 
-  it('a lead id that is not a positive integer: the service\'s 404, the mock\'s 422', async () => {
+  it("a lead id that is not a positive integer: the service's 404, the mock's 422", async () => {
     const [mock, service] = await both({ method: 'GET', path: '/api/v1/leads/abc' });
     expectExample(service, '/api/v1/leads/{id}', 'get', 404, 'unknownRoute');
     expect(mock.status).toBe(422);
@@ -181,8 +240,7 @@ describe('where a mock cannot behave like the service, the difference is the doc
       expect(service.body).toEqual(example('/api/v1/me', 'get', 503, 'serviceUnavailable'));
       expect(service.headers.get('retry-after')).toBe('5');
       expect(mock.status).toBe(200);
-      expect({ status: asked.status, body: asked.body, retryAfter: asked.headers.get('retry-after') })
-        .toEqual({ status: 503, body: service.body, retryAfter: '5' });
+      expect({ status: asked.status, body: asked.body, retryAfter: asked.headers.get('retry-after') }).toEqual({ status: 503, body: service.body, retryAfter: '5' });
     } finally {
       await down.close();
     }
@@ -204,9 +262,13 @@ describe('Prefer headers select every documented answer of the mock (README, "Mo
     createLead: { method: 'POST', path: '/api/v1/leads', headers: JSON_TYPE, body: lead },
     createLeadsBatch: { method: 'POST', path: '/api/v1/leads/batch', headers: JSON_TYPE, body: JSON.stringify({ leads: [JSON.parse(lead)] }) },
   };
-  const selections = Object.entries(contractDocument.paths).flatMap(([documentedPath, item]) => Object.entries(item).flatMap(([method, operation]) =>
-    Object.keys(operation.responses).flatMap((status) => Object.keys(documentedResponse(documentedPath, method, Number(status)).examples)
-      .map((name) => [operation.operationId, Number(status), name] as const))));
+  const selections = Object.entries(contractDocument.paths).flatMap(([documentedPath, item]) =>
+    Object.entries(item).flatMap(([method, operation]) =>
+      Object.keys(operation.responses).flatMap((status) =>
+        Object.keys(documentedResponse(documentedPath, method, Number(status)).examples).map((name) => [operation.operationId, Number(status), name] as const),
+      ),
+    ),
+  );
 
   it('documents an example for every answer', () => {
     expect(selections.length).toBeGreaterThan(40);

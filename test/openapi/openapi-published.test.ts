@@ -11,7 +11,10 @@ import { OPENAPI_PATH, PUBLISHED_OPENAPI_PATH } from '../../src/paths.js';
 // contact fields (present, absent, empty arrays) with and without a switch, an unknown field
 // and names an object prototype has, as a lead and as a batch row.
 
-interface Document { components: { schemas: Record<string, unknown> }; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> } }>> }
+interface Document {
+  components: { schemas: Record<string, unknown> };
+  paths: Record<string, Record<string, { requestBody?: { content: Record<string, { examples?: Record<string, { value: unknown }> }> } }>>;
+}
 const load = (file: string) => parse(readFileSync(file, 'utf8')) as Document;
 const source = load(OPENAPI_PATH);
 const published = load(PUBLISHED_OPENAPI_PATH);
@@ -33,8 +36,15 @@ const CONTACTS: Record<string, unknown[]> = {
   phones: [[], ['12345']],
 };
 const EXTRAS: Record<string, unknown>[] = [
-  {}, { dry_run: true }, { favourite_colour: 'red' }, { constructor: 'x' }, { toString: 'x' }, { '': 'x' },
-  { job_title: 'x'.repeat(256) }, { company: { name: 'Acme', stock_ticker: 'ACME' } }, { tags: ['VIP'], custom_fields: { 'Is VIP': true } },
+  {},
+  { dry_run: true },
+  { favourite_colour: 'red' },
+  { constructor: 'x' },
+  { toString: 'x' },
+  { '': 'x' },
+  { job_title: 'x'.repeat(256) },
+  { company: { name: 'Acme', stock_ticker: 'ACME' } },
+  { tags: ['VIP'], custom_fields: { 'Is VIP': true } },
 ];
 
 /** Every subset of contact fields with each of its values, beside each extra. */
@@ -52,11 +62,19 @@ describe('the published document accepts exactly what the validator accepts', ()
   const cases: Array<[string, string, unknown[]]> = [
     ['POST /leads', 'LeadCreateRequest', [...leads(), ...documentedExamples('/api/v1/leads')]],
     ['a batch row', 'LeadInput', leads()],
-    ['POST /leads/batch', 'BatchRequest', [
-      ...leads().map((lead) => ({ leads: [{ name: 'Bob', phone: '12345678' }, lead] })),
-      ...leads().slice(0, 50).map((lead) => ({ leads: [lead], enrich: false })),
-      { leads: [] }, { leads: [{ name: 'Bob', phone: '12345678' }], favourite_colour: 'red' }, ...documentedExamples('/api/v1/leads/batch'),
-    ]],
+    [
+      'POST /leads/batch',
+      'BatchRequest',
+      [
+        ...leads().map((lead) => ({ leads: [{ name: 'Bob', phone: '12345678' }, lead] })),
+        ...leads()
+          .slice(0, 50)
+          .map((lead) => ({ leads: [lead], enrich: false })),
+        { leads: [] },
+        { leads: [{ name: 'Bob', phone: '12345678' }], favourite_colour: 'red' },
+        ...documentedExamples('/api/v1/leads/batch'),
+      ],
+    ],
   ];
 
   it.each(cases)('%s (%s)', (_name, schema, bodies) => {
@@ -71,6 +89,7 @@ describe('the published document accepts exactly what the validator accepts', ()
     expect(JSON.stringify(published)).not.toMatch(/"unevaluatedProperties"/);
     const rule = published.components.schemas.ContactRequirement as { anyOf: Array<{ required: string[]; properties: Record<string, unknown> }> };
     expect(rule.anyOf.map((branch) => [branch.required, Object.keys(branch.properties)])).toEqual(
-      ['email', 'phone', 'linkedin_url', 'emails', 'phones'].map((field) => [[field], [field]]));
+      ['email', 'phone', 'linkedin_url', 'emails', 'phones'].map((field) => [[field], [field]]),
+    );
   });
 });

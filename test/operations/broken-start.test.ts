@@ -53,7 +53,10 @@ describe('a start that cannot work', () => {
     const cli = await run('cli/main.js', env, ['demo']);
     expect(cli.code).not.toBe(0);
     expect(cli.stdout).toBe('');
-    expect(JSON.parse(cli.stderr.trim().split('\n').pop()!)).toEqual({ error: 'database_unavailable', message: expect.stringContaining(`Port ${foreign.port} is held by another PostgreSQL server`) });
+    expect(JSON.parse(cli.stderr.trim().split('\n').pop()!)).toEqual({
+      error: 'database_unavailable',
+      message: expect.stringContaining(`Port ${foreign.port} is held by another PostgreSQL server`),
+    });
 
     // Nothing was created here, and nothing was migrated into the other database.
     expect(existsSync(path.join(dir, 'PG_VERSION'))).toBe(false);

@@ -26,7 +26,9 @@ type ComposeFile = { services: Record<string, Service>; volumes?: Record<string,
 const text = readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8');
 const compose = parse(text) as ComposeFile;
 const { services } = compose;
-const replicated = Object.entries(services).filter(([, service]) => (service.deploy?.replicas ?? 1) > 1).map(([name]) => name);
+const replicated = Object.entries(services)
+  .filter(([, service]) => (service.deploy?.replicas ?? 1) > 1)
+  .map(([name]) => name);
 
 /**
  * What Compose does to the file's text before reading it, for the forms the file uses:
@@ -49,7 +51,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('gives replicated services no fixed host port and no container name (two replicas cannot share them)', () => {
-    for (const name of replicated) expect({ name, ports: services[name]!.ports, container_name: services[name]!.container_name }).toEqual({ name, ports: undefined, container_name: undefined });
+    for (const name of replicated)
+      expect({ name, ports: services[name]!.ports, container_name: services[name]!.container_name }).toEqual({ name, ports: undefined, container_name: undefined });
   });
 
   it('puts a load balancer in front of the API replicas, publishing the one port clients use', () => {
@@ -95,12 +98,17 @@ describe('docker-compose.yml', () => {
     expect(services.redis!.healthcheck!.test.join(' ')).toMatch(/REDISCLI_AUTH="\$\$REDIS_PASSWORD" redis-cli ping/);
   });
 
-  it('builds the API\'s and the worker\'s URLs from those passwords, and stops without them', () => {
+  it("builds the API's and the worker's URLs from those passwords, and stops without them", () => {
     const env = { SECRETS_KEY: 'key', POSTGRES_PASSWORD: 'pg0123abcd', REDIS_PASSWORD: 'rd4567efgh' };
     const { services: resolved } = parse(interpolate(text, env)) as ComposeFile;
     for (const name of ['api', 'worker']) {
       const database = new URL(resolved[name]!.environment!.DATABASE_URL!);
-      expect({ name, host: database.host, user: database.username, password: database.password }).toEqual({ name, host: 'postgres:5432', user: 'postgres', password: 'pg0123abcd' });
+      expect({ name, host: database.host, user: database.username, password: database.password }).toEqual({
+        name,
+        host: 'postgres:5432',
+        user: 'postgres',
+        password: 'pg0123abcd',
+      });
     }
     const redis = new URL(resolved.api!.environment!.REDIS_URL!);
     expect({ host: redis.host, user: redis.username, password: redis.password }).toEqual({ host: 'redis:6379', user: '', password: 'rd4567efgh' });

@@ -83,7 +83,10 @@ function repeatedErrors(logs: LogLine[]): string[] {
 }
 
 /** 'alive', or how it ended and what it said last (the reason shows in the failure). */
-const liveness = (service: ServiceProcess) => (service.alive() ? 'alive' : `exited: ${service.stderr.slice(-3000)} ${JSON.stringify(service.logs.filter((line) => (line.level ?? 0) >= 60 || line.reason).map((line) => ({ ...line, err: (line.err as { stack?: string } | undefined)?.stack })))}`);
+const liveness = (service: ServiceProcess) =>
+  service.alive()
+    ? 'alive'
+    : `exited: ${service.stderr.slice(-3000)} ${JSON.stringify(service.logs.filter((line) => (line.level ?? 0) >= 60 || line.reason).map((line) => ({ ...line, err: (line.err as { stack?: string } | undefined)?.stack })))}`;
 
 const count = (logs: LogLine[], pattern: RegExp) => logs.filter((line) => pattern.test(String(line.msg))).length;
 
@@ -128,6 +131,9 @@ describe('a PostgreSQL restart', () => {
     expect(count(worker.logs, /^worker resumed/)).toBe(1);
     expect(repeatedErrors(worker.logs)).toEqual([]);
     expect(repeatedErrors(api.logs)).toEqual([]);
-    expect(await Promise.all([api.stop('SIGTERM'), worker.stop('SIGTERM')])).toEqual([{ code: 0, signal: null }, { code: 0, signal: null }]);
+    expect(await Promise.all([api.stop('SIGTERM'), worker.stop('SIGTERM')])).toEqual([
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
   }, 120_000);
 });

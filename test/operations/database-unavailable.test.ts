@@ -22,7 +22,12 @@ const ANSWER_WITHIN_MS = 2000;
 const TOKEN = 'lk7f3a9c2e1b_3xQ9vN2kT7wLp4sR8mY1cZ6bH0dF5gJ2aK9eU3iO7qW';
 const lead = { name: 'Jane Doe', email: 'jane@acme-robotics.com' };
 
-interface Sample { path: string; method: string; body?: unknown; headers?: Record<string, string> }
+interface Sample {
+  path: string;
+  method: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
 // One valid request per operation of the document; a new operation fails the typecheck here.
 const samples: Record<OperationId, Sample[]> = {
   getMe: [{ method: 'GET', path: '/api/v1/me' }],
@@ -57,8 +62,12 @@ async function expectEveryOperationUnavailable(app: ServedApp): Promise<void> {
   cases.forEach(({ operation }, index) => {
     const answer = answers[index]!;
     const { examples, schemaPointer } = documentedResponse(operation.path, operation.method, 503);
-    expect({ operation: operation.operationId, status: answer.status, body: answer.body, retryAfter: answer.headers.get('retry-after') })
-      .toEqual({ operation: operation.operationId, status: 503, body: examples.serviceUnavailable, retryAfter: '5' });
+    expect({ operation: operation.operationId, status: answer.status, body: answer.body, retryAfter: answer.headers.get('retry-after') }).toEqual({
+      operation: operation.operationId,
+      status: 503,
+      body: examples.serviceUnavailable,
+      retryAfter: '5',
+    });
     expect(schemaProblems(schemaPointer, answer.body)).toEqual([]);
     expect(answer.ms).toBeLessThan(ANSWER_WITHIN_MS);
   });
@@ -100,7 +109,9 @@ describe('PostgreSQL refusing connections (stopped, restarting)', () => {
 
 describe('PostgreSQL accepting connections and never answering (a hung host)', () => {
   let silent: Awaited<ReturnType<typeof startSilentServer>>;
-  afterAll(async () => { await silent?.close(); });
+  afterAll(async () => {
+    await silent?.close();
+  });
 
   it('still answers every operation with 503 within 2 s: the wait for a connection is bounded', async () => {
     silent = await startSilentServer();
@@ -116,7 +127,9 @@ describe('PostgreSQL accepting connections and never answering (a hung host)', (
 
 describe('every connection of the pool busy for longer than the wait allows', () => {
   let database: TestDatabase | undefined;
-  afterAll(async () => { await database?.drop(); });
+  afterAll(async () => {
+    await database?.drop();
+  });
 
   it('answers 503 within 2 s, logs the exhaustion once, and serves again once a connection is free', async () => {
     database = await createTestDatabase();
@@ -124,17 +137,35 @@ describe('every connection of the pool busy for longer than the wait allows', ()
     // The pool's one connection opened once, before it is held (opening one on a loaded machine can take longer than the wait).
     const setup = createDb(createPool(database.url, 1, { logger: pino({ level: 'silent' }), name: 'setup', connectTimeoutMs: 30_000 }));
     const tenant = await createTenant(setup).finally(() => setup.destroy());
-    await eventually(async () => (await app!.ctx.pool.query('SELECT 1').then(() => true, () => false)), 30_000, 100);
-    const request = () => fetchCheckedAgainstDocument(`${app!.url}/api/v1/leads/batch`, {
-      method: 'POST', headers: { ...tenant.auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ leads: [lead] }),
-    });
+    await eventually(
+      async () =>
+        await app!.ctx.pool.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      100,
+    );
+    const request = () =>
+      fetchCheckedAgainstDocument(`${app!.url}/api/v1/leads/batch`, {
+        method: 'POST',
+        headers: { ...tenant.auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ leads: [lead] }),
+      });
     const held = await app.ctx.pool.connect();
     try {
-      const answers = await Promise.all([0, 1, 2].map(async () => {
-        const started = Date.now();
-        const response = await request();
-        return { status: response.status, retryAfter: response.headers.get('retry-after'), error: ((await response.json()) as { error?: string }).error, ms: Date.now() - started };
-      }));
+      const answers = await Promise.all(
+        [0, 1, 2].map(async () => {
+          const started = Date.now();
+          const response = await request();
+          return {
+            status: response.status,
+            retryAfter: response.headers.get('retry-after'),
+            error: ((await response.json()) as { error?: string }).error,
+            ms: Date.now() - started,
+          };
+        }),
+      );
       for (const answer of answers) {
         expect({ ...answer, ms: undefined }).toEqual({ status: 503, retryAfter: '5', error: 'service_unavailable', ms: undefined });
         expect(answer.ms).toBeLessThan(ANSWER_WITHIN_MS);

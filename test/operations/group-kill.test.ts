@@ -31,9 +31,12 @@ afterAll(async () => {
   await database?.drop();
 });
 
-const post = (body: Record<string, unknown>) => fetch(`${url}/leads`, {
-  method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-}).then(async (response) => ({ status: response.status, body: await response.json() as { data: { id: number } } }));
+const post = (body: Record<string, unknown>) =>
+  fetch(`${url}/leads`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  }).then(async (response) => ({ status: response.status, body: (await response.json()) as { data: { id: number } } }));
 
 /** A connection holding a lead's row locked. */
 async function lock(leadId: number): Promise<pg.Client> {
@@ -42,7 +45,9 @@ async function lock(leadId: number): Promise<pg.Client> {
   await client.connect();
   await client.query('BEGIN');
   // By its whole key: on Citus a FOR UPDATE must name the workspace (one shard).
-  const { rows: [lead] } = await client.query<{ workspace_id: number }>('SELECT workspace_id FROM leads WHERE id = $1', [leadId]);
+  const {
+    rows: [lead],
+  } = await client.query<{ workspace_id: number }>('SELECT workspace_id FROM leads WHERE id = $1', [leadId]);
   await client.query('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [lead!.workspace_id, leadId]);
   return client;
 }

@@ -31,10 +31,15 @@ function documentedMetrics(): Map<string, { type: string; labels: string[] }> {
   const text = readFileSync(path.join(PROJECT_ROOT, 'docs', 'operations.md'), 'utf8');
   const section = text.slice(text.indexOf('\n## Metrics\n'), text.indexOf('\n### Alerts to page on\n'));
   const rows = section.split('\n').filter((line) => line.startsWith('| `lead_intake_'));
-  return new Map(rows.map((row) => {
-    const [name, type, labels] = row.split('|').slice(1, 4).map((cell) => cell.trim());
-    return [name!.replaceAll('`', ''), { type: type!, labels: [...labels!.matchAll(/`(\w+)`/g)].map((match) => match[1]!).sort() }];
-  }));
+  return new Map(
+    rows.map((row) => {
+      const [name, type, labels] = row
+        .split('|')
+        .slice(1, 4)
+        .map((cell) => cell.trim());
+      return [name!.replaceAll('`', ''), { type: type!, labels: [...labels!.matchAll(/`(\w+)`/g)].map((match) => match[1]!).sort() }];
+    }),
+  );
 }
 
 describe('metrics', () => {
@@ -42,8 +47,9 @@ describe('metrics', () => {
     const { registry } = createMetrics({ processMetrics: true });
     const exposed = await registry.getMetricsAsJSON();
     const labelsOf = (name: string) => [...(registry.getSingleMetric(name) as unknown as { labelNames: string[] }).labelNames].sort();
-    const registered = new Map(exposed.filter((metric) => metric.name.startsWith('lead_intake_'))
-      .map((metric) => [metric.name, { type: String(metric.type), labels: labelsOf(metric.name) }]));
+    const registered = new Map(
+      exposed.filter((metric) => metric.name.startsWith('lead_intake_')).map((metric) => [metric.name, { type: String(metric.type), labels: labelsOf(metric.name) }]),
+    );
     expect(Object.fromEntries(documentedMetrics())).toEqual(Object.fromEntries(registered));
     // The alerts and the dashboard queries name only metrics that exist (a histogram by its series).
     const text = readFileSync(path.join(PROJECT_ROOT, 'docs', 'operations.md'), 'utf8');

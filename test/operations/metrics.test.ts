@@ -60,7 +60,10 @@ async function start(entry: 'main.js' | 'worker-main.js', env: Record<string, st
 const cli = (args: string[]) => cliJson(database.url, args);
 
 /** What moved between two scrapes: after minus before (a missing sample counts 0). */
-const moved = (before: Samples, after: Samples) => (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels);
+const moved =
+  (before: Samples, after: Samples) =>
+  (name: string, labels: Record<string, string> = {}) =>
+    after.value(name, labels) - before.value(name, labels);
 
 describe('GET /metrics of npm start (API and in-process worker)', () => {
   let urls: { api: string; metrics: string };
@@ -81,7 +84,7 @@ describe('GET /metrics of npm start (API and in-process worker)', () => {
     });
     const key = `${operation} ${response.status}`;
     answers.set(key, (answers.get(key) ?? 0) + 1);
-    return { status: response.status, body: await response.json() as any, replayed: response.headers.get('idempotency-replayed') === 'true' };
+    return { status: response.status, body: (await response.json()) as any, replayed: response.headers.get('idempotency-replayed') === 'true' };
   }
 
   beforeAll(async () => {
@@ -124,27 +127,34 @@ describe('GET /metrics of npm start (API and in-process worker)', () => {
     // The worker has delivered Ada's, Bo's and Cy's lead_created webhooks (Ada's after one
     // retry), refused the tag_added one (400: Failed), and analyzed both websites.
     let after = before;
-    await eventually(async () => {
-      after = await scrape(urls.metrics);
-      const delta = moved(before, after);
-      return delta('lead_intake_deliveries_total', { branch: 'Delivered', sender: 'custom_url' }) === 3
-        && delta('lead_intake_website_analyses_total', { result: 'analyzed' }) + delta('lead_intake_website_analyses_total', { result: 'failed' }) === 2
-        && delta('lead_intake_deliveries_total', { branch: 'Failed', sender: 'custom_url' }) === 1
-        && after.value('lead_intake_outbox_pending_events', { topic: 'lead.created' }) === 0;
-    }, 30_000, 100);
+    await eventually(
+      async () => {
+        after = await scrape(urls.metrics);
+        const delta = moved(before, after);
+        return (
+          delta('lead_intake_deliveries_total', { branch: 'Delivered', sender: 'custom_url' }) === 3 &&
+          delta('lead_intake_website_analyses_total', { result: 'analyzed' }) + delta('lead_intake_website_analyses_total', { result: 'failed' }) === 2 &&
+          delta('lead_intake_deliveries_total', { branch: 'Failed', sender: 'custom_url' }) === 1 &&
+          after.value('lead_intake_outbox_pending_events', { topic: 'lead.created' }) === 0
+        );
+      },
+      30_000,
+      100,
+    );
     const delta = moved(before, after);
 
     for (const [key, count] of answers) {
       const [operation, status] = key.split(' ') as [string, string];
       expect({ key, count: delta('lead_intake_http_request_duration_seconds_count', { operation, status }) }).toEqual({ key, count });
     }
-    const timed = after.all('lead_intake_http_request_duration_seconds_count').reduce((sum, sample) => sum + sample.value, 0)
-      - before.all('lead_intake_http_request_duration_seconds_count').reduce((sum, sample) => sum + sample.value, 0);
+    const timed =
+      after.all('lead_intake_http_request_duration_seconds_count').reduce((sum, sample) => sum + sample.value, 0) -
+      before.all('lead_intake_http_request_duration_seconds_count').reduce((sum, sample) => sum + sample.value, 0);
     expect(timed).toBe([...answers.values()].reduce((sum, count) => sum + count, 0));
     expect(delta('lead_intake_http_rate_limited_requests_total')).toBe(1);
 
-    const rows = (operation: string) => Object.fromEntries(['created', 'updated', 'skipped', 'duplicate', 'failed']
-      .map((outcome) => [outcome, delta('lead_intake_intake_rows_total', { operation, outcome })]));
+    const rows = (operation: string) =>
+      Object.fromEntries(['created', 'updated', 'skipped', 'duplicate', 'failed'].map((outcome) => [outcome, delta('lead_intake_intake_rows_total', { operation, outcome })]));
     // Ada, Bo and Eve created; the replay and the dry run are no rows.
     expect(rows('createLead')).toEqual({ created: 3, updated: 2, skipped: 1, duplicate: 1, failed: 0 });
     expect(rows('createLeadsBatch')).toEqual({ created: 1, updated: 0, skipped: 0, duplicate: 1, failed: 1 });
@@ -184,13 +194,18 @@ describe('GET /metrics of npm run worker', () => {
   it('reports the outbox backlog, the worker pool and the process', async () => {
     // Two events of a workspace, not due for an hour, the older written ten minutes ago.
     const tenant = await createTenant(db, { name: 'Backlog' });
-    await db.insertInto('outbox').values([0, 300].map((agoSeconds) => ({
-      workspace_id: tenant.workspaceId,
-      topic: 'lead.tag_added',
-      payload: jsonParameter({ lead_id: 1, tag_id: 1 }),
-      available_at: new Date(Date.now() + 3_600_000).toISOString(),
-      created_at: new Date(Date.now() - 600_000 + agoSeconds * 1000).toISOString(),
-    }))).execute();
+    await db
+      .insertInto('outbox')
+      .values(
+        [0, 300].map((agoSeconds) => ({
+          workspace_id: tenant.workspaceId,
+          topic: 'lead.tag_added',
+          payload: jsonParameter({ lead_id: 1, tag_id: 1 }),
+          available_at: new Date(Date.now() + 3_600_000).toISOString(),
+          created_at: new Date(Date.now() - 600_000 + agoSeconds * 1000).toISOString(),
+        })),
+      )
+      .execute();
     const { metrics } = await start('worker-main.js', { DATABASE_POOL_SIZE: '3' });
     const samples = await scrape(metrics);
     expect(samples.value('lead_intake_outbox_pending_events', { topic: 'lead.tag_added' })).toBe(2);

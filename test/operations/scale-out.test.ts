@@ -20,7 +20,11 @@ const redisUrl = readTestEnvironment().redisUrl;
 const EVENTS = 2000;
 const BATCH = 100;
 
-interface Answer { status: number; body: any; replayed: boolean }
+interface Answer {
+  status: number;
+  body: any;
+  replayed: boolean;
+}
 
 let database: TestDatabase;
 let admin: pg.Client;
@@ -59,12 +63,14 @@ async function send(api: string, method: string, route: string, options: { token
 async function inParallel<T>(count: number, parallel: number, work: (index: number) => Promise<T>): Promise<T[]> {
   const results: T[] = new Array(count);
   let next = 0;
-  await Promise.all(Array.from({ length: parallel }, async () => {
-    while (next < count) {
-      const index = next++;
-      results[index] = await work(index);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count) {
+        const index = next++;
+        results[index] = await work(index);
+      }
+    }),
+  );
   return results;
 }
 
@@ -87,7 +93,11 @@ if (!redisUrl) {
     await admin.connect();
     receiver = await startReceiver({ databaseUrl: database.url });
     const demo = await cli(['demo']);
-    ({ workspace: { id: workspaceId }, user: { id: userId }, key: { token } } = demo);
+    ({
+      workspace: { id: workspaceId },
+      user: { id: userId },
+      key: { token },
+    } = demo);
     await cli(['workflow', 'create', '--workspace', String(workspaceId), '--trigger', 'lead_created', '--url', `${receiver.url}/hooks`]);
 
     const apiProcesses = [0, 1].map(() => start('main.js', { PORT: '0', HOST: '127.0.0.1', WORKER: 'off', LOG_LEVEL: 'info' }));
@@ -157,9 +167,11 @@ if (!redisUrl) {
       const attempts = () => workers.map((worker) => worker.logs.filter((line) => line.msg === 'delivery attempt').length);
       const attemptsBefore = attempts();
       const started = Date.now();
-      const batches = await inParallel(EVENTS / BATCH, 4, (index) => send(apis[index % 2]!, 'POST', '/leads/batch', {
-        body: { leads: Array.from({ length: BATCH }, (_, row) => ({ name: `Bulk ${index}-${row}`, email: `bulk-${index}-${row}@scale.example` })), enrich: false },
-      }));
+      const batches = await inParallel(EVENTS / BATCH, 4, (index) =>
+        send(apis[index % 2]!, 'POST', '/leads/batch', {
+          body: { leads: Array.from({ length: BATCH }, (_, row) => ({ name: `Bulk ${index}-${row}`, email: `bulk-${index}-${row}@scale.example` })), enrich: false },
+        }),
+      );
       const intakeMs = Date.now() - started;
       expect(batches.map((batch) => `${batch.status} ${batch.body.meta.created}`)).toEqual(batches.map(() => `200 ${BATCH}`));
 
@@ -168,7 +180,9 @@ if (!redisUrl) {
       await eventually(async () => uniqueReceived() >= EVENTS && (await pendingDeliveries()) === 0, 120_000, 100);
       const deliveredMs = Date.now() - started;
       const { rows } = await admin.query<{ message_id: string; branch: string }>(
-        `SELECT d.message_id, d.branch FROM deliveries d JOIN leads l ON l.workspace_id = d.workspace_id AND l.id = d.lead_id WHERE d.workspace_id = $1 AND l.name LIKE 'Bulk %'`, [workspaceId]);
+        `SELECT d.message_id, d.branch FROM deliveries d JOIN leads l ON l.workspace_id = d.workspace_id AND l.id = d.lead_id WHERE d.workspace_id = $1 AND l.name LIKE 'Bulk %'`,
+        [workspaceId],
+      );
       const received = receiver.requests.map((request) => String(request.headers['webhook-id']));
       expect(rows).toHaveLength(EVENTS);
       expect(rows.filter((row) => row.branch !== 'Delivered')).toEqual([]);
@@ -179,8 +193,10 @@ if (!redisUrl) {
 
       const times = receiver.requests.map((request) => request.receivedAt);
       const deliverySeconds = (Math.max(...times) - Math.min(...times)) / 1000;
-      report(`${EVENTS} leads in ${EVENTS / BATCH} batches over 2 APIs: ${(EVENTS / (intakeMs / 1000)).toFixed(0)} leads/s; `
-        + `${EVENTS} webhooks by 2 workers (${attemptsBy.join(' + ')} attempts): ${(EVENTS / deliverySeconds).toFixed(0)} deliveries/s, all delivered ${(deliveredMs / 1000).toFixed(1)} s after the first batch was sent`);
+      report(
+        `${EVENTS} leads in ${EVENTS / BATCH} batches over 2 APIs: ${(EVENTS / (intakeMs / 1000)).toFixed(0)} leads/s; ` +
+          `${EVENTS} webhooks by 2 workers (${attemptsBy.join(' + ')} attempts): ${(EVENTS / deliverySeconds).toFixed(0)} deliveries/s, all delivered ${(deliveredMs / 1000).toFixed(1)} s after the first batch was sent`,
+      );
     }, 180_000);
   });
 }

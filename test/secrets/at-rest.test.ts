@@ -17,7 +17,13 @@ const bed = outboundTestBed([{}]);
 let t: TestApp;
 let receiver: Receiver;
 let tenant: Tenant;
-beforeAll(() => { ({ t, receiver, tenants: [tenant] } = bed); });
+beforeAll(() => {
+  ({
+    t,
+    receiver,
+    tenants: [tenant],
+  } = bed);
+});
 
 /** Every text-like column of every table, as one text per row and column. */
 async function storedTexts(): Promise<string[]> {
@@ -47,11 +53,22 @@ describe('secrets at rest', () => {
       cli<{ id: number; signing_secret: string }>(t, ['connector', 'create', '--workspace', workspace, '--url', `${receiver.url}/${path}`, ...auth], secret);
     const bearer = await create('bearer', ['--auth', 'bearer'], { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_clear_bearer_7f3a' });
     const basic = await create('basic', ['--auth', 'basic', '--username', 'crm_user'], { LEAD_INTAKE_CONNECTOR_PASSWORD: 'pw_clear_basic_91c2' });
-    const header = await create('header', ['--auth', 'header', '--header-name', 'X-Api-Key',
-      '--header', 'X-Auth-Token=ch_clear_constant_3b8d', '--header', 'X-Team=sales'], { LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'hv_clear_header_5d0e' });
+    const header = await create('header', ['--auth', 'header', '--header-name', 'X-Api-Key', '--header', 'X-Auth-Token=ch_clear_constant_3b8d', '--header', 'X-Team=sales'], {
+      LEAD_INTAKE_CONNECTOR_HEADER_VALUE: 'hv_clear_header_5d0e',
+    });
     // Headers typed into a Custom URL block are credentials too when their name says so.
-    const workflow = await cli<{ signing_secret: string }>(t, ['workflow', 'create', '--workspace', workspace, '--trigger', 'lead_created', '--url', `${receiver.url}/workflow`,
-      '--header', 'Authorization=Bearer wf_clear_block_c41e']);
+    const workflow = await cli<{ signing_secret: string }>(t, [
+      'workflow',
+      'create',
+      '--workspace',
+      workspace,
+      '--trigger',
+      'lead_created',
+      '--url',
+      `${receiver.url}/workflow`,
+      '--header',
+      'Authorization=Bearer wf_clear_block_c41e',
+    ]);
 
     for (const connector of [bearer, basic, header]) expect((await connectorTest(connector.id)).delivered).toBe(true);
     const lead = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Ada Lovelace', email: 'ada@analytical.test', enrich: false });
@@ -72,8 +89,12 @@ describe('secrets at rest', () => {
     expect(() => new Webhook(workflow.signing_secret).verify(byPath('workflow').body, byPath('workflow').headers as Record<string, string>)).not.toThrow();
 
     const secrets = [
-      'tok_clear_bearer_7f3a', 'pw_clear_basic_91c2', Buffer.from('crm_user:pw_clear_basic_91c2').toString('base64'), 'hv_clear_header_5d0e',
-      'ch_clear_constant_3b8d', 'wf_clear_block_c41e',
+      'tok_clear_bearer_7f3a',
+      'pw_clear_basic_91c2',
+      Buffer.from('crm_user:pw_clear_basic_91c2').toString('base64'),
+      'hv_clear_header_5d0e',
+      'ch_clear_constant_3b8d',
+      'wf_clear_block_c41e',
       ...[bearer, basic, header, workflow].flatMap(({ signing_secret }) => [signing_secret, signing_secret.replace(/^whsec_/, '')]),
     ];
     const texts = await storedTexts();
@@ -109,7 +130,11 @@ describe('connector rotate-secret', () => {
       expect(alone).toHaveLength(1);
     }
 
-    await t.ctx.db.updateTable('connectors').set({ previous_secret_expires_at: new Date(Date.now() - 1000) }).where('id', '=', connector.id).execute();
+    await t.ctx.db
+      .updateTable('connectors')
+      .set({ previous_secret_expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', connector.id)
+      .execute();
     await connectorTest(connector.id);
     const after = lastRequest();
     expect(signatures(after)).toHaveLength(1);
@@ -136,10 +161,14 @@ describe('secrets reencrypt', () => {
   it('seals every stored secret with the new SECRETS_KEY, after which the previous key is not needed', async () => {
     const fileKey = fs.readFileSync(DEFAULT_KEY_FILE, 'utf8').trim();
     const newKey = randomBytes(32).toString('base64');
-    const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/rekeyed`,
-      '--auth', 'bearer'], { LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_rekeyed' });
+    const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiver.url}/rekeyed`, '--auth', 'bearer'], {
+      LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_rekeyed',
+    });
 
-    const result = await cli<{ key_id: string; connectors: number; workflows: number; deliveries: number }>(t, ['secrets', 'reencrypt'], { SECRETS_KEY: newKey, SECRETS_KEY_PREVIOUS: fileKey });
+    const result = await cli<{ key_id: string; connectors: number; workflows: number; deliveries: number }>(t, ['secrets', 'reencrypt'], {
+      SECRETS_KEY: newKey,
+      SECRETS_KEY_PREVIOUS: fileKey,
+    });
     const newId = secretKeyId(Buffer.from(newKey, 'base64'));
     expect(result.key_id).toBe(newId);
     expect(result.connectors).toBeGreaterThan(0);

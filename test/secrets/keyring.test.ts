@@ -32,12 +32,14 @@ describe('the key file, without SECRETS_KEY', () => {
     const file = path.join(directory, 'race', 'secrets.key');
     // Each process loads the module, then waits for the same moment before it looks for the file.
     const startAt = Date.now() + 3000;
-    const script = `const { resolveKeyring } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'src', 'secrets', 'keyring.ts'))});`
-      + `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, ${startAt} - Date.now()));`
-      + `process.stdout.write(resolveKeyring({}, ${JSON.stringify(file)}).current.id);`;
-    const run = () => new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: PROJECT_ROOT }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
-    });
+    const script =
+      `const { resolveKeyring } = await import(${JSON.stringify(path.join(PROJECT_ROOT, 'src', 'secrets', 'keyring.ts'))});` +
+      `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Math.max(0, ${startAt} - Date.now()));` +
+      `process.stdout.write(resolveKeyring({}, ${JSON.stringify(file)}).current.id);`;
+    const run = () =>
+      new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: PROJECT_ROOT }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+      });
     const ids = await Promise.all(Array.from({ length: 4 }, run));
     expect(new Set(ids).size).toBe(1);
     expect(ids[0]).toBe(resolveKeyring({}, file).current.id);

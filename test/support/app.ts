@@ -61,7 +61,11 @@ async function startPrismProxy(upstream: string): Promise<{ url: string; respons
   const prism = await startPrism(['proxy', upstream]);
   return {
     url: prism.url,
-    responseViolations: () => prism.log().split('\n').filter((line) => /Violation: response/.test(line)),
+    responseViolations: () =>
+      prism
+        .log()
+        .split('\n')
+        .filter((line) => /Violation: response/.test(line)),
     stop: prism.stop,
   };
 }
@@ -89,8 +93,10 @@ export function checkedAgainstDocument(agent: ReturnType<typeof supertest>): Ret
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof property !== 'string' || !METHODS.has(property) || typeof value !== 'function') return value;
-      return (url: string, ...rest: unknown[]) => (value as (...args: unknown[]) => supertest.Test).call(target, url, ...rest)
-        .expect((response) => expectMatchesDocument(property, url, { status: response.status, contentType: response.headers['content-type'], text: response.text ?? '' }));
+      return (url: string, ...rest: unknown[]) =>
+        (value as (...args: unknown[]) => supertest.Test)
+          .call(target, url, ...rest)
+          .expect((response) => expectMatchesDocument(property, url, { status: response.status, contentType: response.headers['content-type'], text: response.text ?? '' }));
     },
   });
 }
@@ -100,9 +106,7 @@ export function checkedAgainstDocument(agent: ReturnType<typeof supertest>): Ret
  * validation against the OpenAPI document switched on.
  */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = options.sameDatabaseAs
-    ? { url: options.sameDatabaseAs.databaseUrl, drop: async () => {} }
-    : await createTestDatabase();
+  const database = options.sameDatabaseAs ? { url: options.sameDatabaseAs.databaseUrl, drop: async () => {} } : await createTestDatabase();
   const testEnv = readTestEnvironment();
   const config: Config = loadConfig({
     LOG_LEVEL: 'silent',

@@ -6,7 +6,10 @@ import { databaseUrl } from '../../scripts/database-url.js';
 // live on the workers, in databases of the template's name). So a run against Citus migrates
 // a few databases, one per jest worker at a time, and empties them between test files.
 
-export interface CitusNode { host: string; port: number }
+export interface CitusNode {
+  host: string;
+  port: number;
+}
 
 async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
@@ -26,9 +29,15 @@ export async function isCitusCoordinator(adminUrl: string): Promise<boolean> {
 
 /** The worker nodes the coordinator's own database knows. */
 export async function citusWorkers(adminUrl: string): Promise<CitusNode[]> {
-  return withClient(adminUrl, async (client) => (await client.query<{ host: string; port: number }>(
-    "SELECT nodename AS host, nodeport AS port FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary' ORDER BY nodeid",
-  )).rows);
+  return withClient(
+    adminUrl,
+    async (client) =>
+      (
+        await client.query<{ host: string; port: number }>(
+          "SELECT nodename AS host, nodeport AS port FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary' ORDER BY nodeid",
+        )
+      ).rows,
+  );
 }
 
 const nodeUrl = (adminUrl: string, node: CitusNode) => {
@@ -67,9 +76,7 @@ export async function dropCitusDatabases(adminUrl: string, prefix: string): Prom
 /** Empties every table of the service's schema (not the migrations' bookkeeping). */
 export async function emptyDatabase(url: string): Promise<void> {
   await withClient(url, async (client) => {
-    const { rows } = await client.query<{ table: string }>(
-      "SELECT quote_ident(tablename) AS table FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely%'",
-    );
+    const { rows } = await client.query<{ table: string }>("SELECT quote_ident(tablename) AS table FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'kysely%'");
     if (rows.length > 0) await client.query(`TRUNCATE ${rows.map((row) => row.table).join(', ')} CASCADE`);
   });
 }

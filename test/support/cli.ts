@@ -25,11 +25,21 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
     child.stdin.end(input ?? '');
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     child.on('error', reject);
     child.on('close', (code) => {
-      const parse = (text: string) => { try { return JSON.parse(text); } catch { return null; } };
+      const parse = (text: string) => {
+        try {
+          return JSON.parse(text);
+        } catch {
+          return null;
+        }
+      };
       resolve({ code, stdout, stderr, json: parse(stdout), error: parse(stderr.trim().split('\n').pop() ?? '') });
     });
   });

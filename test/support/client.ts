@@ -58,7 +58,11 @@ export async function startDroppingProxy(targetPort: number): Promise<{ url: str
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     client.pipe(upstream);
-    if (first) upstream.once('data', () => { client.destroy(); upstream.destroy(); });
+    if (first)
+      upstream.once('data', () => {
+        client.destroy();
+        upstream.destroy();
+      });
     else upstream.pipe(client);
   });
   server.listen(0, '127.0.0.1');
@@ -66,7 +70,9 @@ export async function startDroppingProxy(targetPort: number): Promise<{ url: str
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    get connections() { return state.connections; },
+    get connections() {
+      return state.connections;
+    },
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

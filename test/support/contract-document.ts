@@ -7,10 +7,22 @@ import { PUBLISHED_OPENAPI_PATH } from '../../src/paths.js';
 // The published OpenAPI document (what integrators get) as data for tests: its examples, and a validator for any schema in it
 // (the response schema of a documented (path, method, status), a webhook's body or header).
 
-interface Example { value?: unknown; $ref?: string }
-interface Media { schema?: unknown; examples?: Record<string, Example> }
-interface Response { $ref?: string; content?: Record<string, Media> }
-interface Operation { operationId: string; responses: Record<string, Response> }
+interface Example {
+  value?: unknown;
+  $ref?: string;
+}
+interface Media {
+  schema?: unknown;
+  examples?: Record<string, Example>;
+}
+interface Response {
+  $ref?: string;
+  content?: Record<string, Media>;
+}
+interface Operation {
+  operationId: string;
+  responses: Record<string, Response>;
+}
 export interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>;
   webhooks: Record<string, Record<string, unknown>>;
@@ -25,7 +37,10 @@ export const pointer = (...parts: string[]) => `#/${parts.map((part) => part.rep
 /** The object a local `$ref` names (followed until it is not a `$ref`), or `value` itself. */
 export function follow<T extends { $ref?: string }>(value: T): T {
   if (!value.$ref) return value;
-  const target = value.$ref.slice(2).split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+  const target = value.$ref
+    .slice(2)
+    .split('/')
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
     .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], contractDocument);
   return follow(target as T);
 }

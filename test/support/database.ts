@@ -16,7 +16,7 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const env = readTestEnvironment();
   if (env.citus) return takeCitusDatabase();
-  const name = `lead_intake_test_${env.runId}_${randomBytes(6).toString("hex")}`;
+  const name = `lead_intake_test_${env.runId}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: env.adminUrl });
   await admin.connect();
   try {

@@ -20,7 +20,10 @@ export interface ReceivedResponse {
 }
 
 /** Where `path` with `method` leads in the document: the pointer to its responses, or a routing answer. */
-function documentedResponses(method: string, path: string): { responsesPointer: string; responses: Record<string, { $ref?: string; content?: Record<string, { schema?: unknown }> }> } | 'unknown-route' | 'undocumented' {
+function documentedResponses(
+  method: string,
+  path: string,
+): { responsesPointer: string; responses: Record<string, { $ref?: string; content?: Record<string, { schema?: unknown }> }> } | 'unknown-route' | 'undocumented' {
   const template = templates.find(({ pattern }) => pattern.test(path))?.template;
   if (!template) return path.startsWith(API_PREFIX) || path === '/api/v1' ? 'unknown-route' : 'undocumented';
   const operations = contractDocument.paths[template]!;
@@ -62,8 +65,7 @@ export function documentProblems(method: string, url: string, response: Received
   if (!isJson) return [`${response.status} answered with content type ${response.contentType}, not application/json`];
   const { body, problem } = parsedBody(response);
   if (problem) return [problem];
-  return schemaProblems(`${schemaBase}/content/application~1json/schema`, body)
-    .map((line) => `${response.status} body breaks the document: ${line}`);
+  return schemaProblems(`${schemaBase}/content/application~1json/schema`, body).map((line) => `${response.status} body breaks the document: ${line}`);
 }
 
 /** Throws when `response` breaks the document (used on every answer of the test clients). */
@@ -78,6 +80,10 @@ export function expectMatchesDocument(method: string, url: string, response: Rec
 export async function fetchCheckedAgainstDocument(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   const request = new Request(input, init);
   const response = await fetch(request);
-  expectMatchesDocument(request.method, request.url, { status: response.status, contentType: response.headers.get('content-type') ?? undefined, text: await response.clone().text() });
+  expectMatchesDocument(request.method, request.url, {
+    status: response.status,
+    contentType: response.headers.get('content-type') ?? undefined,
+    text: await response.clone().text(),
+  });
   return response;
 }

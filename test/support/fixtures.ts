@@ -16,7 +16,11 @@ export interface Tenant {
   auth: { Authorization: string };
 }
 
-export interface TenantOptions { scopes?: Scope[]; name?: string; expiresAt?: string | null }
+export interface TenantOptions {
+  scopes?: Scope[];
+  name?: string;
+  expiresAt?: string | null;
+}
 
 /** A workspace with an admin user and one API key (all scopes unless told otherwise). */
 export async function createTenant(db: Db, options: TenantOptions = {}): Promise<Tenant> {

@@ -40,9 +40,11 @@ export async function lockedLead(t: TestApp, tenant: Tenant): Promise<LockedLead
  * node) the global ids of the coordinator's backends.
  */
 export async function lockWaiters(db: pg.Client | pg.Pool): Promise<number[]> {
-  const { rows } = await db.query<{ id: string }>(readTestEnvironment().citus
-    ? `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE blocked_statement ILIKE '%for update%'`
-    : `SELECT pid AS id FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`);
+  const { rows } = await db.query<{ id: string }>(
+    readTestEnvironment().citus
+      ? `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE blocked_statement ILIKE '%for update%'`
+      : `SELECT pid AS id FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`,
+  );
   return rows.map((row) => Number(row.id));
 }
 
@@ -61,10 +63,14 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
   client.on('error', () => {});
   await client.connect();
   try {
-    await eventually(async () => {
-      const waiting = (await lockWaiters(client)).length;
-      return typeof until === 'number' ? waiting === until : until(waiting);
-    }, 10_000, 5);
+    await eventually(
+      async () => {
+        const waiting = (await lockWaiters(client)).length;
+        return typeof until === 'number' ? waiting === until : until(waiting);
+      },
+      10_000,
+      5,
+    );
   } finally {
     await client.end();
   }
@@ -88,7 +94,11 @@ export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ releas
     await lockWaits(t, 2);
   }
   return {
-    release: async () => { for (const gate of gates) await gate.release(); },
-    finished: async () => { for (const blocker of blockers) expect((await blocker).status).toBe(200); },
+    release: async () => {
+      for (const gate of gates) await gate.release();
+    },
+    finished: async () => {
+      for (const blocker of blockers) expect((await blocker).status).toBe(200);
+    },
   };
 }

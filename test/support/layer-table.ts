@@ -33,7 +33,10 @@ interface Pattern {
 const backticked = (text: string) => [...text.matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? '').filter((token) => /[/.]/.test(token));
 const withoutAsides = (text: string) => {
   let previous: string;
-  do { previous = text; text = text.replace(/\([^()]*\)/g, ''); } while (text !== previous);
+  do {
+    previous = text;
+    text = text.replace(/\([^()]*\)/g, '');
+  } while (text !== previous);
   return text;
 };
 
@@ -56,8 +59,16 @@ export function readLayerTable(root: string): Layer[] {
   const doc = readFileSync(path.join(root, 'docs/architecture.md'), 'utf8');
   const section = doc.split('## Who may import whom')[1]?.split('\n## ')[0];
   if (!section) throw new Error('docs/architecture.md has no "Who may import whom" section');
-  const rows = section.split('\n').filter((line) => line.startsWith('|')).slice(2)
-    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()))
+  const rows = section
+    .split('\n')
+    .filter((line) => line.startsWith('|'))
+    .slice(2)
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    )
     .map(([name = '', livesIn = '', mayImport = '', never = '']) => ({ name, livesIn, mayImport, never }));
   const names = rows.map((row) => row.name);
   const layerWord = (name: string) => new RegExp(`(^|[^\\w-])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}($|[^\\w-])`, 'i');
@@ -66,8 +77,11 @@ export function readLayerTable(root: string): Layer[] {
     const plain = allowed.replace(/`[^`]*`/g, ' ');
     const mayImportLayers = names.filter((other) => other !== name && layerWord(other).test(plain));
     if (/anything below/i.test(plain)) mayImportLayers.push(...names.slice(index + 1));
-    mayImportLayers.push(...rows.filter((row, below) => /every layer may import it/i.test(row.mayImport)
-      || (below > index && /every layer above may import it/i.test(row.mayImport))).map((row) => row.name));
+    mayImportLayers.push(
+      ...rows
+        .filter((row, below) => /every layer may import it/i.test(row.mayImport) || (below > index && /every layer above may import it/i.test(row.mayImport)))
+        .map((row) => row.name),
+    );
     return {
       name,
       livesIn: backticked(withoutAsides(livesIn)).map((token) => pattern(root, token)),
@@ -97,9 +111,6 @@ export function mayImport(layers: readonly Layer[], from: string, to: string): b
   if (source === target) return true;
   const precisionOf = (patterns: readonly Pattern[]) => Math.max(-1, ...patterns.filter((where) => where.matches(to)).map((where) => where.precision));
   const denied = precisionOf(source.never);
-  const allowed = Math.max(
-    source === target || source.mayImportLayers.includes(target.name) ? 0 : -1,
-    precisionOf(source.mayImport),
-  );
+  const allowed = Math.max(source === target || source.mayImportLayers.includes(target.name) ? 0 : -1, precisionOf(source.mayImport));
   return allowed >= 0 && allowed > denied;
 }

@@ -13,7 +13,10 @@ const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
 const keyOf = (name: string, labels: Record<string, string>) =>
-  `${name}{${Object.keys(labels).sort().map((label) => `${label}=${JSON.stringify(labels[label])}`).join(',')}}`;
+  `${name}{${Object.keys(labels)
+    .sort()
+    .map((label) => `${label}=${JSON.stringify(labels[label])}`)
+    .join(',')}}`;
 
 export function parseMetrics(text: string): Samples {
   const samples = new Map<string, { name: string; labels: Record<string, string>; value: number }>();

@@ -38,10 +38,14 @@ export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) =>
 
 /** Drains, retries included as they fall due, until the workspace's (or the lead's) first delivery is on `branch`. */
 export const drainUntilBranch = (t: TestApp, workspaceId: number, branch: DeliveryListItem['branch'], leadId?: number) =>
-  eventually(async () => {
-    await drain(t);
-    return (await deliveries(t, workspaceId, leadId))[0]?.branch === branch;
-  }, 10000, 50);
+  eventually(
+    async () => {
+      await drain(t);
+      return (await deliveries(t, workspaceId, leadId))[0]?.branch === branch;
+    },
+    10000,
+    50,
+  );
 
 /**
  * The test bed of the outbound tests: one app whose deliveries may reach 127.0.0.1 and one

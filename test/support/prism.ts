@@ -23,18 +23,31 @@ export async function startPrism(command: ['mock'] | ['proxy', string]): Promise
   for (let attempt = 1; attempt <= ATTEMPTS; attempt += 1) {
     const port = await freePort();
     const [mode, ...upstream] = command;
-    const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'),
-      [mode, PUBLISHED_OPENAPI_PATH, ...upstream, '--host', '127.0.0.1', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'), [mode, PUBLISHED_OPENAPI_PATH, ...upstream, '--host', '127.0.0.1', '--port', String(port)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let log = '';
-    child.stdout.on('data', (chunk: Buffer) => { log += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { log += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+    });
     let exited = false;
-    child.once('exit', () => { exited = true; });
+    child.once('exit', () => {
+      exited = true;
+    });
     const url = `http://127.0.0.1:${port}`;
-    for (const deadline = Date.now() + START_WITHIN_MS; !exited;) {
+    for (const deadline = Date.now() + START_WITHIN_MS; !exited; ) {
       try {
         await fetch(`${url}/`);
-        return { url, log: () => log, stop: () => { child.kill(); } };
+        return {
+          url,
+          log: () => log,
+          stop: () => {
+            child.kill();
+          },
+        };
       } catch {
         if (Date.now() > deadline) {
           child.kill();

@@ -54,8 +54,9 @@ async function sendersOf(databaseUrl: string, messageIds: string[]): Promise<Map
   client.on('error', () => {});
   await client.connect();
   try {
-    const { rows } = await client.query<{ message_id: string; sender: DeliverySender }>(
-      'SELECT DISTINCT message_id, sender FROM deliveries WHERE message_id = ANY($1::text[])', [messageIds]);
+    const { rows } = await client.query<{ message_id: string; sender: DeliverySender }>('SELECT DISTINCT message_id, sender FROM deliveries WHERE message_id = ANY($1::text[])', [
+      messageIds,
+    ]);
     return new Map(rows.map((row) => [row.message_id, row.sender]));
   } finally {
     await client.end();
@@ -108,8 +109,15 @@ export async function startReceiver(options: { databaseUrl: string }): Promise<R
   return Object.assign(receiver, {
     port,
     url: `http://127.0.0.1:${port}`,
-    queue: (...replies: Reply[]) => { queued.push(...replies); },
-    reset: () => { queued.length = 0; receiver.requests.length = 0; receiver.routes = {}; receiver.fallback = defaultReply; },
+    queue: (...replies: Reply[]) => {
+      queued.push(...replies);
+    },
+    reset: () => {
+      queued.length = 0;
+      receiver.requests.length = 0;
+      receiver.routes = {};
+      receiver.fallback = defaultReply;
+    },
     checkDeliveries: () => contractViolations(options.databaseUrl, unchecked.splice(0)),
     close: async () => {
       server.closeAllConnections();

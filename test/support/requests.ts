@@ -7,8 +7,7 @@ import type { Tenant } from './fixtures.js';
 // values no other request of the file uses, and row counts.
 
 /** POST /leads as the tenant; `headers` adds e.g. an Idempotency-Key. */
-export const postLead = (t: TestApp, tenant: Tenant, body: object, headers: Record<string, string> = {}) =>
-  t.http.post('/api/v1/leads').set(tenant.auth).set(headers).send(body);
+export const postLead = (t: TestApp, tenant: Tenant, body: object, headers: Record<string, string> = {}) => t.http.post('/api/v1/leads').set(tenant.auth).set(headers).send(body);
 
 /** POST /leads/batch as the tenant; `headers` adds e.g. an Idempotency-Key. */
 export const postBatch = (t: TestApp, tenant: Tenant, body: object, headers: Record<string, string> = {}) =>

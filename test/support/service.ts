@@ -41,11 +41,17 @@ export function startService(command: string, args: string[], options: { cwd?: s
     pending = lines.pop() ?? '';
     for (const line of lines) {
       if (!line.startsWith('{')) continue;
-      try { logs.push(JSON.parse(line) as LogLine); } catch { /* not a log line */ }
+      try {
+        logs.push(JSON.parse(line) as LogLine);
+      } catch {
+        /* not a log line */
+      }
     }
     for (const watch of [...watchers]) watch();
   });
-  child.stderr!.on('data', (chunk: Buffer) => { service.stderr += chunk.toString(); });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    service.stderr += chunk.toString();
+  });
   let exit: Exit | null = null;
   service.exited = new Promise((resolve) => {
     child.once('exit', (code, signal) => {
@@ -55,23 +61,24 @@ export function startService(command: string, args: string[], options: { cwd?: s
     });
   });
   service.alive = () => exit === null;
-  service.waitForLog = (message, timeoutMs = 60_000) => new Promise((resolve, reject) => {
-    const matches = (line: LogLine) => typeof line.msg === 'string' && (typeof message === 'string' ? line.msg === message : message.test(line.msg));
-    const timer = setTimeout(() => finish(new Error(`no log line ${String(message)} within ${timeoutMs} ms; stderr: ${service.stderr}`)), timeoutMs);
-    const finish = (outcome: LogLine | Error) => {
-      clearTimeout(timer);
-      watchers.delete(check);
-      if (outcome instanceof Error) reject(outcome);
-      else resolve(outcome);
-    };
-    const check = () => {
-      const found = logs.find(matches);
-      if (found) finish(found);
-      else if (exit) finish(new Error(`exited (${JSON.stringify(exit)}) before logging ${String(message)}; stderr: ${service.stderr}`));
-    };
-    watchers.add(check);
-    check();
-  });
+  service.waitForLog = (message, timeoutMs = 60_000) =>
+    new Promise((resolve, reject) => {
+      const matches = (line: LogLine) => typeof line.msg === 'string' && (typeof message === 'string' ? line.msg === message : message.test(line.msg));
+      const timer = setTimeout(() => finish(new Error(`no log line ${String(message)} within ${timeoutMs} ms; stderr: ${service.stderr}`)), timeoutMs);
+      const finish = (outcome: LogLine | Error) => {
+        clearTimeout(timer);
+        watchers.delete(check);
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
+      };
+      const check = () => {
+        const found = logs.find(matches);
+        if (found) finish(found);
+        else if (exit) finish(new Error(`exited (${JSON.stringify(exit)}) before logging ${String(message)}; stderr: ${service.stderr}`));
+      };
+      watchers.add(check);
+      check();
+    });
   service.stop = async (signal = 'SIGTERM', timeoutMs = 30_000) => {
     if (exit) return exit;
     child.kill(signal);
@@ -84,13 +91,21 @@ export function startService(command: string, args: string[], options: { cwd?: s
 }
 
 /** Runs a command to its end: exit code, stdout and stderr. */
-export function runToEnd(command: string, args: string[], options: { cwd?: string; env: Record<string, string>; timeoutMs?: number }): Promise<Exit & { stdout: string; stderr: string }> {
+export function runToEnd(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env: Record<string, string>; timeoutMs?: number },
+): Promise<Exit & { stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd: options.cwd ?? ROOT, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 120_000);
     child.once('error', reject);
     child.once('close', (code, signal) => {

@@ -55,7 +55,8 @@ export async function lockWaitOf(pool: pg.Pool, fragment: string, timeoutMs = 50
     // On Citus the statement waits on a worker node: citus_lock_waits reports it by its coordinator query.
     const { rows } = await pool.query(
       `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1
-      ${readTestEnvironment().citus ? 'UNION ALL SELECT 1 FROM citus_lock_waits WHERE blocked_statement LIKE $1' : ''}`, [`%${fragment}%`],
+      ${readTestEnvironment().citus ? 'UNION ALL SELECT 1 FROM citus_lock_waits WHERE blocked_statement LIKE $1' : ''}`,
+      [`%${fragment}%`],
     );
     return rows.length > 0;
   }, timeoutMs);

@@ -25,11 +25,13 @@ export interface TestBed<Tenants extends readonly TenantOptions[]> {
  * before the file's tests and closed after them. Read the fields inside hooks and tests:
  * `beforeAll(() => { ({ t, tenants: [tenant] } = bed); })`.
  */
-export function testBed<const Tenants extends readonly TenantOptions[] = [{}]>(
-  options: { app?: TestAppOptions; tenants?: Tenants; receiver?: boolean } = {},
-): TestBed<Tenants> {
+export function testBed<const Tenants extends readonly TenantOptions[] = [{}]>(options: { app?: TestAppOptions; tenants?: Tenants; receiver?: boolean } = {}): TestBed<Tenants> {
   const closing: Array<() => Promise<unknown>> = [];
-  const bed = { closeFirst: (close) => { closing.push(close); } } as TestBed<Tenants>;
+  const bed = {
+    closeFirst: (close) => {
+      closing.push(close);
+    },
+  } as TestBed<Tenants>;
   beforeAll(async () => {
     bed.t = await startTestApp(options.app);
     const tenants: Tenant[] = [];

@@ -18,15 +18,32 @@ export const WEBHOOK_OF_SENDER: Record<DeliverySender, string> = {
   saved_connector: 'workflowSavedConnector',
 };
 
-interface Located<T> { at: string[]; node: T }
-interface Parameter { name: string; in: string; required?: boolean; $ref?: string }
-interface RequestBody { content?: Record<string, unknown>; $ref?: string }
-interface WebhookOperation { parameters?: Parameter[]; requestBody?: RequestBody }
+interface Located<T> {
+  at: string[];
+  node: T;
+}
+interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  $ref?: string;
+}
+interface RequestBody {
+  content?: Record<string, unknown>;
+  $ref?: string;
+}
+interface WebhookOperation {
+  parameters?: Parameter[];
+  requestBody?: RequestBody;
+}
 
 /** `node` at `at`, following local `$ref`s, with the pointer parts of where it ends. */
 function located<T extends { $ref?: string }>(node: T, at: string[]): Located<T> {
   if (!node.$ref) return { at, node };
-  const target = node.$ref.slice(2).split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const target = node.$ref
+    .slice(2)
+    .split('/')
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
   const resolved = target.reduce<unknown>((parent, key) => (parent as Record<string, unknown>)[key], contractDocument) as T;
   return located(resolved, target);
 }
@@ -42,12 +59,14 @@ function formFields(text: string, problems: string[]): Record<string, string> {
 }
 
 function headerProblems(parameters: Located<Parameter>[], headers: IncomingHttpHeaders): string[] {
-  return parameters.filter(({ node }) => node.in === 'header').flatMap(({ node, at }) => {
-    const value = headers[node.name.toLowerCase()];
-    if (value === undefined) return node.required ? [`header ${node.name} is missing`] : [];
-    if (Array.isArray(value)) return [`header ${node.name} sent ${value.length} times`];
-    return schemaProblems(pointer(...at, 'schema'), value).map((problem) => `header ${node.name}${problem}`);
-  });
+  return parameters
+    .filter(({ node }) => node.in === 'header')
+    .flatMap(({ node, at }) => {
+      const value = headers[node.name.toLowerCase()];
+      if (value === undefined) return node.required ? [`header ${node.name} is missing`] : [];
+      if (Array.isArray(value)) return [`header ${node.name} sent ${value.length} times`];
+      return schemaProblems(pointer(...at, 'schema'), value).map((problem) => `header ${node.name}${problem}`);
+    });
 }
 
 function bodyProblems(requestBody: Located<RequestBody>, request: ReceivedRequest): string[] {

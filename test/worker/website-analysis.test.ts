@@ -8,7 +8,9 @@ import type { Receiver } from '../support/receiver.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 const PAGE = '<!doctype html><html><head><title>Anvil Works</title><meta name="description" content="Anvils for every coyote."></head><body>hi</body></html>';
 const html = (body: string) => ({ status: 200, body, headers: { 'content-type': 'text/html; charset=utf-8' } });
@@ -21,7 +23,10 @@ async function autoPushWorkspace(): Promise<Tenant> {
   return tenant;
 }
 const post = async (tenant: Tenant, body: object) => {
-  const response = await t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Wile E.', email: `wile${++sequence}@gmail.com`, ...body });
+  const response = await t.http
+    .post('/api/v1/leads')
+    .set(tenant.auth)
+    .send({ name: 'Wile E.', email: `wile${++sequence}@gmail.com`, ...body });
   expect(response.status).toBe(201);
   return response.body.data as { id: number; company: { id: number; status: string; name: string; description: string | null } | null };
 };
@@ -89,8 +94,12 @@ describe('website analysis', () => {
     await drain(t);
     expect((await readLead(tenant, lead.id)).company).toMatchObject({ status: 'failed' });
     expect(paths()).toEqual(['GET /to-metadata', 'POST /crm']);
-    const analysis = await t.ctx.db.selectFrom('outbox').select('last_error')
-      .where('workspace_id', '=', tenant.workspaceId).where('topic', '=', 'company.analyze').executeTakeFirstOrThrow();
+    const analysis = await t.ctx.db
+      .selectFrom('outbox')
+      .select('last_error')
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where('topic', '=', 'company.analyze')
+      .executeTakeFirstOrThrow();
     expect(analysis.last_error).toBe('refused: Cloud metadata hosts are always refused.');
   });
 
@@ -114,10 +123,14 @@ describe('website analysis', () => {
 
 describe('website metadata', () => {
   it('reads the title and the meta description, falling back to Open Graph', () => {
-    expect(extractMetadata('<html><head><title> Acme &amp; Co \n</title><meta name="Description" content="We make anvils."></head></html>'))
-      .toEqual({ title: 'Acme & Co', description: 'We make anvils.' });
-    expect(extractMetadata('<head><meta property="og:title" content="Acme"><meta property="og:description" content="Anvils, fast."></head>'))
-      .toEqual({ title: 'Acme', description: 'Anvils, fast.' });
+    expect(extractMetadata('<html><head><title> Acme &amp; Co \n</title><meta name="Description" content="We make anvils."></head></html>')).toEqual({
+      title: 'Acme & Co',
+      description: 'We make anvils.',
+    });
+    expect(extractMetadata('<head><meta property="og:title" content="Acme"><meta property="og:description" content="Anvils, fast."></head>')).toEqual({
+      title: 'Acme',
+      description: 'Anvils, fast.',
+    });
     expect(extractMetadata('not html at all')).toEqual({ title: null, description: null });
   });
 });

@@ -16,7 +16,9 @@ const bed = testBed({ tenants: [], receiver: true });
 let t: TestApp;
 let receiver: Receiver;
 const workers: ChildProcess[] = [];
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 afterEach(async () => {
   for (const worker of workers.splice(0)) {
     if (worker.exitCode === null && worker.signalCode === null) {
@@ -62,8 +64,17 @@ async function queueEvents(count: number): Promise<Tenant> {
   return tenant;
 }
 
-const branches = async (workspaceId: number) => Object.fromEntries((await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', workspaceId)
-  .select(['branch', (eb) => eb.fn.countAll<number>().as('n')]).groupBy('branch').execute()).map((row) => [row.branch, Number(row.n)]));
+const branches = async (workspaceId: number) =>
+  Object.fromEntries(
+    (
+      await t.ctx.db
+        .selectFrom('deliveries')
+        .where('workspace_id', '=', workspaceId)
+        .select(['branch', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy('branch')
+        .execute()
+    ).map((row) => [row.branch, Number(row.n)]),
+  );
 const distinctMessages = () => new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size;
 
 /** One worker in the middle of `events` queued events, each answered after `delayMs`, once the receiver has seen `seen` of them. */
@@ -87,8 +98,12 @@ describe('the dispatcher under several workers', () => {
     expect(new Set(leadIds).size).toBe(1000);
     expect(await branches(tenant.workspaceId)).toEqual({ Delivered: 1000 });
     // Each delivery was attempted exactly once.
-    const attempts = await t.ctx.db.selectFrom('delivery_attempts').innerJoin('deliveries', (join) => join.onRef('deliveries.workspace_id', '=', 'delivery_attempts.workspace_id').onRef('deliveries.id', '=', 'delivery_attempts.delivery_id'))
-      .where('deliveries.workspace_id', '=', tenant.workspaceId).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const attempts = await t.ctx.db
+      .selectFrom('delivery_attempts')
+      .innerJoin('deliveries', (join) => join.onRef('deliveries.workspace_id', '=', 'delivery_attempts.workspace_id').onRef('deliveries.id', '=', 'delivery_attempts.delivery_id'))
+      .where('deliveries.workspace_id', '=', tenant.workspaceId)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(attempts.n)).toBe(1000);
 
     for (const worker of pair) worker.kill('SIGTERM');
@@ -100,8 +115,13 @@ describe('the dispatcher under several workers', () => {
     const { tenant, worker: doomed } = await workerMidRun(200, 150, 20);
     doomed.kill('SIGKILL');
     await once(doomed, 'exit');
-    const claimedByTheDead = await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', tenant.workspaceId)
-      .where('branch', '=', 'pending').where('locked_by', 'is not', null).select('id').execute();
+    const claimedByTheDead = await t.ctx.db
+      .selectFrom('deliveries')
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where('branch', '=', 'pending')
+      .where('locked_by', 'is not', null)
+      .select('id')
+      .execute();
     expect(claimedByTheDead.length).toBeGreaterThan(0);
 
     receiver.fallback = { status: 200, body: '{}' };
@@ -117,8 +137,7 @@ describe('the dispatcher under several workers', () => {
     const [code] = await once(worker, 'exit');
     expect(code).toBe(0);
 
-    const held = await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', tenant.workspaceId)
-      .where('locked_by', 'is not', null).select('id').execute();
+    const held = await t.ctx.db.selectFrom('deliveries').where('workspace_id', '=', tenant.workspaceId).where('locked_by', 'is not', null).select('id').execute();
     expect(held).toHaveLength(0);
     // Every request the receiver saw was recorded as delivered: nothing was cut off.
     expect((await branches(tenant.workspaceId)).Delivered).toBe(distinctMessages());

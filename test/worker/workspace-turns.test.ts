@@ -8,10 +8,12 @@ import { uniqueEmail } from '../support/requests.js';
 const bed = outboundTestBed();
 let t: TestApp;
 let receiver: Receiver;
-beforeAll(() => { ({ t, receiver } = bed); });
+beforeAll(() => {
+  ({ t, receiver } = bed);
+});
 
 describe('workers serve workspaces in turn', () => {
-  it('send a quiet workspace\'s delivery in the first claims, even behind a busy workspace\'s backlog made before it', async () => {
+  it("send a quiet workspace's delivery in the first claims, even behind a busy workspace's backlog made before it", async () => {
     const busy = await createTenant(t.ctx.db);
     const quiet = await createTenant(t.ctx.db);
     await cli(t, ['workflow', 'create', '--workspace', String(busy.workspaceId), '--trigger', 'lead_created', '--url', `${receiver.url}/busy`]);
@@ -20,7 +22,14 @@ describe('workers serve workspaces in turn', () => {
       const leads = Array.from({ length: 100 }, (_, index) => ({ name: `Busy ${batch}-${index}`, email: uniqueEmail('busy') }));
       expect((await t.http.post('/api/v1/leads/batch').set(busy.auth).send({ leads })).status).toBe(200);
     }
-    expect((await t.http.post('/api/v1/leads').set(quiet.auth).send({ name: 'Quiet', email: uniqueEmail('quiet'), enrich: false })).status).toBe(201);
+    expect(
+      (
+        await t.http
+          .post('/api/v1/leads')
+          .set(quiet.auth)
+          .send({ name: 'Quiet', email: uniqueEmail('quiet'), enrich: false })
+      ).status,
+    ).toBe(201);
 
     await drain(t);
 

@@ -1,6 +1,13 @@
 import type { Command } from 'commander';
 import {
-  createConnector, deleteConnector, enableConnector, listWorkspaceConnectors, pushLead, rotateSigningSecret, testConnector, updateConnector,
+  createConnector,
+  deleteConnector,
+  enableConnector,
+  listWorkspaceConnectors,
+  pushLead,
+  rotateSigningSecret,
+  testConnector,
+  updateConnector,
 } from '../../connectors/service.js';
 import type { Db } from '../../db/connect.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
@@ -79,23 +86,31 @@ function parseOverlapHours(value: string): number {
 async function createFromOptions(db: Db, options: ConnectorOptions, secrets: ConnectorSecrets) {
   const maxPerSecond = options.maxPerSecond === undefined ? null : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: false });
   const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-  return createConnector(db, {
-    workspace_id: workspace.id,
-    url: parseWebhookUrl(options.url, '--url'),
-    method: parseMethod(options.method),
-    format: parseFormat(options.format),
-    auth: parseAuth(options, secrets),
-    mapping: parseMapping(options.map),
-    fields: parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS),
-    headers: parsePairs(options.header, '--header', MAX_HEADERS),
-    auto_push: options.autoPush === true,
-  }, maxPerSecond);
+  return createConnector(
+    db,
+    {
+      workspace_id: workspace.id,
+      url: parseWebhookUrl(options.url, '--url'),
+      method: parseMethod(options.method),
+      format: parseFormat(options.format),
+      auth: parseAuth(options, secrets),
+      mapping: parseMapping(options.map),
+      fields: parsePairs(options.field, '--field', MAX_CONSTANT_FIELDS),
+      headers: parsePairs(options.header, '--header', MAX_HEADERS),
+      auto_push: options.autoPush === true,
+    },
+    maxPerSecond,
+  );
 }
 
 export function registerConnectorCommands(program: Command): void {
   const connector = program.command('connector').description('Webhook connectors (apps and CRM)');
-  connector.command('create').requiredOption('--workspace <id>').requiredOption('--url <url>')
-    .option('--method <method>', 'GET, POST, PUT, PATCH or DELETE', 'POST').option('--format <format>', 'json or form', 'json')
+  connector
+    .command('create')
+    .requiredOption('--workspace <id>')
+    .requiredOption('--url <url>')
+    .option('--method <method>', 'GET, POST, PUT, PATCH or DELETE', 'POST')
+    .option('--format <format>', 'json or form', 'json')
     .option('--auth <type>', 'none, bearer, header or basic', 'none')
     .option('--token <token>', `- reads it from standard input; or set ${CONNECTOR_SECRETS.token.env}`)
     .option('--header-name <name>')
@@ -113,35 +128,57 @@ export function registerConnectorCommands(program: Command): void {
       await runCommand(({ db }) => createFromOptions(db, options, secrets));
     });
 
-  connector.command('list').description('not deleted ones, credentials masked').requiredOption('--workspace <id>')
-    .action((options: { workspace: string }) => runCommand(async ({ db }) =>
-      listWorkspaceConnectors(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
+  connector
+    .command('list')
+    .description('not deleted ones, credentials masked')
+    .requiredOption('--workspace <id>')
+    .action((options: { workspace: string }) =>
+      runCommand(async ({ db }) => listWorkspaceConnectors(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)),
+    );
 
-  connector.command('update').requiredOption('--id <id>').option('--auto-push <on|off>')
+  connector
+    .command('update')
+    .requiredOption('--id <id>')
+    .option('--auto-push <on|off>')
     .option('--max-per-second <n|off>', 'cap its deliveries per second, or off')
-    .action((options: { id: string; autoPush?: string; maxPerSecond?: string }) => runCommand(({ db }) => {
-      if (options.autoPush === undefined && options.maxPerSecond === undefined) throw new Refused('invalid_argument', 'Give --auto-push, --max-per-second or both.');
-      return updateConnector(db, positiveId(options.id, '--id'), {
-        autoPush: options.autoPush === undefined ? undefined : parseBoolean(options.autoPush, '--auto-push'),
-        maxPerSecond: options.maxPerSecond === undefined ? undefined : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }),
-      });
-    }));
+    .action((options: { id: string; autoPush?: string; maxPerSecond?: string }) =>
+      runCommand(({ db }) => {
+        if (options.autoPush === undefined && options.maxPerSecond === undefined) throw new Refused('invalid_argument', 'Give --auto-push, --max-per-second or both.');
+        return updateConnector(db, positiveId(options.id, '--id'), {
+          autoPush: options.autoPush === undefined ? undefined : parseBoolean(options.autoPush, '--auto-push'),
+          maxPerSecond: options.maxPerSecond === undefined ? undefined : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }),
+        });
+      }),
+    );
 
-  connector.command('enable').description('sends to a connector disabled for sustained failure again').requiredOption('--id <id>')
+  connector
+    .command('enable')
+    .description('sends to a connector disabled for sustained failure again')
+    .requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => enableConnector(db, positiveId(options.id, '--id'))));
 
-  connector.command('delete').description('sends nothing more: its pending deliveries, retries included, end Failed unsent').requiredOption('--id <id>')
+  connector
+    .command('delete')
+    .description('sends nothing more: its pending deliveries, retries included, end Failed unsent')
+    .requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));
 
-  connector.command('rotate-secret').requiredOption('--id <id>')
+  connector
+    .command('rotate-secret')
+    .requiredOption('--id <id>')
     .option('--overlap-hours <hours>', 'how long the previous secret keeps signing too (0 to 720)', String(DEFAULT_OVERLAP_HOURS))
-    .action((options: { id: string; overlapHours: string }) => runCommand(({ db }) =>
-      rotateSigningSecret(db, positiveId(options.id, '--id'), parseOverlapHours(options.overlapHours))));
+    .action((options: { id: string; overlapHours: string }) =>
+      runCommand(({ db }) => rotateSigningSecret(db, positiveId(options.id, '--id'), parseOverlapHours(options.overlapHours))),
+    );
 
-  connector.command('test').requiredOption('--id <id>')
+  connector
+    .command('test')
+    .requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand((ctx) => testConnector(ctx, positiveId(options.id, '--id'))));
 
-  connector.command('push').requiredOption('--id <id>').requiredOption('--lead <id>')
-    .action((options: { id: string; lead: string }) => runCommand((ctx) =>
-      pushLead(ctx, positiveId(options.id, '--id'), positiveId(options.lead, '--lead'))));
+  connector
+    .command('push')
+    .requiredOption('--id <id>')
+    .requiredOption('--lead <id>')
+    .action((options: { id: string; lead: string }) => runCommand((ctx) => pushLead(ctx, positiveId(options.id, '--id'), positiveId(options.lead, '--lead'))));
 }

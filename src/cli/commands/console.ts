@@ -9,7 +9,9 @@ async function readStandardInput(): Promise<string> {
   if (process.stdin.isTTY) throw new Refused('invalid_argument', 'Pipe the password on standard input, e.g. `npm run --silent cli -- user set-password --id 1 < password.txt`.');
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /**
@@ -19,13 +21,21 @@ async function readStandardInput(): Promise<string> {
  */
 export function registerConsoleCommands(program: Command): void {
   const consoleCommand = program.command('console').description('The workspace console at /console');
-  consoleCommand.command('link').description('a single-use sign-in link, valid 15 minutes').requiredOption('--user <id>')
+  consoleCommand
+    .command('link')
+    .description('a single-use sign-in link, valid 15 minutes')
+    .requiredOption('--user <id>')
     .action((options: { user: string }) => runCommand(({ db, config }) => mintSignInLink(db, config.PUBLIC_URL, positiveId(options.user, '--user'))));
 
   const user = program.commands.find((command) => command.name() === 'user') ?? program.command('user');
-  user.command('set-password').description('reads the password from standard input').requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(async ({ db }) => {
-      const id = positiveId(options.id, '--id');
-      return setUserPassword(db, id, await readStandardInput());
-    }));
+  user
+    .command('set-password')
+    .description('reads the password from standard input')
+    .requiredOption('--id <id>')
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        return setUserPassword(db, id, await readStandardInput());
+      }),
+    );
 }

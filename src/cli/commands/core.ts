@@ -14,7 +14,10 @@ import { runCommand } from '../cli-context.js';
 
 function parseScopes(value: string | undefined): Scope[] {
   if (value === undefined) return [];
-  const scopes = value.split(',').map((scope) => scope.trim()).filter(Boolean);
+  const scopes = value
+    .split(',')
+    .map((scope) => scope.trim())
+    .filter(Boolean);
   const unknown = scopes.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
   if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
   return [...new Set(scopes)] as Scope[];
@@ -22,66 +25,118 @@ function parseScopes(value: string | undefined): Scope[] {
 
 export function registerCoreCommands(program: Command): void {
   const workspace = program.command('workspace').description('Workspaces');
-  workspace.command('create').requiredOption('--name <name>')
+  workspace
+    .command('create')
+    .requiredOption('--name <name>')
     .action((options: { name: string }) => runCommand(({ db }) => insertWorkspace(db, nonEmpty(options.name, '--name'))));
 
   const user = program.command('user').description('Users of a workspace');
-  user.command('create').requiredOption('--workspace <id>').requiredOption('--email <email>').option('--role <role>', 'admin or member', 'admin')
-    .action((options: { workspace: string; email: string; role?: string }) => runCommand(async ({ db }) => {
-      const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return addMember(db, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
-    }));
-  user.command('delete').requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(async ({ db }) => {
-      return removeMember(db, positiveId(options.id, '--id'));
-    }));
+  user
+    .command('create')
+    .requiredOption('--workspace <id>')
+    .requiredOption('--email <email>')
+    .option('--role <role>', 'admin or member', 'admin')
+    .action((options: { workspace: string; email: string; role?: string }) =>
+      runCommand(async ({ db }) => {
+        const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+        return addMember(db, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
+      }),
+    );
+  user
+    .command('delete')
+    .requiredOption('--id <id>')
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        return removeMember(db, positiveId(options.id, '--id'));
+      }),
+    );
 
   const key = program.command('key').description('API keys');
-  key.command('create').requiredOption('--workspace <id>').requiredOption('--user <id>').requiredOption('--name <label>')
-    .option('--scopes <list>', 'comma-separated: leads:write,leads:read,tags:read').option('--expires-at <iso>')
-    .action((options: { workspace: string; user: string; name: string; scopes?: string; expiresAt?: string }) => runCommand(async ({ db }) => {
-      const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return createApiKey(db, {
-        workspaceId: found.id,
-        userId: positiveId(options.user, '--user'),
-        name: nonEmpty(options.name, '--name'),
-        scopes: parseScopes(options.scopes),
-        expiresAt: options.expiresAt === undefined ? null : parseTimestamp(options.expiresAt, '--expires-at'),
-      });
-    }));
-  key.command('revoke').requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(async ({ db }) => {
-      const revoked = await revokeKey(db, positiveId(options.id, '--id'));
-      if (!revoked) throw new Refused('not_found', `API key ${options.id} does not exist.`);
-      return { id: revoked.id, revoked: true };
-    }));
-  key.command('list').requiredOption('--workspace <id>')
+  key
+    .command('create')
+    .requiredOption('--workspace <id>')
+    .requiredOption('--user <id>')
+    .requiredOption('--name <label>')
+    .option('--scopes <list>', 'comma-separated: leads:write,leads:read,tags:read')
+    .option('--expires-at <iso>')
+    .action((options: { workspace: string; user: string; name: string; scopes?: string; expiresAt?: string }) =>
+      runCommand(async ({ db }) => {
+        const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+        return createApiKey(db, {
+          workspaceId: found.id,
+          userId: positiveId(options.user, '--user'),
+          name: nonEmpty(options.name, '--name'),
+          scopes: parseScopes(options.scopes),
+          expiresAt: options.expiresAt === undefined ? null : parseTimestamp(options.expiresAt, '--expires-at'),
+        });
+      }),
+    );
+  key
+    .command('revoke')
+    .requiredOption('--id <id>')
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        const revoked = await revokeKey(db, positiveId(options.id, '--id'));
+        if (!revoked) throw new Refused('not_found', `API key ${options.id} does not exist.`);
+        return { id: revoked.id, revoked: true };
+      }),
+    );
+  key
+    .command('list')
+    .requiredOption('--workspace <id>')
     .action((options: { workspace: string }) => runCommand(async ({ db }) => listKeys(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
 
   const tag = program.command('tag').description('Tags');
-  tag.command('create').requiredOption('--workspace <id>').requiredOption('--name <name>').option('--color <color>').option('--archived')
-    .action((options: { workspace: string; name: string; color?: string; archived?: boolean }) => runCommand(async ({ db }) => {
-      const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return insertTag(db, { workspace_id: found.id, name: nonEmpty(options.name, '--name'), color: options.color ? nonEmpty(options.color, '--color', 32) : null, active: !options.archived });
-    }));
+  tag
+    .command('create')
+    .requiredOption('--workspace <id>')
+    .requiredOption('--name <name>')
+    .option('--color <color>')
+    .option('--archived')
+    .action((options: { workspace: string; name: string; color?: string; archived?: boolean }) =>
+      runCommand(async ({ db }) => {
+        const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+        return insertTag(db, {
+          workspace_id: found.id,
+          name: nonEmpty(options.name, '--name'),
+          color: options.color ? nonEmpty(options.color, '--color', 32) : null,
+          active: !options.archived,
+        });
+      }),
+    );
 
   const company = program.command('company').description('Companies');
-  company.command('create').requiredOption('--workspace <id>').option('--name <name>').option('--website <url>')
-    .action((options: { workspace: string; name?: string; website?: string }) => runCommand(async ({ db }) => {
-      const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      const website = options.website === undefined ? null : parseWebsite(options.website, '--website');
-      const name = options.name === undefined ? null : nonEmpty(options.name, '--name');
-      return createCompany(db, { workspaceId: found.id, name, website });
-    }));
-  company.command('list').description('newest first').requiredOption('--workspace <id>').option('--limit <n>', 'at most 1000', '100').option('--before <id>', 'older than this company')
-    .action((options: { workspace: string; limit: string; before?: string }) => runCommand(async ({ db }) => {
-      const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return listCompanies(db, found.id, {
-        limit: boundedInteger(options.limit, '--limit', { min: 1, max: 1000 }),
-        before: options.before === undefined ? undefined : positiveId(options.before, '--before'),
-      });
-    }));
+  company
+    .command('create')
+    .requiredOption('--workspace <id>')
+    .option('--name <name>')
+    .option('--website <url>')
+    .action((options: { workspace: string; name?: string; website?: string }) =>
+      runCommand(async ({ db }) => {
+        const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+        const website = options.website === undefined ? null : parseWebsite(options.website, '--website');
+        const name = options.name === undefined ? null : nonEmpty(options.name, '--name');
+        return createCompany(db, { workspaceId: found.id, name, website });
+      }),
+    );
+  company
+    .command('list')
+    .description('newest first')
+    .requiredOption('--workspace <id>')
+    .option('--limit <n>', 'at most 1000', '100')
+    .option('--before <id>', 'older than this company')
+    .action((options: { workspace: string; limit: string; before?: string }) =>
+      runCommand(async ({ db }) => {
+        const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+        return listCompanies(db, found.id, {
+          limit: boundedInteger(options.limit, '--limit', { min: 1, max: 1000 }),
+          before: options.before === undefined ? undefined : positiveId(options.before, '--before'),
+        });
+      }),
+    );
 
-  program.command('demo').description('Creates a demo workspace, an admin user and a full-scope key')
+  program
+    .command('demo')
+    .description('Creates a demo workspace, an admin user and a full-scope key')
     .action(() => runCommand(({ db }) => createDemoWorkspace(db)));
 }

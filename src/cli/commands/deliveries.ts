@@ -24,32 +24,51 @@ const LIMIT = { min: 1, max: 1000 };
 
 export function registerDeliveryCommands(program: Command): void {
   const deliveries = program.command('deliveries').description('Webhook deliveries and their attempts');
-  deliveries.command('list').description('oldest first (by id); --limit keeps the newest').requiredOption('--workspace <id>').option('--lead <id>')
-    .option('--branch <branch>', 'pending, Delivered or Failed').option('--since <iso>', 'created at or after')
+  deliveries
+    .command('list')
+    .description('oldest first (by id); --limit keeps the newest')
+    .requiredOption('--workspace <id>')
+    .option('--lead <id>')
+    .option('--branch <branch>', 'pending, Delivered or Failed')
+    .option('--since <iso>', 'created at or after')
     .option('--limit <n>', `only the newest this many, ${LIMIT.min} to ${LIMIT.max} (default: all)`)
-    .action((options: ListOptions) => runCommand(async ({ db }) => {
-      const filter = {
-        leadId: options.lead === undefined ? undefined : positiveId(options.lead, '--lead'),
-        branch: options.branch === undefined ? undefined : parseBranch(options.branch),
-        since: options.since === undefined ? undefined : parseTimestamp(options.since, '--since'),
-        limit: options.limit === undefined ? undefined : boundedInteger(options.limit, '--limit', LIMIT),
-      };
-      const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return listDeliveries(db, workspace.id, filter);
-    }));
+    .action((options: ListOptions) =>
+      runCommand(async ({ db }) => {
+        const filter = {
+          leadId: options.lead === undefined ? undefined : positiveId(options.lead, '--lead'),
+          branch: options.branch === undefined ? undefined : parseBranch(options.branch),
+          since: options.since === undefined ? undefined : parseTimestamp(options.since, '--since'),
+          limit: options.limit === undefined ? undefined : boundedInteger(options.limit, '--limit', LIMIT),
+        };
+        const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
+        return listDeliveries(db, workspace.id, filter);
+      }),
+    );
 
-  deliveries.command('show').description('the request as sent (credentials masked) and every attempt').requiredOption('--id <id>')
+  deliveries
+    .command('show')
+    .description('the request as sent (credentials masked) and every attempt')
+    .requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => showDelivery(db, positiveId(options.id, '--id'))));
 
-  deliveries.command('replay').description('sends a finished delivery again under the same webhook-id').requiredOption('--id <id>')
+  deliveries
+    .command('replay')
+    .description('sends a finished delivery again under the same webhook-id')
+    .requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, positiveId(options.id, '--id'))));
 
-  deliveries.command('recover').description('sends again every delivery of a connector or workflow that ended Failed in the window, once')
-    .option('--connector <id>').option('--workflow <id>').requiredOption('--since <iso>', 'ended Failed at or after')
+  deliveries
+    .command('recover')
+    .description('sends again every delivery of a connector or workflow that ended Failed in the window, once')
+    .option('--connector <id>')
+    .option('--workflow <id>')
+    .requiredOption('--since <iso>', 'ended Failed at or after')
     .option('--until <iso>', 'ended Failed at or before (default: now)')
-    .action((options: RecoverOptions) => runCommand(async ({ db }) => {
-      const [flag, value] = exactlyOne(options, { connector: '--connector', workflow: '--workflow' });
-      const endpoint = flag === 'connector' ? { connectorId: positiveId(value, '--connector') } : { workflowId: positiveId(value, '--workflow') };
-      return recoverDeliveries(db, endpoint, parseTimeWindow(options.since, options.until));
-    }));
+    .action((options: RecoverOptions) =>
+      runCommand(async ({ db }) => {
+        const [flag, value] = exactlyOne(options, { connector: '--connector', workflow: '--workflow' });
+        const endpoint = flag === 'connector' ? { connectorId: positiveId(value, '--connector') } : { workflowId: positiveId(value, '--workflow') };
+        return recoverDeliveries(db, endpoint, parseTimeWindow(options.since, options.until));
+      }),
+    );
 }

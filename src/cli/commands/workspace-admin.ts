@@ -15,24 +15,45 @@ const group = (program: Command, name: string) => program.commands.find((command
  */
 export function registerWorkspaceAdminCommands(program: Command): void {
   const user = group(program, 'user');
-  user.command('list').requiredOption('--workspace <id>')
-    .action((options: { workspace: string }) => runCommand(async ({ db }) =>
-      listWorkspaceMembers(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)));
-  user.command('update').requiredOption('--id <id>').requiredOption('--role <role>', 'admin or member')
+  user
+    .command('list')
+    .requiredOption('--workspace <id>')
+    .action((options: { workspace: string }) =>
+      runCommand(async ({ db }) => listWorkspaceMembers(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id)),
+    );
+  user
+    .command('update')
+    .requiredOption('--id <id>')
+    .requiredOption('--role <role>', 'admin or member')
     .action((options: { id: string; role: string }) => runCommand(({ db }) => changeRole(db, positiveId(options.id, '--id'), parseRole(options.role, '--role'))));
 
   const tag = group(program, 'tag');
-  tag.command('list').requiredOption('--workspace <id>').option('--archived', 'archived tags too')
-    .action((options: { workspace: string; archived?: boolean }) => runCommand(async ({ db }) =>
-      listTags(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id, options.archived === true)));
-  tag.command('update').requiredOption('--id <id>').option('--name <name>').option('--color <color>', 'a colour, or "none" to clear it')
+  tag
+    .command('list')
+    .requiredOption('--workspace <id>')
+    .option('--archived', 'archived tags too')
+    .action((options: { workspace: string; archived?: boolean }) =>
+      runCommand(async ({ db }) => listTags(db, (await requireWorkspace(db, positiveId(options.workspace, '--workspace'))).id, options.archived === true)),
+    );
+  tag
+    .command('update')
+    .requiredOption('--id <id>')
+    .option('--name <name>')
+    .option('--color <color>', 'a colour, or "none" to clear it')
     .option('--archived <on|off>', 'archive (on) or restore (off)')
-    .action((options: { id: string; name?: string; color?: string; archived?: string }) => runCommand(({ db }) => updateTag(db, positiveId(options.id, '--id'), {
-      name: options.name === undefined ? undefined : nonEmpty(options.name, '--name'),
-      color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : nonEmpty(options.color, '--color', 32),
-      active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
-    })));
+    .action((options: { id: string; name?: string; color?: string; archived?: string }) =>
+      runCommand(({ db }) =>
+        updateTag(db, positiveId(options.id, '--id'), {
+          name: options.name === undefined ? undefined : nonEmpty(options.name, '--name'),
+          color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : nonEmpty(options.color, '--color', 32),
+          active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
+        }),
+      ),
+    );
 
-  group(program, 'connector').command('reveal-secret').description('the signing secret receivers verify with').requiredOption('--id <id>')
+  group(program, 'connector')
+    .command('reveal-secret')
+    .description('the signing secret receivers verify with')
+    .requiredOption('--id <id>')
     .action((options: { id: string }) => runCommand(({ db }) => revealSigningSecret(db, positiveId(options.id, '--id'))));
 }

@@ -27,16 +27,20 @@ function authentication(body: unknown): ConnectorAuth {
     return value;
   };
   switch (type) {
-    case 'none': return { type: 'none' };
-    case 'bearer': return { type: 'bearer', token: required('token', 'a Token') };
+    case 'none':
+      return { type: 'none' };
+    case 'bearer':
+      return { type: 'bearer', token: required('token', 'a Token') };
     case 'header': {
       const name = required('header_name', 'a Header name');
       const unsendable = droppedHeaderReason(name);
       if (unsendable) throw invalid(`Header name: ${unsendable}.`);
       return { type: 'header', name, value: required('header_value', 'a Header value') };
     }
-    case 'basic': return { type: 'basic', username: required('username', 'a Username'), password: text(body, 'password') };
-    default: throw invalid(`Authentication must be none, bearer, header or basic, got "${type}".`);
+    case 'basic':
+      return { type: 'basic', username: required('username', 'a Username'), password: text(body, 'password') };
+    default:
+      throw invalid(`Authentication must be none, bearer, header or basic, got "${type}".`);
   }
 }
 

@@ -27,7 +27,9 @@ async function renderConnector(res: Response, ctx: AppContext, id: number, extra
 export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
   const owned = (res: Response, id: unknown) => requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'connectors', pathId(id));
 
-  router.get('/connectors/:id', async (req, res) => { await renderConnector(res, ctx, pathId(req.params.id), { notice: noticeOf(req) }); });
+  router.get('/connectors/:id', async (req, res) => {
+    await renderConnector(res, ctx, pathId(req.params.id), { notice: noticeOf(req) });
+  });
 
   router.post('/connectors/:id/test', async (req, res) => {
     const id = await owned(res, req.params.id);
@@ -65,7 +67,11 @@ export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
   router.get('/connectors/:id/delete', async (req, res) => {
     const id = await owned(res, req.params.id);
     render(res, 'confirm', {
-      title: `Delete connector ${id}?`, page: 'connectors', action: `/console/connectors/${id}/delete`, button: 'Delete connector', back: `/console/connectors/${id}`,
+      title: `Delete connector ${id}?`,
+      page: 'connectors',
+      action: `/console/connectors/${id}/delete`,
+      button: 'Delete connector',
+      back: `/console/connectors/${id}`,
       explanation: 'Nothing is sent to it any more, workflows that send to it fail with a configuration error, and its deliveries stay in the log.',
     });
   });

@@ -15,8 +15,17 @@ export function addConnectorRoutes(router: Router, ctx: AppContext): void {
   router.get('/connectors', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
     const connectors = await listWorkspaceConnectors(ctx.db, workspaceId);
-    const stats = await connectorDeliveryStats(ctx.db, workspaceId, connectors.map((connector) => connector.id));
-    render(res, 'connectors', { title: 'Connectors', page: 'connectors', notice: noticeOf(req), connectors: connectors.map((connector) => ({ ...connector, stats: stats.get(connector.id) })) });
+    const stats = await connectorDeliveryStats(
+      ctx.db,
+      workspaceId,
+      connectors.map((connector) => connector.id),
+    );
+    render(res, 'connectors', {
+      title: 'Connectors',
+      page: 'connectors',
+      notice: noticeOf(req),
+      connectors: connectors.map((connector) => ({ ...connector, stats: stats.get(connector.id) })),
+    });
   });
 
   router.get('/connectors/new', (_req, res) => {

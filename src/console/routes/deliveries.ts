@@ -25,7 +25,9 @@ function filterOf(req: Request) {
   const since = query(req.query.since);
   const until = query(req.query.until);
   return {
-    connectorId: idFilter(req.query.connector), workflowId: idFilter(req.query.workflow), leadId: idFilter(req.query.lead),
+    connectorId: idFilter(req.query.connector),
+    workflowId: idFilter(req.query.workflow),
+    leadId: idFilter(req.query.lead),
     branch: branch === undefined ? undefined : parseBranch(branch),
     since: since === undefined ? undefined : parseTimestamp(utc(since), 'Since'),
     until: until === undefined ? undefined : parseTimestamp(utc(until), 'Until'),
@@ -38,12 +40,19 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
     const filter = filterOf(req);
     const [page, connectors, workflows] = await Promise.all([
       listDeliveryPage(ctx.db, workspaceId, { ...filter, before: idFilter(req.query.before), limit: PAGE_SIZE }),
-      listWorkspaceConnectors(ctx.db, workspaceId), listWorkspaceWorkflows(ctx.db, workspaceId),
+      listWorkspaceConnectors(ctx.db, workspaceId),
+      listWorkspaceWorkflows(ctx.db, workspaceId),
     ]);
     const kept = Object.entries(req.query).filter(([key, value]) => key !== 'before' && key !== 'notice' && typeof value === 'string' && value !== '') as Array<[string, string]>;
     const nextQuery = page.next === null ? null : new URLSearchParams([...kept, ['before', String(page.next)]]).toString();
     render(res, 'deliveries', {
-      title: 'Deliveries', page: 'deliveries', notice: noticeOf(req), deliveries: page.deliveries, nextQuery, connectors, workflows,
+      title: 'Deliveries',
+      page: 'deliveries',
+      notice: noticeOf(req),
+      deliveries: page.deliveries,
+      nextQuery,
+      connectors,
+      workflows,
       form: Object.fromEntries(kept),
     });
   });
@@ -64,9 +73,10 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
     const connector = text(req.body, 'connector');
     const workflow = text(req.body, 'workflow');
     if ((connector === '') === (workflow === '')) throw new Refused('invalid_argument', 'Choose exactly one connector or workflow.');
-    const endpoint = connector !== ''
-      ? { connectorId: await requireInWorkspace(ctx.db, workspaceId, 'connectors', pathId(connector)) }
-      : { workflowId: await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(workflow)) };
+    const endpoint =
+      connector !== ''
+        ? { connectorId: await requireInWorkspace(ctx.db, workspaceId, 'connectors', pathId(connector)) }
+        : { workflowId: await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(workflow)) };
     const until = text(req.body, 'until');
     const window = parseTimeWindow(utc(text(req.body, 'since')), until === '' ? undefined : utc(until));
     const result = await recoverDeliveries(ctx.db, endpoint, window, workspaceId);

@@ -28,7 +28,11 @@ export function pathId(value: unknown): number {
 }
 
 /** Lines of `key=value` in a textarea, as the CLI's repeated `--flag key=value` arguments. */
-export const pairLines = (value: string): string[] => value.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+export const pairLines = (value: string): string[] =>
+  value
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
 
 /** A query parameter as a string or undefined. */
 export const query = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? storableText(value) : undefined);
@@ -38,4 +42,3 @@ export const optionalId = (value: unknown): number | undefined => {
   const given = query(value);
   return given !== undefined && /^[1-9]\d{0,15}$/.test(given) ? Number(given) : undefined;
 };
-

@@ -31,7 +31,13 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
   router.get('/api-keys', async (req, res) => {
     const keys = await listKeys(ctx.db, signedIn(res).user.workspaceId);
     const now = Date.now();
-    render(res, 'keys', { title: 'API keys', page: 'keys', notice: noticeOf(req), scopes: scopeValues, keys: keys.map((key) => ({ ...key, condition: condition(key, now) })).reverse() });
+    render(res, 'keys', {
+      title: 'API keys',
+      page: 'keys',
+      notice: noticeOf(req),
+      scopes: scopeValues,
+      keys: keys.map((key) => ({ ...key, condition: condition(key, now) })).reverse(),
+    });
   });
 
   router.post('/api-keys', async (req, res) => {

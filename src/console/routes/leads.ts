@@ -35,11 +35,14 @@ export function addLeadRoutes(router: Router, ctx: AppContext): void {
       listLeadPage(ctx.db, workspaceId, { search, tagId, before: optionalId(req.query.before), limit: PAGE_SIZE }),
       listTags(ctx.db, workspaceId, true),
     ]);
-    const nextQuery = page.next === null ? null : new URLSearchParams({ ...(search ? { search } : {}), ...(tagId ? { tag: String(tagId) } : {}), before: String(page.next) }).toString();
+    const nextQuery =
+      page.next === null ? null : new URLSearchParams({ ...(search ? { search } : {}), ...(tagId ? { tag: String(tagId) } : {}), before: String(page.next) }).toString();
     render(res, 'leads', { title: 'Leads', page: 'leads', leads: page.leads, tags, search: search ?? '', tagId, nextQuery });
   });
 
-  router.get('/leads/:id', async (req, res) => { await renderLead(res, ctx, pathId(req.params.id)); });
+  router.get('/leads/:id', async (req, res) => {
+    await renderLead(res, ctx, pathId(req.params.id));
+  });
 
   router.post('/leads/:id/push', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;

@@ -37,7 +37,11 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
     const member = (await listWorkspaceMembers(ctx.db, signedIn(res).user.workspaceId)).find((row) => row.id === id)!;
     render(res, 'confirm', {
-      title: `Remove ${member.email}?`, page: 'members', action: `/console/members/${id}/remove`, button: 'Remove member', back: '/console/members',
+      title: `Remove ${member.email}?`,
+      page: 'members',
+      action: `/console/members/${id}/remove`,
+      button: 'Remove member',
+      back: '/console/members',
       explanation: `Their ${member.keys} API key(s) become orphaned and are refused from then on, and their console sessions end.`,
     });
   });

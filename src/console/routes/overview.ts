@@ -12,15 +12,34 @@ export function addOverviewRoutes(router: Router, ctx: AppContext): void {
   router.get('/', async (_req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
     const [leads, deliveries, failing, counts] = await Promise.all([
-      dailyCounts(ctx.db, workspaceId, DAYS), deliveriesPerDay(ctx.db, workspaceId, DAYS), failingEndpoints(ctx.db, workspaceId), workspaceCounts(ctx.db, workspaceId),
+      dailyCounts(ctx.db, workspaceId, DAYS),
+      deliveriesPerDay(ctx.db, workspaceId, DAYS),
+      failingEndpoints(ctx.db, workspaceId),
+      workspaceCounts(ctx.db, workspaceId),
     ]);
     render(res, 'overview', {
-      title: 'Overview', page: 'overview', counts, failing,
-      leads: dailyBars(leads, [
-        { key: 'created', name: 'created', colour: 'a' }, { key: 'updated', name: 'updated', colour: 'b' },
-        { key: 'skipped', name: 'skipped', colour: 'muted' }, { key: 'failed', name: 'failed', colour: 'bad' },
-      ], 'Leads created, updated, skipped and failed per day'),
-      deliveries: dailyBars(deliveries, [{ key: 'a', name: 'Delivered', colour: 'good' }, { key: 'b', name: 'Failed', colour: 'bad' }], 'Deliveries Delivered and Failed per day'),
+      title: 'Overview',
+      page: 'overview',
+      counts,
+      failing,
+      leads: dailyBars(
+        leads,
+        [
+          { key: 'created', name: 'created', colour: 'a' },
+          { key: 'updated', name: 'updated', colour: 'b' },
+          { key: 'skipped', name: 'skipped', colour: 'muted' },
+          { key: 'failed', name: 'failed', colour: 'bad' },
+        ],
+        'Leads created, updated, skipped and failed per day',
+      ),
+      deliveries: dailyBars(
+        deliveries,
+        [
+          { key: 'a', name: 'Delivered', colour: 'good' },
+          { key: 'b', name: 'Failed', colour: 'bad' },
+        ],
+        'Deliveries Delivered and Failed per day',
+      ),
     });
   });
 }

@@ -7,7 +7,9 @@ import { text } from './form.js';
 
 /** Sign-in by password and by link (before any session), and sign-out (with one). */
 export function addSignInRoutes(router: Router, ctx: AppContext): void {
-  router.get('/sign-in', (_req, res) => { render(res, 'sign-in', { title: 'Sign in' }); });
+  router.get('/sign-in', (_req, res) => {
+    render(res, 'sign-in', { title: 'Sign in' });
+  });
   router.post('/sign-in', async (req, res) => {
     const email = text(req.body, 'email');
     const result = await signInWithPassword(ctx.db, { email, password: text(req.body, 'password'), address: req.ip ?? req.socket.remoteAddress ?? 'unknown' });
@@ -20,7 +22,9 @@ export function addSignInRoutes(router: Router, ctx: AppContext): void {
   });
 
   // The link's token is in the fragment: this page only offers the button that posts it.
-  router.get('/sign-in/link', (_req, res) => { render(res, 'sign-in-link', { title: 'Sign in' }); });
+  router.get('/sign-in/link', (_req, res) => {
+    render(res, 'sign-in-link', { title: 'Sign in' });
+  });
   router.post('/sign-in/link', async (req, res) => {
     const sessionToken = await redeemLink(ctx.db, text(req.body, 'token'));
     if (!sessionToken) {

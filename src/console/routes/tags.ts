@@ -29,8 +29,8 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
   router.post('/tags/:id', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'tags', pathId(req.params.id));
     const action = text(req.body, 'action');
-    const changes = action === 'archive' ? { active: false } : action === 'restore' ? { active: true }
-      : { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body) };
+    const changes =
+      action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body) };
     await updateTag(ctx.db, id, changes);
     res.redirect(303, `/console/tags?notice=tag-saved${action === 'restore' || action === 'archive' ? '&archived=1' : ''}`);
   });

@@ -22,13 +22,17 @@ async function blockOf(ctx: AppContext, workspaceId: number, body: unknown): Pro
   const fields = parsePairs(pairLines(text(body, 'fields')), 'Fields', MAX_CONSTANT_FIELDS);
   if (endpoint === 'connector' || endpoint === 'crm') {
     const connectorId = await requireInWorkspace(ctx.db, workspaceId, 'connectors', pathId(text(body, 'connector')));
-    if (endpoint === 'crm' && fields.length > 0) throw new Refused('invalid_argument', 'Fields do not apply to Send to CRM: the connector\'s own fields and mapping are sent.');
+    if (endpoint === 'crm' && fields.length > 0) throw new Refused('invalid_argument', "Fields do not apply to Send to CRM: the connector's own fields and mapping are sent.");
     return { endpoint, connector_id: connectorId, fields };
   }
   if (endpoint !== 'url') throw new Refused('invalid_argument', 'Choose a Saved connector, Send to CRM or a Custom URL.');
   return {
-    endpoint: 'url', url: text(body, 'url'), method: parseMethod(text(body, 'method') || undefined), format: parseFormat(text(body, 'format') || undefined),
-    headers: parsePairs(pairLines(text(body, 'headers')), 'Headers', MAX_HEADERS), fields,
+    endpoint: 'url',
+    url: text(body, 'url'),
+    method: parseMethod(text(body, 'method') || undefined),
+    format: parseFormat(text(body, 'format') || undefined),
+    headers: parsePairs(pairLines(text(body, 'headers')), 'Headers', MAX_HEADERS),
+    fields,
   };
 }
 
@@ -41,7 +45,11 @@ function triggerOf(body: unknown): 'lead_created' | 'tag_added' {
 export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
   router.get('/workflows', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
-    const [workflows, connectors, tags] = await Promise.all([listWorkspaceWorkflows(ctx.db, workspaceId), listWorkspaceConnectors(ctx.db, workspaceId), listTags(ctx.db, workspaceId, false)]);
+    const [workflows, connectors, tags] = await Promise.all([
+      listWorkspaceWorkflows(ctx.db, workspaceId),
+      listWorkspaceConnectors(ctx.db, workspaceId),
+      listTags(ctx.db, workspaceId, false),
+    ]);
     render(res, 'workflows', { title: 'Workflows', page: 'workflows', notice: noticeOf(req), workflows, connectors, tags, methods: METHODS });
   });
 
@@ -50,9 +58,8 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
     const trigger = triggerOf(req.body);
     const block = await blockOf(ctx, workspaceId, req.body);
     const maxPerSecond = capField(req.body, false);
-    const input: NewWorkflowInput = trigger === 'tag_added'
-      ? { workspaceId, block, maxPerSecond, trigger, tagName: nonEmpty(text(req.body, 'tag'), 'Tag') }
-      : { workspaceId, block, maxPerSecond, trigger };
+    const input: NewWorkflowInput =
+      trigger === 'tag_added' ? { workspaceId, block, maxPerSecond, trigger, tagName: nonEmpty(text(req.body, 'tag'), 'Tag') } : { workspaceId, block, maxPerSecond, trigger };
     const created = await createWorkflow(ctx.db, input);
     render(res, 'workflow-created', { title: 'Workflow saved', page: 'workflows', workflow: created }, 201);
   });
@@ -60,7 +67,11 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
   router.get('/workflows/:id/edit', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
     const id = await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(req.params.id));
-    const [workflows, connectors, tags] = await Promise.all([listWorkspaceWorkflows(ctx.db, workspaceId), listWorkspaceConnectors(ctx.db, workspaceId), listTags(ctx.db, workspaceId, false)]);
+    const [workflows, connectors, tags] = await Promise.all([
+      listWorkspaceWorkflows(ctx.db, workspaceId),
+      listWorkspaceConnectors(ctx.db, workspaceId),
+      listTags(ctx.db, workspaceId, false),
+    ]);
     render(res, 'workflow-edit', { title: `Edit workflow ${id}`, page: 'workflows', editing: workflows.find((row) => row.id === id), connectors, tags, methods: METHODS });
   });
 
@@ -70,8 +81,8 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
     const trigger = triggerOf(req.body);
     const parsed = await blockOf(ctx, workspaceId, req.body);
     // Left empty, the stored URL and headers stay: the page shows them masked, never to be sent back.
-    const block = parsed.endpoint !== 'url' ? parsed
-      : { ...parsed, url: parsed.url.trim() === '' ? undefined : parsed.url, headers: parsed.headers.length === 0 ? undefined : parsed.headers };
+    const block =
+      parsed.endpoint !== 'url' ? parsed : { ...parsed, url: parsed.url.trim() === '' ? undefined : parsed.url, headers: parsed.headers.length === 0 ? undefined : parsed.headers };
     await editWorkflow(ctx.db, id, trigger === 'tag_added' ? { trigger, tagName: nonEmpty(text(req.body, 'tag'), 'Tag'), block } : { trigger, block });
     res.redirect(303, '/console/workflows?notice=workflow-updated');
   });

@@ -28,8 +28,14 @@ export interface Location {
   relocated: boolean;
 }
 
-export interface Account { uid: number; gid: number }
-export interface Binaries { initdb: string; postgres: string }
+export interface Account {
+  uid: number;
+  gid: number;
+}
+export interface Binaries {
+  initdb: string;
+  postgres: string;
+}
 
 export const ROOT_BASE = '/var/lib/lead-intake/embedded-postgres';
 const RUNTIME_DIR = path.join(ROOT_BASE, 'runtime');
@@ -108,7 +114,9 @@ async function relocate(visibleDir: string, account: Account): Promise<string> {
   await makeOwnedDirectory(dataDir, account);
   // For whoever lists DATA_ROOT: which checkout a directory belongs to.
   await writeFile(path.join(path.dirname(dataDir), 'CHECKOUT'), `${visibleDir}\n`).catch(() => {});
-  await symlink(dataDir, visibleDir).catch((error: unknown) => { throw fileSystemProblem('create the link', visibleDir, error); });
+  await symlink(dataDir, visibleDir).catch((error: unknown) => {
+    throw fileSystemProblem('create the link', visibleDir, error);
+  });
   return dataDir;
 }
 
@@ -208,7 +216,9 @@ async function prepareRootBase(): Promise<void> {
 }
 
 async function makeDirectory(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true }).catch((error: unknown) => { throw fileSystemProblem('create', dir, error); });
+  await mkdir(dir, { recursive: true }).catch((error: unknown) => {
+    throw fileSystemProblem('create', dir, error);
+  });
 }
 
 async function makeOwnedDirectory(dir: string, account: Account, mode = 0o700): Promise<void> {
@@ -222,5 +232,8 @@ async function makeOwnedDirectory(dir: string, account: Account, mode = 0o700): 
 }
 
 async function exists(file: string): Promise<boolean> {
-  return lstat(file).then(() => true, () => false);
+  return lstat(file).then(
+    () => true,
+    () => false,
+  );
 }

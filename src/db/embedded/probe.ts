@@ -53,16 +53,19 @@ function isAlive(pid: number): boolean {
   }
 }
 
-export type PortHolder =
-  | { kind: 'free' }
-  | { kind: 'postgres'; dataDirectory: string | null; detail: string }
-  | { kind: 'other'; detail: string };
+export type PortHolder = { kind: 'free' } | { kind: 'postgres'; dataDirectory: string | null; detail: string } | { kind: 'other'; detail: string };
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
-    socket.setTimeout(2000, () => { socket.destroy(); resolve(true); });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.setTimeout(2000, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }

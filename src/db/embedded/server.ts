@@ -47,14 +47,27 @@ export async function initialiseCluster(location: Location, options: ClusterOpti
     throw fileSystemProblem('write to', path.dirname(location.dataDir), error);
   }
   try {
-    const output = await runToCompletion(location.binaries.initdb, [
-      `--pgdata=${location.dataDir}`, `--username=${SUPERUSER.user}`, `--pwfile=${passwordFile}`, '--auth=scram-sha-256',
-      // UTF-8 with Unicode-aware lower()/upper() that does not depend on the machine's locales.
-      '--encoding=UTF8', '--locale-provider=builtin', '--builtin-locale=C.UTF-8', '--locale=C',
-      ...(options.ephemeral ? ['--no-sync'] : []),
-    ], spawnOptions(location));
+    const output = await runToCompletion(
+      location.binaries.initdb,
+      [
+        `--pgdata=${location.dataDir}`,
+        `--username=${SUPERUSER.user}`,
+        `--pwfile=${passwordFile}`,
+        '--auth=scram-sha-256',
+        // UTF-8 with Unicode-aware lower()/upper() that does not depend on the machine's locales.
+        '--encoding=UTF8',
+        '--locale-provider=builtin',
+        '--builtin-locale=C.UTF-8',
+        '--locale=C',
+        ...(options.ephemeral ? ['--no-sync'] : []),
+      ],
+      spawnOptions(location),
+    );
     if (output.code !== 0) {
-      throw new EmbeddedDatabaseError(`initdb could not create the embedded database in ${location.dataDir} (exit code ${output.code}): ${lastLines(output.text)}.`, adviceFor(output.text));
+      throw new EmbeddedDatabaseError(
+        `initdb could not create the embedded database in ${location.dataDir} (exit code ${output.code}): ${lastLines(output.text)}.`,
+        adviceFor(output.text),
+      );
     }
   } finally {
     await rm(passwordFile, { force: true });
@@ -71,23 +84,42 @@ export async function launchServer(location: Location, port: number, options: Cl
   } catch (error) {
     throw fileSystemProblem('write its log to', logFile, error);
   }
-  const child = spawn(location.binaries.postgres, [
-    '-D', location.dataDir, '-p', String(port),
-    // TCP on loopback only; no Unix socket to collide with another server's in /tmp.
-    '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=',
-    ...(options.ephemeral ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
-  ], { ...spawnOptions(location), detached: true, stdio: ['ignore', log.fd, log.fd] });
+  const child = spawn(
+    location.binaries.postgres,
+    [
+      '-D',
+      location.dataDir,
+      '-p',
+      String(port),
+      // TCP on loopback only; no Unix socket to collide with another server's in /tmp.
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      ...(options.ephemeral ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+    ],
+    { ...spawnOptions(location), detached: true, stdio: ['ignore', log.fd, log.fd] },
+  );
   await log.close();
 
   let exitDetail: string | null = null;
   let stopping = false;
   const exited = new Promise<void>((resolve) => {
-    child.once('error', (error) => { exitDetail ??= `it could not be run: ${error.message}`; resolve(); });
-    child.once('exit', (code, signal) => { exitDetail ??= signal ? `signal ${signal}` : `exit code ${code}`; resolve(); });
+    child.once('error', (error) => {
+      exitDetail ??= `it could not be run: ${error.message}`;
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      exitDetail ??= signal ? `signal ${signal}` : `exit code ${code}`;
+      resolve();
+    });
   });
   const failure = async (what: string) => {
     const text = await readFile(logFile, 'utf8').catch(() => '');
-    return new EmbeddedDatabaseError(`The embedded PostgreSQL (data directory ${location.dataDir}, port ${port}) ${what}: ${lastLines(text) || 'no output'}. Its log: ${logFile}.`, adviceFor(text, port));
+    return new EmbeddedDatabaseError(
+      `The embedded PostgreSQL (data directory ${location.dataDir}, port ${port}) ${what}: ${lastLines(text) || 'no output'}. Its log: ${logFile}.`,
+      adviceFor(text, port),
+    );
   };
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -134,10 +166,19 @@ function runToCompletion(binary: string, args: string[], options: SpawnOptions):
   return new Promise((resolve, reject) => {
     const child = spawn(binary, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
-    child.stdout!.on('data', (chunk: Buffer) => { text += chunk.toString(); });
-    child.stderr!.on('data', (chunk: Buffer) => { text += chunk.toString(); });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+    });
     child.once('error', (error: NodeJS.ErrnoException) => {
-      reject(new EmbeddedDatabaseError(`The embedded PostgreSQL binary ${binary} cannot be run (${error.code ?? error.message}).`, `Run npm ci again, or set DATABASE_URL to use a PostgreSQL server.`));
+      reject(
+        new EmbeddedDatabaseError(
+          `The embedded PostgreSQL binary ${binary} cannot be run (${error.code ?? error.message}).`,
+          `Run npm ci again, or set DATABASE_URL to use a PostgreSQL server.`,
+        ),
+      );
     });
     child.once('close', (code) => resolve({ code, text }));
   });
@@ -150,15 +191,20 @@ function pause(ms: number): Promise<void> {
 
 /** The lines of PostgreSQL's output that explain a failure, in one line. */
 function lastLines(text: string, count = 4): string {
-  const lines = text.split('\n').map((line) => line.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
   const telling = lines.filter((line) => /FATAL|PANIC|ERROR|error|could not|No space|denied/.test(line));
   return (telling.length > 0 ? telling : lines).slice(-count).join(' | ');
 }
 
 function adviceFor(output: string, port?: number): string {
   if (/No space left on device/i.test(output)) return 'Free disk space on that file system, or set DATABASE_URL to use a PostgreSQL server.';
-  if (/Permission denied|Operation not permitted/i.test(output)) return 'Fix the permissions of the data directory or point EMBEDDED_PG_DIR at another one, or set DATABASE_URL to use a PostgreSQL server.';
-  if (port !== undefined && /Address already in use/i.test(output)) return `Port ${port} is taken: set EMBEDDED_PG_PORT to a free port, or set DATABASE_URL to use a PostgreSQL server.`;
+  if (/Permission denied|Operation not permitted/i.test(output))
+    return 'Fix the permissions of the data directory or point EMBEDDED_PG_DIR at another one, or set DATABASE_URL to use a PostgreSQL server.';
+  if (port !== undefined && /Address already in use/i.test(output))
+    return `Port ${port} is taken: set EMBEDDED_PG_PORT to a free port, or set DATABASE_URL to use a PostgreSQL server.`;
   if (/lock file .* already exists/i.test(output)) return 'Another PostgreSQL runs on this data directory: stop it, or set DATABASE_URL to use a PostgreSQL server.';
   return USE_A_SERVER;
 }

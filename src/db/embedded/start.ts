@@ -69,7 +69,10 @@ async function start(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase
     ...(location.account ? { runsAs: 'postgres' } : {}),
   };
   if (location.relocated) {
-    log.info(where, `this process runs as root and the checkout is in a private directory: the embedded PostgreSQL runs as the postgres account, with its data in ${location.dataDir} (${location.visibleDir} links there)`);
+    log.info(
+      where,
+      `this process runs as root and the checkout is in a private directory: the embedded PostgreSQL runs as the postgres account, with its data in ${location.dataDir} (${location.visibleDir} links there)`,
+    );
   }
 
   const running = await findOwnServer(location.dataDir);
@@ -107,9 +110,15 @@ async function start(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase
 
 function joined(location: Location, running: { pid: number; port: number }, options: EmbeddedDatabaseOptions, log: Logger, where: object): EmbeddedDatabase {
   if (options.port !== undefined && options.port !== running.port) {
-    log.warn({ configuredPort: options.port, port: running.port }, 'the embedded PostgreSQL of this data directory already runs on another port than EMBEDDED_PG_PORT; using it there');
+    log.warn(
+      { configuredPort: options.port, port: running.port },
+      'the embedded PostgreSQL of this data directory already runs on another port than EMBEDDED_PG_PORT; using it there',
+    );
   }
-  log.info({ ...where, port: running.port, serverPid: running.pid }, 'DATABASE_URL is not set: joined the embedded PostgreSQL already running on this data directory (verified by its data_directory)');
+  log.info(
+    { ...where, port: running.port, serverPid: running.pid },
+    'DATABASE_URL is not set: joined the embedded PostgreSQL already running on this data directory (verified by its data_directory)',
+  );
   return { url: urlFor(running.port), port: running.port, dataDir: location.dataDir, started: false, close: async () => {}, stop: async () => {} };
 }
 
@@ -148,7 +157,10 @@ function portTaken(port: number, holder: Exclude<Awaited<ReturnType<typeof whoHo
 }
 
 async function isInitialised(dataDir: string): Promise<boolean> {
-  return access(path.join(dataDir, 'PG_VERSION')).then(() => true, () => false);
+  return access(path.join(dataDir, 'PG_VERSION')).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function ensureDatabase(port: number): Promise<void> {
@@ -164,9 +176,12 @@ async function ensureDatabase(port: number): Promise<void> {
 
 /** Leaves the server running while other processes (a worker, a second API) still use it. */
 async function closeUnlessShared(server: ServerProcess, port: number, log: Logger): Promise<void> {
-  const others = () => withAdminClient(port, async (client) => (await client.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
-  )).rows[0]!.n).catch(() => 0);
+  const others = () =>
+    withAdminClient(
+      port,
+      async (client) =>
+        (await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows[0]!.n,
+    ).catch(() => 0);
   // Connections this process just closed can take a moment to leave pg_stat_activity.
   let count = await others();
   for (let tries = 0; count > 0 && tries < 20; tries += 1) {

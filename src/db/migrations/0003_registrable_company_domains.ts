@@ -11,7 +11,11 @@ import { domainOfHost } from '../../normalize.js';
 // A name that was only a placeholder for the old domain follows it. Irreversible: down() keeps
 // the data as it is.
 
-interface StoredDomain { id: number; workspace_id: number; domain: string }
+interface StoredDomain {
+  id: number;
+  workspace_id: number;
+  domain: string;
+}
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   const { rows } = await sql<StoredDomain>`SELECT id, workspace_id, domain FROM companies WHERE domain IS NOT NULL ORDER BY id`.execute(db);

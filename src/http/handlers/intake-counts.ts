@@ -7,9 +7,7 @@ import type { IntakeMetrics } from '../../metrics/metrics.js';
 // was written again), a dry run not at all (nothing was saved).
 
 /** POST /leads: the row's outcome, or the refusal that answered 409 (duplicate) or 422 (failed). */
-export async function countLeadWrite(
-  metrics: IntakeMetrics, dryRun: boolean, write: () => Promise<WriteResult<LeadWriteResponse>>,
-): Promise<WriteResult<LeadWriteResponse>> {
+export async function countLeadWrite(metrics: IntakeMetrics, dryRun: boolean, write: () => Promise<WriteResult<LeadWriteResponse>>): Promise<WriteResult<LeadWriteResponse>> {
   let result: WriteResult<LeadWriteResponse>;
   try {
     result = await write();

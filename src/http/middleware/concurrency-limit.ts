@@ -10,10 +10,14 @@ import { authOf } from './auth.js';
 
 export function perKeyConcurrencyLimit(limit: number, onLimited: () => void): RequestHandler {
   const inFlight = new Map<number, number>();
-  const refusal = new ApiError(429, {
-    error: 'rate_limited',
-    message: `Too many requests at once: this API key may have ${limit} requests in progress on a server at a time. Retry after the number of seconds in the Retry-After header, or send fewer requests in parallel.`,
-  }, { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) });
+  const refusal = new ApiError(
+    429,
+    {
+      error: 'rate_limited',
+      message: `Too many requests at once: this API key may have ${limit} requests in progress on a server at a time. Retry after the number of seconds in the Retry-After header, or send fewer requests in parallel.`,
+    },
+    { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
+  );
 
   return (req, res, next) => {
     const key = authOf(req).apiKeyId;

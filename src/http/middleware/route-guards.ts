@@ -33,7 +33,10 @@ export function methodNotAllowed(path: ContractPath): RequestHandler {
       next();
       return;
     }
-    res.set('Allow', allow).status(405).json({ message: METHOD_NOT_ALLOWED_MESSAGE } satisfies RoutingError);
+    res
+      .set('Allow', allow)
+      .status(405)
+      .json({ message: METHOD_NOT_ALLOWED_MESSAGE } satisfies RoutingError);
   };
 }
 

@@ -51,7 +51,10 @@ function bulkCompany(lead: PreparedLead, lookup: IntakeLookup, sharedKey: (key: 
  * settled by the match keys' claims either way).
  */
 export async function planBulkRows(
-  db: Executor, workspaceId: number, leads: readonly PreparedLead[], options: IntakeOptions,
+  db: Executor,
+  workspaceId: number,
+  leads: readonly PreparedLead[],
+  options: IntakeOptions,
 ): Promise<{ plan: Array<BulkRow | null>; lookups: Array<IntakeLookup | undefined> }> {
   const lookup = await lookupForBatch(db, workspaceId, leads);
   const keyOf = (key: MatchKey) => `${key.kind}\u0000${key.value}`;
@@ -118,16 +121,21 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
     }
   }
 
-  const written = await insertNewLeads(db, workspaceId, run.map((row) => {
-    const domain = newDomainOf(row);
-    const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
-    if (companyId === undefined) throw new Error(`company for ${domain} could not be resolved`);
-    return {
-      values: leadValues(row.lead, companyId),
-      keys: row.lead.identities,
-      tagIds: [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)],
-      events: [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created' as const }],
-    };
-  }), { records });
+  const written = await insertNewLeads(
+    db,
+    workspaceId,
+    run.map((row) => {
+      const domain = newDomainOf(row);
+      const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
+      if (companyId === undefined) throw new Error(`company for ${domain} could not be resolved`);
+      return {
+        values: leadValues(row.lead, companyId),
+        keys: row.lead.identities,
+        tagIds: [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)],
+        events: [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created' as const }],
+      };
+    }),
+    { records },
+  );
   return { written, analyzeEvents };
 }

@@ -1,6 +1,4 @@
-import {
-  fillCompany, findCompanyByDomain, findCompanyByName, giveDomainToNamedCompany, insertCompanyIfNew, lockCompanyName,
-} from '../../companies/repository.js';
+import { fillCompany, findCompanyByDomain, findCompanyByName, giveDomainToNamedCompany, insertCompanyIfNew, lockCompanyName } from '../../companies/repository.js';
 import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
 import type { Executor } from '../../db/connect.js';
 import { inSavepoint } from '../../db/savepoint.js';
@@ -10,7 +8,10 @@ import type { IntakeLookup } from '../lookup-repository.js';
 import { existingCompanyId } from './lookup.js';
 import type { PreparedCompany } from './prepare.js';
 
-export interface ResolvedCompany { id: number; created: boolean }
+export interface ResolvedCompany {
+  id: number;
+  created: boolean;
+}
 
 /** What the payload says about the company besides how to find it. */
 function companyDetails(company: PreparedCompany) {
@@ -40,7 +41,12 @@ export function companyHasDetails(company: PreparedCompany): boolean {
  * read again what the lookup saw.
  */
 export async function resolveCompany(
-  db: Executor, workspaceId: number, company: PreparedCompany, enrich: boolean, events: CompanyAnalyzeEvent[], lookup: IntakeLookup,
+  db: Executor,
+  workspaceId: number,
+  company: PreparedCompany,
+  enrich: boolean,
+  events: CompanyAnalyzeEvent[],
+  lookup: IntakeLookup,
 ): Promise<ResolvedCompany> {
   const details = companyDetails(company);
   const hasDetails = companyHasDetails(company);

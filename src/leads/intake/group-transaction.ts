@@ -48,14 +48,13 @@ export type GroupOutcome = Settled | typeof RUN_AGAIN;
  * `commits`: called when every statement but the COMMIT is done (the write groups start the
  * next group then); it may be called again when the transaction runs again.
  */
-export async function runGroupTransaction(
-  db: Db, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, commits: () => void = () => {},
-): Promise<GroupOutcome[]> {
-  const run = (setBased: boolean) => inTransactionRetried(db, async (trx) => {
-    const outcomes = await runGroup(trx, requests, log, setBased);
-    commits();
-    return outcomes;
-  });
+export async function runGroupTransaction(db: Db, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, commits: () => void = () => {}): Promise<GroupOutcome[]> {
+  const run = (setBased: boolean) =>
+    inTransactionRetried(db, async (trx) => {
+      const outcomes = await runGroup(trx, requests, log, setBased);
+      commits();
+      return outcomes;
+    });
   try {
     return await run(true);
   } catch (error) {
@@ -66,21 +65,18 @@ export async function runGroupTransaction(
 }
 
 /** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
-const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) =>
-  a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && sameOptions(a.options, b.options);
+const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) => a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && sameOptions(a.options, b.options);
 
 /** Adds the rows' outcomes to the workspace's tally: a row without an outcome failed (refused or unexpectedly). */
 function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, results: readonly RowResult[]): void {
   let tally = tallies.get(workspaceId);
-  if (!tally) tallies.set(workspaceId, tally = { created: 0, updated: 0, skipped: 0, failed: 0 });
+  if (!tally) tallies.set(workspaceId, (tally = { created: 0, updated: 0, skipped: 0, failed: 0 }));
   for (const result of results) tally['outcome' in result ? result.outcome.status : 'failed'] += 1;
 }
 
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
 
-async function runGroup(
-  trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean,
-): Promise<GroupOutcome[]> {
+async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean): Promise<GroupOutcome[]> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
   // A key sent again within the group follows its first request, as it would have waited on its claim.
   const leaders = new Map<string, number>();
@@ -94,7 +90,10 @@ async function runGroup(
   }
 
   const keyed = requests.flatMap((request, index) => (request.idempotency && !followers.has(index) ? [{ index, key: request.idempotency }] : []));
-  const claims = await claimKeys(trx, keyed.map(({ key }) => key));
+  const claims = await claimKeys(
+    trx,
+    keyed.map(({ key }) => key),
+  );
   keyed.forEach(({ index }, position) => {
     const claim = claims[position]!;
     if ('replay' in claim) settled[index] = { result: { ...claim.replay, replayed: true } };
@@ -103,12 +102,20 @@ async function runGroup(
 
   const tallies = new Map<number, IntakeTally>();
   const running = requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index]));
-  for (let start = 0; start < running.length;) {
+  for (let start = 0; start < running.length; ) {
     let end = start + 1;
     while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
     const members = running.slice(start, end);
     const first = requests[members[0]!]!;
-    const results = await runIntake(trx, first.workspaceId, members.flatMap((index) => requests[index]!.rows), first.options, first.dryRun, log, setBased);
+    const results = await runIntake(
+      trx,
+      first.workspaceId,
+      members.flatMap((index) => requests[index]!.rows),
+      first.options,
+      first.dryRun,
+      log,
+      setBased,
+    );
     if (!first.dryRun) tallyRows(tallies, first.workspaceId, results);
     let offset = 0;
     for (const index of members) {

@@ -26,10 +26,7 @@ export interface IntakeRow {
 }
 
 /** What became of one row: an outcome, a refusal of the row alone, or an unexpected failure of the row alone. */
-export type RowResult =
-  | { outcome: RowOutcome }
-  | { rejected: RowRejected | DuplicateRejected }
-  | { unexpected: unknown };
+export type RowResult = { outcome: RowOutcome } | { rejected: RowRejected | DuplicateRejected } | { unexpected: unknown };
 
 /**
  * A set-based write (or the lookup of the rows it plans) failed as a whole. It is not in a savepoint of its own (that would cost
@@ -51,7 +48,13 @@ export class SetBasedWriteFailed extends Error {
  * unreachable (the whole call fails) and SetBasedWriteFailed.
  */
 export async function runIntake(
-  db: Executor, workspaceId: number, rows: readonly IntakeRow[], options: IntakeOptions, dryRun: boolean, log: Logger, setBased = true,
+  db: Executor,
+  workspaceId: number,
+  rows: readonly IntakeRow[],
+  options: IntakeOptions,
+  dryRun: boolean,
+  log: Logger,
+  setBased = true,
 ): Promise<RowResult[]> {
   const results: RowResult[] = [];
   let views: Array<IntakeLookup | undefined> = [];
@@ -64,7 +67,12 @@ export async function runIntake(
   }
 
   // The lookup of every row at once fails for all of them: rerun, each row's lookup is its own.
-  const { plan, lookups } = await planBulkRows(db, workspaceId, rows.map((row) => row.lead), options).catch((error: unknown) => {
+  const { plan, lookups } = await planBulkRows(
+    db,
+    workspaceId,
+    rows.map((row) => row.lead),
+    options,
+  ).catch((error: unknown) => {
     throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
   });
   views = lookups;
@@ -99,7 +107,13 @@ const failsTheTransaction = (error: unknown) => isUnavailable(error) || isRetrya
  * when it is all the row needs.
  */
 async function intakeRowAlone(
-  db: Executor, workspaceId: number, row: IntakeRow, options: IntakeOptions, dryRun: boolean, log: Logger, prefetched?: IntakeLookup,
+  db: Executor,
+  workspaceId: number,
+  row: IntakeRow,
+  options: IntakeOptions,
+  dryRun: boolean,
+  log: Logger,
+  prefetched?: IntakeLookup,
 ): Promise<RowResult> {
   try {
     const outcome = await inSavepoint(db, 'intake_row', !dryRun, async () => {
@@ -123,7 +137,12 @@ async function intakeRowAlone(
  * of its keys to a concurrent request meanwhile is undone and runs alone (it then matches).
  */
 async function writeRun(
-  db: Executor, workspaceId: number, run: BulkRow[], rows: readonly IntakeRow[], options: IntakeOptions, results: RowResult[],
+  db: Executor,
+  workspaceId: number,
+  run: BulkRow[],
+  rows: readonly IntakeRow[],
+  options: IntakeOptions,
+  results: RowResult[],
   alone: (index: number) => Promise<void>,
 ): Promise<void> {
   const records = run.some((row) => rows[row.index]!.wantsRecord);
@@ -143,7 +162,15 @@ async function writeRun(
   if (lost.length === 0) return;
   // A concurrent request created one of these people after the lookup: undo the new lead
   // (its claimed keys go with it), keep the events of companies this row created, match again.
-  await deleteLeads(db, workspaceId, written.filter((row) => !row.complete).map((row) => row.id));
-  await enqueue(db, workspaceId, lost.flatMap((row) => analyzeEvents.get(row.index) ?? []));
+  await deleteLeads(
+    db,
+    workspaceId,
+    written.filter((row) => !row.complete).map((row) => row.id),
+  );
+  await enqueue(
+    db,
+    workspaceId,
+    lost.flatMap((row) => analyzeEvents.get(row.index) ?? []),
+  );
   for (const row of lost) await alone(row.index);
 }

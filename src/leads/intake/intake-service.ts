@@ -16,10 +16,16 @@ import type { WriteGroups } from './write-groups.js';
 // thrown (RowRejected, DuplicateRejected, IdempotencyConflict) and nothing of the call is kept.
 
 /** Who calls: the API key's workspace and the key itself (Idempotency-Keys are per API key). */
-export interface Caller { workspaceId: number; apiKeyId: number }
+export interface Caller {
+  workspaceId: number;
+  apiKeyId: number;
+}
 
 /** The Idempotency-Key when one was sent, and the body as sent (before defaults were filled in), which it covers. */
-export interface Idempotency { key: string | undefined; bodyAsSent: unknown }
+export interface Idempotency {
+  key: string | undefined;
+  bodyAsSent: unknown;
+}
 
 type WriteAnswer<Body> = { status: number; body: Body };
 

@@ -8,7 +8,8 @@ import type { PreparedCompany, PreparedLead } from './prepare.js';
 /** The inputs of the key and tag parts of a lookup. */
 const keyInputs = (keys: readonly MatchKey[]) => ({ kinds: keys.map((key) => key.kind), values: keys.map((key) => key.value) });
 const tagInputs = (ids: readonly number[], names: readonly string[]) => ({
-  tagIds: [...new Set(ids)], tagNames: [...new Set(names.map((name) => name.toLowerCase()))],
+  tagIds: [...new Set(ids)],
+  tagNames: [...new Set(names.map((name) => name.toLowerCase()))],
 });
 
 /**
@@ -29,19 +30,21 @@ export function intakeLookupInput(workspaceId: number, lead: PreparedLead): Inta
     ...keyInputs(lead.identities),
     companyId: company?.id ?? null,
     domain,
-    companyName: domain === null ? company?.name?.toLowerCase() ?? null : null,
+    companyName: domain === null ? (company?.name?.toLowerCase() ?? null) : null,
   };
 }
 
-export const lookupForIntake = (db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> =>
-  readIntakeLookup(db, intakeLookupInput(workspaceId, lead));
+export const lookupForIntake = (db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> => readIntakeLookup(db, intakeLookupInput(workspaceId, lead));
 
 /** What lookupForIntake reads, for every row of a batch at once (one statement). */
 export function lookupForBatch(db: Executor, workspaceId: number, leads: readonly PreparedLead[]): Promise<BatchLookup> {
   const companies = leads.flatMap((lead) => (lead.company ? [lead.company] : []));
   return readBatchLookup(db, {
     workspaceId,
-    ...tagInputs(leads.flatMap((lead) => lead.tagIds), leads.flatMap((lead) => lead.tagNames)),
+    ...tagInputs(
+      leads.flatMap((lead) => lead.tagIds),
+      leads.flatMap((lead) => lead.tagNames),
+    ),
     ...keyInputs(leads.flatMap((lead) => lead.identities)),
     domains: [...new Set(companies.flatMap((company) => (company.domain !== null ? [company.domain] : [])))],
     companyIds: [...new Set(companies.flatMap((company) => (company.id !== null ? [company.id] : [])))],

@@ -33,5 +33,4 @@ export type MatchReport = Pick<LeadWriteMeta, 'matched_on' | 'match_kind' | 'con
 
 export const nothingMatched = (): MatchReport => ({ matched_on: null, match_kind: null, conflicts: [] });
 
-export const reportMatch = (match: StrongestMatch) =>
-  ({ matched_on: match.identity.label, match_kind: match.identity.kind, conflicts: match.conflicts }) satisfies MatchReport;
+export const reportMatch = (match: StrongestMatch) => ({ matched_on: match.identity.label, match_kind: match.identity.kind, conflicts: match.conflicts }) satisfies MatchReport;

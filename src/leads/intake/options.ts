@@ -23,5 +23,4 @@ export function switchesOf(request: IntakeSwitches): { options: IntakeOptions; d
 }
 
 /** Whether two requests ask for the same switches (every one of them). */
-export const sameOptions = (a: IntakeOptions, b: IntakeOptions): boolean =>
-  (Object.keys(a) as Array<keyof IntakeOptions>).every((name) => a[name] === b[name]);
+export const sameOptions = (a: IntakeOptions, b: IntakeOptions): boolean => (Object.keys(a) as Array<keyof IntakeOptions>).every((name) => a[name] === b[name]);

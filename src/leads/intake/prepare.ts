@@ -160,7 +160,17 @@ export function prepareLead(input: LeadInput): PreparedLead {
   const warnings: string[] = [];
   const emails = capped(unique([input.email, ...(input.emails ?? [])].filter((email): email is string => !!email).map(normalizeEmail)), MAX_EMAILS, 'emails', warnings);
   // Numbers under 7 digits are discarded without a warning, as the spec requires.
-  const phones = capped(unique([input.phone, ...(input.phones ?? [])].filter((phone): phone is string => !!phone).map(normalizePhone).filter((phone): phone is string => phone !== null)), MAX_PHONES, 'phones', warnings);
+  const phones = capped(
+    unique(
+      [input.phone, ...(input.phones ?? [])]
+        .filter((phone): phone is string => !!phone)
+        .map(normalizePhone)
+        .filter((phone): phone is string => phone !== null),
+    ),
+    MAX_PHONES,
+    'phones',
+    warnings,
+  );
 
   const links: Link[] = [];
   if (input.linkedin_url) links.push({ type: 'linkedin', url: input.linkedin_url });

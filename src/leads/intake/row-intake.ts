@@ -58,7 +58,7 @@ export function checkReferences(lookup: IntakeLookup, lead: PreparedLead, option
 
 /** The strongest match (see strongestMatch), and every lead the keys are held by. */
 async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
-  const matches = prefetched ?? await findIdentityMatches(db, workspaceId, identities);
+  const matches = prefetched ?? (await findIdentityMatches(db, workspaceId, identities));
   return { match: strongestMatch(identities, matches), matches };
 }
 
@@ -77,9 +77,7 @@ interface Resolution {
   events: CompanyAnalyzeEvent[];
 }
 
-async function resolve(
-  db: Executor, workspaceId: number, lead: PreparedLead, lookup: IntakeLookup, references: References, options: IntakeOptions,
-): Promise<Resolution> {
+async function resolve(db: Executor, workspaceId: number, lead: PreparedLead, lookup: IntakeLookup, references: References, options: IntakeOptions): Promise<Resolution> {
   const events: CompanyAnalyzeEvent[] = [];
   const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events, lookup) : null;
   const tags = await createTags(db, workspaceId, references.missingTagNames);
@@ -113,14 +111,17 @@ async function createLead(db: Executor, workspaceId: number, lead: PreparedLead,
     return null;
   }
   return {
-    status: 'created', leadId: record.id, match: nothingMatched(), warnings: lead.warnings,
-    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds, record,
+    status: 'created',
+    leadId: record.id,
+    match: nothingMatched(),
+    warnings: lead.warnings,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null,
+    createdTagIds: resolution.createdTagIds,
+    record,
   };
 }
 
-async function updateLead(
-  db: Executor, workspaceId: number, match: StrongestMatch, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution,
-): Promise<RowOutcome> {
+async function updateLead(db: Executor, workspaceId: number, match: StrongestMatch, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution): Promise<RowOutcome> {
   const { leadId } = match;
   const warnings = [...lead.warnings];
   await lockLead(db, workspaceId, leadId);
@@ -130,22 +131,30 @@ async function updateLead(
   const emails = lead.emails.filter((email) => !heldElsewhere('email', email));
   const phones = lead.phones.filter((phone) => !lead.identities.some((key) => key.kind === 'phone' && key.label === phone && heldElsewhere('phone', key.value)));
   for (const match of foreign) {
-    warnings.push(`${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`);
+    warnings.push(
+      `${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`,
+    );
   }
 
   await mergeIntoLead(db, workspaceId, leadId, {
     ...leadValues({ ...lead, emails, phones }, resolution.company?.id ?? null),
     fillCompanyOnly: !lead.company?.explicit,
   });
-  await claimIdentities(db, workspaceId, leadId, lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)));
+  await claimIdentities(
+    db,
+    workspaceId,
+    leadId,
+    lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)),
+  );
   const added = await attachTags(db, workspaceId, leadId, resolution.tagIds);
-  await enqueue(db, workspaceId, [
-    ...resolution.events,
-    ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } })),
-  ]);
+  await enqueue(db, workspaceId, [...resolution.events, ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } }))]);
   return {
-    status: 'updated', leadId, match: reportMatch(match), warnings,
-    createdCompanyId: resolution.company?.created ? resolution.company.id : null, createdTagIds: resolution.createdTagIds,
+    status: 'updated',
+    leadId,
+    match: reportMatch(match),
+    warnings,
+    createdCompanyId: resolution.company?.created ? resolution.company.id : null,
+    createdTagIds: resolution.createdTagIds,
   };
 }
 
@@ -166,10 +175,8 @@ function settleWithoutUpdate(match: StrongestMatch, lead: PreparedLead, options:
  * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
  * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
  */
-export async function intakeLead(
-  db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup,
-): Promise<RowOutcome> {
-  const lookup = prefetched ?? await lookupForIntake(db, workspaceId, lead);
+export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup): Promise<RowOutcome> {
+  const lookup = prefetched ?? (await lookupForIntake(db, workspaceId, lead));
   const references = checkReferences(lookup, lead, options);
   // Companies and tags are written only once a row is known to create or update a lead,
   // and only once even when a lost race sends the row round the loop again.

@@ -49,7 +49,10 @@ export interface WriteGroupsOptions {
   groupRan(requests: number): void;
 }
 
-interface Member { request: WriteRequest<unknown>; settle(settled: Settled): void }
+interface Member {
+  request: WriteRequest<unknown>;
+  settle(settled: Settled): void;
+}
 
 export class WriteGroups {
   /** Waiting requests per API key, in arrival order; the keys in the order of their turns. */
@@ -59,7 +62,11 @@ export class WriteGroups {
   private running = 0;
   private working = 0;
 
-  constructor(private readonly db: Db, private readonly log: Logger, private readonly options: WriteGroupsOptions) {}
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    private readonly options: WriteGroupsOptions,
+  ) {}
 
   /** Requests waiting for the next group. */
   get waiting(): number {
@@ -163,7 +170,12 @@ export class WriteGroups {
     if (!isolating) this.options.groupRan(group.length);
     let outcomes: GroupOutcome[];
     try {
-      outcomes = await runGroupTransaction(this.db, group.map((member) => member.request), this.log, commits);
+      outcomes = await runGroupTransaction(
+        this.db,
+        group.map((member) => member.request),
+        this.log,
+        commits,
+      );
     } catch (error) {
       if (group.length === 1 || isUnavailable(error)) {
         for (const member of group) member.settle({ error });
@@ -175,7 +187,10 @@ export class WriteGroups {
       await this.run(group.slice(half), true);
       return;
     }
-    this.enqueue(group.filter((_, index) => outcomes[index] === RUN_AGAIN), true);
+    this.enqueue(
+      group.filter((_, index) => outcomes[index] === RUN_AGAIN),
+      true,
+    );
     group.forEach((member, index) => {
       const outcome = outcomes[index]!;
       if (outcome !== RUN_AGAIN) member.settle(outcome);
@@ -185,8 +200,10 @@ export class WriteGroups {
 
 /** The request's answer, once `start` has put it, as a member, where it runs. */
 function answered<Body>(request: WriteRequest<Body>, start: (member: Member) => void): Promise<WriteResult<Body>> {
-  return new Promise((resolve, reject) => start({
-    request: request as WriteRequest<unknown>,
-    settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
-  }));
+  return new Promise((resolve, reject) =>
+    start({
+      request: request as WriteRequest<unknown>,
+      settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
+    }),
+  );
 }

@@ -16,7 +16,13 @@ export class AttemptRecorder {
   private pending: Array<{ outcome: AttemptOutcome; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly db: Db, readonly workerId: string, private readonly health: HealthWatch, private readonly maxBatch = 64, private readonly delayMs = 5) {}
+  constructor(
+    private readonly db: Db,
+    readonly workerId: string,
+    private readonly health: HealthWatch,
+    private readonly maxBatch = 64,
+    private readonly delayMs = 5,
+  ) {}
 
   /** Resolves once recorded: true, or false when this worker no longer held the claim. */
   record(outcome: AttemptOutcome): Promise<boolean> {
@@ -33,7 +39,12 @@ export class AttemptRecorder {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     try {
-      const { recorded, failing } = await recordAttempts(this.db, this.workerId, batch.map((entry) => entry.outcome), this.health.policy);
+      const { recorded, failing } = await recordAttempts(
+        this.db,
+        this.workerId,
+        batch.map((entry) => entry.outcome),
+        this.health.policy,
+      );
       const ids = new Set(recorded);
       for (const entry of batch) entry.resolve(ids.has(entry.outcome.deliveryId));
       if (failing.length > 0) await this.health.failing(failing);

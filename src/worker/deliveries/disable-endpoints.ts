@@ -16,8 +16,10 @@ export async function disableFailingEndpoints(deps: WorkerDeps, failing: readonl
       const disabled = await disableEndpoint(deps.db, endpoint, disabledReason(endpoint), policy);
       if (!disabled) continue;
       deps.metrics.worker.endpointDisabled(disabled.kind);
-      deps.logger.warn({ endpoint: { kind: disabled.kind, id: disabled.id }, disabledAt: disabled.disabled_at, reason: disabled.disabled_reason },
-        `${disabled.kind} ${disabled.id} disabled: ${disabled.disabled_reason}; its new deliveries are recorded Failed until \`${disabled.kind} enable --id ${disabled.id}\``);
+      deps.logger.warn(
+        { endpoint: { kind: disabled.kind, id: disabled.id }, disabledAt: disabled.disabled_at, reason: disabled.disabled_reason },
+        `${disabled.kind} ${disabled.id} disabled: ${disabled.disabled_reason}; its new deliveries are recorded Failed until \`${disabled.kind} enable --id ${disabled.id}\``,
+      );
     } catch (error) {
       deps.logger.error({ err: error, endpoint: { kind: endpoint.kind, id: endpoint.id } }, 'could not disable a failing endpoint; the next failure recorded tries again');
     }

@@ -93,8 +93,7 @@ class DeliveryJob {
         if (recorded) countRecordedAttempt(this.deps.metrics.worker, row.sender, outcome);
         return recorded;
       };
-      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.deps.outage)
-        .finally(() => this.inFlight.delete(running));
+      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.deps.outage).finally(() => this.inFlight.delete(running));
       this.inFlight.add(running);
     }
     return rows.length + deferred;

@@ -11,8 +11,16 @@ import { findWorkflows } from '../../workflows/repository.js';
  * catches one a fan-out composed from what it read just before the delete committed).
  */
 export async function loadCredentials(db: Executor, workspaceId: number, rows: readonly DeliveryRow[], now = new Date()): Promise<Map<number, Credentials>> {
-  const connectors = await findConnectors(db, rows.flatMap((row) => (row.connector_id === null ? [] : [row.connector_id])), workspaceId);
-  const workflows = await findWorkflows(db, rows.flatMap((row) => (row.workflow_id === null ? [] : [row.workflow_id])), workspaceId);
+  const connectors = await findConnectors(
+    db,
+    rows.flatMap((row) => (row.connector_id === null ? [] : [row.connector_id])),
+    workspaceId,
+  );
+  const workflows = await findWorkflows(
+    db,
+    rows.flatMap((row) => (row.workflow_id === null ? [] : [row.workflow_id])),
+    workspaceId,
+  );
   const credentials = new Map<number, Credentials>();
   for (const row of rows) {
     const connector = row.connector_id === null ? undefined : connectors.get(row.connector_id);
