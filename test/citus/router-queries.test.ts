@@ -89,49 +89,24 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
     if (status >= 400) throw new Error(`console ${path} answered ${status}: ${/<p role="alert">([^<]*)/.exec(text)?.[1] ?? ''}`);
   };
   const connector = await cli<{ id: number }>(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `${receiverUrl}/crm`]);
-  const {
-    rows: [lead],
-  } = await t.ctx.db
-    .selectFrom('leads')
-    .where('workspace_id', '=', tenant.workspaceId)
-    .select('id')
-    .orderBy('id')
-    .limit(1)
-    .execute()
-    .then((rows) => ({ rows }));
-  const {
-    rows: [tag],
-  } = await t.ctx.db
-    .selectFrom('tags')
-    .where('workspace_id', '=', tenant.workspaceId)
-    .select('id')
-    .limit(1)
-    .execute()
-    .then((rows) => ({ rows }));
-  await ok(admin.post(`/console/leads/${lead!.id}/push`, { connector: String(connector.id) }), 'push');
+  const firstId = async (table: 'leads' | 'tags' | 'deliveries') =>
+    (await t.ctx.db.selectFrom(table).where('workspace_id', '=', tenant.workspaceId).select('id').orderBy('id').limit(1).executeTakeFirstOrThrow()).id;
+  const [leadId, tagId] = [await firstId('leads'), await firstId('tags')];
+  await ok(admin.post(`/console/leads/${leadId}/push`, { connector: String(connector.id) }), 'push');
   await ok(admin.post(`/console/connectors/${connector.id}/test`), 'send test');
-  const {
-    rows: [delivery],
-  } = await t.ctx.db
-    .selectFrom('deliveries')
-    .where('workspace_id', '=', tenant.workspaceId)
-    .select('id')
-    .orderBy('id')
-    .limit(1)
-    .execute()
-    .then((rows) => ({ rows }));
+  const deliveryId = await firstId('deliveries');
   for (const path of [
     '/console/',
     '/console/leads',
     '/console/leads?search=ada',
-    `/console/leads?tag=${tag!.id}`,
-    `/console/leads/${lead!.id}`,
+    `/console/leads?tag=${tagId}`,
+    `/console/leads/${leadId}`,
     '/console/connectors',
     `/console/connectors/${connector.id}`,
     '/console/workflows',
     '/console/deliveries',
     `/console/deliveries?connector=${connector.id}`,
-    `/console/deliveries/${delivery!.id}`,
+    `/console/deliveries/${deliveryId}`,
     '/console/api-keys',
     '/console/tags',
     '/console/companies',
@@ -140,7 +115,7 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
   ]) {
     await ok(admin.get(path), path);
   }
-  await ok(admin.post(`/console/deliveries/${delivery!.id}/replay`), 'replay');
+  await ok(admin.post(`/console/deliveries/${deliveryId}/replay`), 'replay');
   await ok(admin.post('/console/deliveries/recover', { connector: String(connector.id), since: '2020-01-01T00:00:00Z' }), 'recover');
   await ok(admin.post('/console/api-keys', { name: 'router', scopes: 'leads:read' }), 'create key');
   await ok(admin.post('/console/tags', { name: 'Router tag' }), 'create tag');
