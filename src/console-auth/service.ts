@@ -86,6 +86,23 @@ export async function setUserPassword(db: Executor, userId: number, password: st
   return { id: updated.id, password_set: true };
 }
 
+type ThrottleSubject = { key: string; limits: { slowAfter: number; refuseAfter: number } };
+const byEmail = (email: string): ThrottleSubject => ({ key: `email:${email}`, limits: THROTTLE.email });
+const byAddress = (address: string): ThrottleSubject => ({ key: `address:${address}`, limits: THROTTLE.address });
+
+/** The throttle, once for every password check: false when refused; past `slowAfter`, waits first. */
+async function passThrottle(db: Executor, subjects: readonly ThrottleSubject[]): Promise<boolean> {
+  const failures = await countSignInFailures(
+    db,
+    subjects.map((subject) => subject.key),
+    THROTTLE.windowSeconds,
+  );
+  const count = (subject: ThrottleSubject) => failures.get(subject.key) ?? 0;
+  if (subjects.some((subject) => count(subject) >= subject.limits.refuseAfter)) return false;
+  if (subjects.some((subject) => count(subject) >= subject.limits.slowAfter)) await sleep(THROTTLE.delayMs);
+  return true;
+}
+
 /**
  * The console's "Your password": a signed-in user sets their own. When one is set already it
  * must be given first, and wrong ones count against the email's sign-in throttle, so a
@@ -95,11 +112,13 @@ export async function changeOwnPassword(db: Executor, user: { userId: number; em
   checkPassword(change.next);
   const stored = (await findPasswordHash(db, user.userId))?.password_hash ?? null;
   if (stored !== null) {
-    const subjects = [`email:${user.email.toLowerCase()}`];
-    const failures = (await countSignInFailures(db, subjects, THROTTLE.windowSeconds)).get(subjects[0]!) ?? 0;
-    if (failures >= THROTTLE.email.refuseAfter) throw new Refused('throttled', SIGN_IN_THROTTLED);
+    const subjects = [byEmail(user.email.toLowerCase())];
+    if (!(await passThrottle(db, subjects))) throw new Refused('throttled', SIGN_IN_THROTTLED);
     if (!(await verifyPassword(stored, change.current))) {
-      await recordSignInFailures(db, subjects);
+      await recordSignInFailures(
+        db,
+        subjects.map((subject) => subject.key),
+      );
       throw new Refused('invalid_argument', 'The current password is wrong.');
     }
   }
@@ -130,12 +149,9 @@ export type PasswordSignIn = { signedIn: true; sessionToken: string } | { signed
 
 export async function signInWithPassword(db: Executor, attempt: { email: string; password: string; address: string }): Promise<PasswordSignIn> {
   const email = attempt.email.trim().toLowerCase();
-  const subjects = [`email:${email}`, `address:${attempt.address}`];
-  const failures = await countSignInFailures(db, subjects, THROTTLE.windowSeconds);
-  const byEmail = failures.get(subjects[0]!) ?? 0;
-  const byAddress = failures.get(subjects[1]!) ?? 0;
-  if (byEmail >= THROTTLE.email.refuseAfter || byAddress >= THROTTLE.address.refuseAfter) return { signedIn: false, message: SIGN_IN_THROTTLED };
-  if (byEmail >= THROTTLE.email.slowAfter || byAddress >= THROTTLE.address.slowAfter) await sleep(THROTTLE.delayMs);
+  const throttled = [byEmail(email), byAddress(attempt.address)];
+  if (!(await passThrottle(db, throttled))) return { signedIn: false, message: SIGN_IN_THROTTLED };
+  const subjects = throttled.map((subject) => subject.key);
 
   const users = email === '' || attempt.password === '' ? [] : await findPasswordUsers(db, email, MAX_USERS_PER_EMAIL);
   for (const user of users) {
