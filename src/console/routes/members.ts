@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { mintSignInLink } from '../../console-auth/service.js';
+import { findUser } from '../../users/repository.js';
 import { addMember, changeRole, listWorkspaceMembers, parseEmail, parseRole, removeMember } from '../../users/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
@@ -29,7 +30,7 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   router.post('/members/:id/sign-in-link', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
     const link = await mintSignInLink(ctx.db, ctx.config.PUBLIC_URL, id);
-    const member = (await listWorkspaceMembers(ctx.db, signedIn(res).user.workspaceId)).find((row) => row.id === id)!;
+    const member = (await findUser(ctx.db, id))!;
     render(res, 'sign-in-link-created', { title: 'Sign-in link', page: 'members', member, link });
   });
 
