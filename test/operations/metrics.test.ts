@@ -135,7 +135,7 @@ describe('GET /metrics of npm start (API and in-process worker)', () => {
           delta('lead_intake_deliveries_total', { branch: 'Delivered', sender: 'custom_url' }) === 3 &&
           delta('lead_intake_website_analyses_total', { result: 'analyzed' }) + delta('lead_intake_website_analyses_total', { result: 'failed' }) === 2 &&
           delta('lead_intake_deliveries_total', { branch: 'Failed', sender: 'custom_url' }) === 1 &&
-          after.value('lead_intake_outbox_pending_events', { topic: 'lead.created' }) === 0
+          ['lead.created', 'lead.tag_added', 'company.analyze'].every((topic) => after.value('lead_intake_outbox_pending_events', { topic }) === 0)
         );
       },
       30_000,
