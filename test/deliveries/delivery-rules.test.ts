@@ -240,6 +240,7 @@ describe('network rules', () => {
     }
   });
 
+  // Thirteen CLI processes, each a node start-up: a loaded machine needs more than the default 30 s.
   it('refuses credentials in the URL, other schemes, an empty or unresolvable Custom URL, and a missing or deleted connector', async () => {
     expect(await cliRefused(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `http://user:pass@127.0.0.1:${receiver.port}/`])).toMatchObject({
       error: 'invalid_argument',
@@ -286,5 +287,5 @@ describe('network rules', () => {
       expect.stringMatching(/does not exist in this workspace/),
     ]);
     expect(receiver.requests).toHaveLength(0);
-  });
+  }, 90_000);
 });
