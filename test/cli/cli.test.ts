@@ -99,6 +99,7 @@ describe('admin CLI', () => {
     expect(me.body.data.workspace.id).toBe(demo.workspace.id);
   });
 
+  // Eleven CLI processes, each a node start-up: a loaded machine needs more than the default 30 s.
   it('refuses bad input with a JSON error on stderr and a non-zero exit', async () => {
     // A workspace and user of this test's own: ids are not 1 on a database other tests used first.
     const workspace = String((await ok(['workspace', 'create', '--name', 'Refusals'])).id);
@@ -112,7 +113,7 @@ describe('admin CLI', () => {
     await refused(['key', 'create', '--workspace', workspace, '--user', user, '--name', 'x', '--scopes', 'leads:delete'], 'invalid_argument');
     await refused(['key', 'revoke', '--id', '999999'], 'not_found');
     await refused(['nonsense'], 'invalid_arguments');
-  });
+  }, 90_000);
 });
 
 describe('connector secrets', () => {
