@@ -289,14 +289,19 @@ describe('deadlock retry', () => {
     await sql`CREATE TABLE deadlock_probe (id integer PRIMARY KEY, n integer NOT NULL)`.execute(t.ctx.db);
     await sql`INSERT INTO deadlock_probe VALUES (1, 0), (2, 0)`.execute(t.ctx.db);
     // Two writers lock the rows in opposite orders; each waits for the other's first lock
-    // before taking its second one, so the first attempts deadlock for certain.
+    // before taking its second one, so the first attempts deadlock for certain. The victim's
+    // rerun starts once the other writer is done: rerun at once it could take its first row
+    // back before the other's waiting update does and deadlock again (a race of the test's
+    // making, wider on a loaded machine).
     const locked = { 1: signal(), 2: signal() };
+    const done = { 1: signal(), 2: signal() };
     const runs: number[] = [];
-    const writer = (first: 1 | 2, second: 1 | 2) => {
+    const writer = async (first: 1 | 2, second: 1 | 2) => {
       let attempt = 0;
-      return inTransactionRetried(t.ctx.db, async (trx) => {
+      const result = await inTransactionRetried(t.ctx.db, async (trx) => {
         attempt += 1;
         runs.push(first);
+        if (attempt > 1) await done[second].promise;
         await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${first}`.execute(trx);
         if (attempt === 1) {
           locked[first].resolve();
@@ -305,6 +310,8 @@ describe('deadlock retry', () => {
         await sql`UPDATE deadlock_probe SET n = n + 1 WHERE id = ${second}`.execute(trx);
         return first;
       });
+      done[first].resolve();
+      return result;
     };
     const results = await Promise.all([writer(1, 2), writer(2, 1)]);
     expect(results).toEqual([1, 2]);
