@@ -13,8 +13,8 @@ import { mergeIntoLeads } from '../write-repository.js';
 import type { IntakeOptions } from './options.js';
 
 // The bulk path of the intake engine (intake-engine.ts): consecutive rows that certainly
-// create a new person or update the lead they match are written set-based, a run of them in
-// at most three statements.
+// create a new person, or that certainly update the lead they match, are written set-based, a
+// run of them in two statements.
 
 /** How a row on the bulk path gets its company: an existing one, one to create by domain, or none. */
 type BulkCompany = { id: number } | { newDomain: string } | null;

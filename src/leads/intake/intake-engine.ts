@@ -34,18 +34,18 @@ export type RowResult = { outcome: RowOutcome } | { rejected: RowRejected | Dupl
  */
 export class SetBasedWriteFailed extends Error {
   constructor(cause: unknown) {
-    super('the set-based write of new leads failed', { cause });
+    super('the set-based write of leads failed', { cause });
   }
 }
 
 /**
  * Runs the rows in order inside the caller's transaction, an earlier row visible to later
- * ones, and reports each. Rows that need decisions (a match to update or skip, a company to
+ * ones, and reports each. Rows that need decisions (a match to skip or refuse, a company to
  * fill, a rejected reference, a key shared with another row, a lead another row of the run
  * updates first) run one by one in a savepoint each. Consecutive rows that certainly create a
- * new person or update the lead they match (bulk-path.ts) are written set-based, a run of them
- * in at most three statements; the outcome is the same as running them one by one. A dry run, or a run with `setBased` off,
- * runs every row alone (a dry run's undone before the next). Throws when the database is
+ * new person, or that certainly update the lead they match (bulk-path.ts), are written
+ * set-based, a run of them in two statements; the outcome is the same as running them one by
+ * one. A dry run, or a run with `setBased` off, runs every row alone (a dry run's undone before the next). Throws when the database is
  * unreachable (the whole call fails) and SetBasedWriteFailed.
  */
 export async function runIntake(
