@@ -1,9 +1,13 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
-import { appendDistinct, jsonParameter } from '../db/sql.js';
+import { companyJson } from '../companies/columns.js';
+import { PreparedStatement } from '../db/prepared.js';
+import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import type { LeadValues } from './columns.js';
+import { newLeadEventInputs, type CompanyAnalyzeEvent, type NewLeadEventInputs } from '../outbox/repository.js';
+import { tagJson, tagOrder } from '../tags/columns.js';
+import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
@@ -18,71 +22,157 @@ export async function deleteLeads(db: Executor, workspaceId: number, leadIds: re
     .execute();
 }
 
+/** Everything the merge statement writes for one existing lead: its merged values, the keys it claims, its tags and the events of companies its row created. */
+export interface LeadMerge {
+  leadId: number;
+  /** The row's own values; the lists are merged into the lead's, provided scalars overwrite. */
+  values: LeadValues;
+  /** Sets company_id only when the lead has none (the row's company came from an email, not an explicit company). */
+  fillCompanyOnly: boolean;
+  keys: readonly MatchKey[];
+  tagIds: readonly number[];
+  events: readonly CompanyAnalyzeEvent[];
+}
+
+/** A lead the merge statement found and changed, as stored right after (findLeadRecords' shape). */
+export type MergedLead = LeadRecord & { ord: number };
+
+type MergeInput = {
+  workspaceId: number;
+  /** The merges' rows as JSON text (`ord`, `lead_id`, `fill_company_only` and the values; a location also as a list). */
+  rows: JsonbParameter;
+  keyOrds: number[];
+  keyKinds: string[];
+  keyValues: string[];
+  tagOrds: number[];
+  tagIds: number[];
+} & NewLeadEventInputs;
+
+const MERGE_SOURCE_COLUMNS = sql.raw(
+  [
+    'ord int',
+    'lead_id bigint',
+    'name text',
+    ...LEAD_SCALAR_COLUMNS.map((column) => `${column} ${column === 'decision_maker' ? 'boolean' : 'text'}`),
+    'company_id bigint',
+    'fill_company_only boolean',
+    'emails jsonb',
+    'phones jsonb',
+    'links jsonb',
+    'location jsonb',
+    'locations jsonb',
+    'custom_fields jsonb',
+  ].join(', '),
+);
+
+/** Provided scalars overwrite (a scalar not sent is null in the row source and leaves the lead's). */
+const MERGED_SCALARS = sql.raw(LEAD_SCALAR_COLUMNS.map((column) => `${column} = coalesce(m.${column}, l.${column})`).join(', '));
+
+/** The list `column` with the row's values appended, each once, at most `max` (LIMIT, not an array slice: Citus's coordinator crashes deparsing an UPDATE whose SET takes a slice). */
+const appendedList = (column: 'emails' | 'phones', max: number) =>
+  sql.raw(`ARRAY(SELECT v FROM unnest(l.${column} || ARRAY(SELECT jsonb_array_elements_text(m.${column}))) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n) LIMIT ${max})`);
+
 /**
- * Claims match keys for a lead. Keys already held by another lead are skipped and returned
- * nothing for; sorted so concurrent claims lock in one order.
+ * The one statement that merges intake rows into existing leads (one row or a whole run):
+ * provided scalars overwrite, lists gain what they lack, the location fills gaps, the company
+ * is set (or only filled in); then each lead's match keys are claimed (keys held by another
+ * lead are skipped), its tags attached, and its events written: the given ones, then a
+ * `lead.tag_added` for each tag it did not have, row by row in the order given. Leads are
+ * locked in id order and keys and tags inserted in key order, so two transactions merging
+ * the same leads wait for each other instead of deadlocking. A lead that no longer exists
+ * is left out of the answer (and nothing of its row is written): the caller matches that row
+ * again. Each lead comes back as stored right after, as findLeadRecords reads it.
  */
-export async function claimIdentities(db: Executor, workspaceId: number, leadId: number, keys: readonly MatchKey[]) {
-  if (keys.length === 0) return [];
-  const sorted = [...keys].sort((a, b) => (a.kind + a.value < b.kind + b.value ? -1 : 1));
-  return db
-    .insertInto('lead_identities')
-    .values(sorted.map((key) => ({ workspace_id: workspaceId, kind: key.kind, value: key.value, lead_id: leadId })))
-    .onConflict((oc) => oc.columns(['workspace_id', 'kind', 'value']).doNothing())
-    .returning(['kind', 'value'])
-    .execute();
-}
+const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
+  (input) => sql`
+  WITH r AS (
+    SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${MERGE_SOURCE_COLUMNS})
+  ), merged AS (
+    UPDATE leads AS l SET
+      name = m.name,
+      ${MERGED_SCALARS},
+      company_id = CASE WHEN m.fill_company_only THEN coalesce(l.company_id, m.company_id) ELSE coalesce(m.company_id, l.company_id) END,
+      emails = ${appendedList('emails', MAX_EMAILS)},
+      phones = ${appendedList('phones', MAX_PHONES)},
+      links = l.links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(m.links) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(l.links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb),
+      -- The one-element list comes in built (m.locations), not from jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
+      locations = CASE WHEN m.location IS NULL THEN l.locations WHEN jsonb_array_length(l.locations) = 0 THEN m.locations
+        ELSE jsonb_set(l.locations, '{0}', jsonb_strip_nulls(m.location) || jsonb_strip_nulls(l.locations->0)) END,
+      custom_fields = l.custom_fields || m.custom_fields,
+      updated_at = now()
+    FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
+    WHERE l.workspace_id = ${input.workspaceId} AND l.id = m.lead_id
+    RETURNING m.ord, l.*
+  ), claimed AS (
+    INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+    SELECT ${input.workspaceId}, k.kind, k.value, merged.id
+    FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
+    JOIN merged USING (ord)
+    ORDER BY k.kind, k.value
+    ON CONFLICT (workspace_id, kind, value) DO NOTHING
+  ), tag_rows AS (
+    SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) WITH ORDINALITY AS t(ord, tag_id, n)
+  ), tagged AS (
+    INSERT INTO lead_tags (workspace_id, lead_id, tag_id)
+    SELECT ${input.workspaceId}, merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
+    ORDER BY merged.id, tag_rows.tag_id
+    ON CONFLICT (lead_id, tag_id, workspace_id) DO NOTHING
+    RETURNING lead_id, tag_id
+  ), queued AS (
+    INSERT INTO outbox (workspace_id, topic, payload)
+    SELECT ${input.workspaceId}, e.topic, e.payload FROM (
+      SELECT merged.ord, 1 AS part, given.n, given.topic, given.payload
+      FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS given(ord, topic, payload, n)
+      JOIN merged USING (ord)
+      UNION ALL
+      SELECT merged.ord, 2, tag_rows.n, 'lead.tag_added', jsonb_build_object('lead_id', tagged.lead_id, 'tag_id', tagged.tag_id)
+      FROM tagged JOIN merged ON merged.id = tagged.lead_id JOIN tag_rows ON tag_rows.ord = merged.ord AND tag_rows.tag_id = tagged.tag_id
+    ) AS e
+    ORDER BY e.ord, e.part, e.n
+  ), lead_tag_rows AS (
+    -- The statement's snapshot does not see its own inserts: the tags it attached are added to those the leads had.
+    SELECT lt.lead_id, lt.tag_id FROM lead_tags AS lt WHERE lt.workspace_id = ${input.workspaceId} AND lt.lead_id IN (SELECT lead_id FROM r)
+    UNION
+    SELECT merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
+  ), tag_records AS (
+    SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
+    WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM lead_tag_rows)
+  ), company_records AS (
+    SELECT c.id, ${companyJson('c', input.workspaceId)} AS company FROM companies AS c
+    WHERE c.workspace_id = ${input.workspaceId} AND c.id IN (SELECT company_id FROM merged)
+  )
+  -- Companies and tags through CTEs of their own, never a subquery correlated with the written rows: Citus runs this SELECT over the CTEs' results on the coordinator.
+  SELECT merged.ord, ${leadColumns('merged')},
+    coalesce((SELECT json_agg(tr.tag ORDER BY tr.position) FROM tag_records AS tr
+      WHERE tr.id IN (SELECT ltr.tag_id FROM lead_tag_rows AS ltr WHERE ltr.lead_id = merged.id)), '[]'::json) AS tags,
+    (SELECT cr.company FROM company_records AS cr WHERE cr.id = merged.company_id) AS company
+  FROM merged
+  ORDER BY merged.ord`,
+);
 
-export function lockLead(db: Executor, workspaceId: number, leadId: number) {
-  return db.selectFrom('leads').where('workspace_id', '=', workspaceId).where('id', '=', leadId).select(['id', 'company_id']).forUpdate().executeTakeFirstOrThrow();
-}
-
-/** Merges an update: provided scalars overwrite, lists gain what they lack, location fills gaps. */
-export function mergeIntoLead(db: Executor, workspaceId: number, leadId: number, lead: LeadValues & { fillCompanyOnly: boolean }) {
-  const {
-    name,
-    company_id: companyId,
-    emails,
-    phones,
-    links,
-    locations: [location],
-    custom_fields: customFields,
-    fillCompanyOnly,
-    ...scalars
-  } = lead;
-  return db
-    .updateTable('leads')
-    .set({
-      name,
-      ...scalars,
-      ...(companyId != null ? { company_id: fillCompanyOnly ? sql`coalesce(company_id, ${companyId})` : companyId } : {}),
-      emails: appendDistinct('emails', emails, MAX_EMAILS),
-      phones: appendDistinct('phones', phones, MAX_PHONES),
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${jsonParameter(links)}::jsonb) AS n
-        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb)`,
-      locations: location
-        ? // The list built here, not with jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
-          sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${jsonParameter([location])}::jsonb
-            ELSE jsonb_set(locations, '{0}', jsonb_strip_nulls(${jsonParameter(location)}::jsonb) || jsonb_strip_nulls(locations->0)) END`
-        : sql`locations`,
-      custom_fields: sql`custom_fields || ${jsonParameter(customFields)}::jsonb`,
-      updated_at: sql`now()`,
-    })
-    .where('workspace_id', '=', workspaceId)
-    .where('id', '=', leadId)
-    .execute();
-}
-
-/** Attaches tags and returns the ids that were not attached before. */
-export async function attachTags(db: Executor, workspaceId: number, leadId: number, tagIds: readonly number[]): Promise<number[]> {
-  if (tagIds.length === 0) return [];
-  const inserted = await db
-    .insertInto('lead_tags')
-    .values(tagIds.map((tagId) => ({ workspace_id: workspaceId, lead_id: leadId, tag_id: tagId })))
-    .onConflict((oc) => oc.columns(['lead_id', 'tag_id', 'workspace_id']).doNothing())
-    .returning('tag_id')
-    .execute();
-  return inserted.map((row) => row.tag_id);
+/** Merges intake rows into existing leads, in one statement (see MERGE_INTO_LEADS); each lead's `ord` is its position in `merges`. */
+export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
+  if (merges.length === 0) return [];
+  const keys = merges.flatMap((merge, ord) => merge.keys.map((key) => ({ ord, ...key })));
+  const tags = merges.flatMap((merge, ord) => [...new Set(merge.tagIds)].map((tagId) => ({ ord, tagId })));
+  const rows = merges.map((merge, ord) => {
+    const {
+      locations: [location],
+      ...values
+    } = merge.values;
+    return { ord, lead_id: merge.leadId, fill_company_only: merge.fillCompanyOnly, ...values, ...(location ? { location, locations: [location] } : {}) };
+  });
+  return MERGE_INTO_LEADS.execute(db, {
+    workspaceId,
+    rows: jsonParameter(rows),
+    keyOrds: keys.map((key) => key.ord),
+    keyKinds: keys.map((key) => key.kind),
+    keyValues: keys.map((key) => key.value),
+    tagOrds: tags.map((tag) => tag.ord),
+    tagIds: tags.map((tag) => tag.tagId),
+    ...newLeadEventInputs(merges.flatMap((merge, ord) => merge.events.map((event) => ({ ord, event })))),
+  });
 }
 
 export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;

@@ -9,7 +9,8 @@ import type { Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
 import { inTransactionRetried } from '../../src/db/conflicts.js';
-import { postLead } from '../support/requests.js';
+import { createTenant } from '../support/fixtures.js';
+import { lastOutboxId, outboxSince, postLead } from '../support/requests.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
 // transaction. Each test lines a group up for real: as many first requests as groups may run
@@ -72,6 +73,36 @@ async function asOneGroup(requests: Array<() => Promise<Response>>, whileRunning
 
 const countLeadsNamed = async (name: string) => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE name = ${name}`.execute(t.ctx.db)).rows[0]!.n);
 
+/**
+ * Puts names in place of a workspace's ids, so two workspaces' answers compare: a lead by its
+ * first email, a company by its domain (or name), a tag by its name; timestamps dropped.
+ */
+async function namesOf(workspaceId: number): Promise<(value: unknown) => unknown> {
+  const rows = async (table: 'leads' | 'companies' | 'tags', label: string) =>
+    new Map(
+      (
+        await sql<{ id: string; label: string }>`SELECT id::text, ${sql.raw(label)} AS label FROM ${sql.table(table)} WHERE workspace_id = ${workspaceId}`.execute(t.ctx.db)
+      ).rows.map((row) => [Number(row.id), row.label]),
+    );
+  const leads = await rows('leads', 'emails[1]');
+  const companies = await rows('companies', 'coalesce(domain, name)');
+  const tags = await rows('tags', 'name');
+  const name = (value: unknown, key: string | null, holder: Record<string, unknown> | null): unknown => {
+    if (Array.isArray(value)) return value.map((item) => name(item, null, null));
+    if (value !== null && typeof value === 'object') {
+      const object = value as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(object).flatMap(([k, v]) => (k === 'created_at' || k === 'updated_at' ? [] : [[k, name(v, k, object)]])));
+    }
+    if (typeof value === 'string') return value.replace(/lead (\d+)/g, (_, id: string) => `lead ${leads.get(Number(id)) ?? id}`);
+    if (typeof value !== 'number' || (key !== 'id' && key !== 'lead_id' && key !== 'tag_id' && key !== 'company_id')) return value;
+    if (key === 'lead_id' || (key === 'id' && holder && 'stage' in holder)) return `lead ${leads.get(value)}`;
+    if (key === 'tag_id' || (key === 'id' && holder && 'active' in holder)) return `tag ${tags.get(value)}`;
+    if (key === 'company_id' || (key === 'id' && holder && 'industry' in holder)) return `company ${companies.get(value)}`;
+    return value;
+  };
+  return (value) => name(value, null, null);
+}
+
 describe('a group of concurrent POST /leads calls', () => {
   it('gives each caller its own answer: a 422, a 409 duplicate_lead and a 409 idempotency_key_reuse change nothing for the others', async () => {
     const existing = await post(person());
@@ -114,6 +145,84 @@ describe('a group of concurrent POST /leads calls', () => {
     expect(second!.status).toBe(200);
     expect(second!.body.meta).toMatchObject({ status: 'updated', matched_on: sent.email });
     expect(second!.body.data).toMatchObject({ id: first!.body.data.id, job_title: 'Second' });
+  });
+
+  it('answers updates of existing people written together exactly as each sent alone: modes, tags, conflicts, a lead updated twice, events', async () => {
+    // The same people in two workspaces: the group's, and one that gets the same calls one at a time.
+    const alone = await createTenant(t.ctx.db);
+    const suffix = ++unique;
+    const at = (local: string, domain = 'gmail.com') => `${local}${suffix}@${domain}`;
+    const people = [
+      { name: 'Ann', email: at('ann', `annco${suffix}.example`), tags: ['Old'], location: { city: 'Paris' }, custom_fields: { a: 1 } },
+      { name: 'Ben', email: at('ben'), phone: `+1 415 555 ${String(1000 + suffix).slice(-4)}` },
+      { name: 'Cy', email: at('cy'), job_title: 'Chief' },
+      { name: 'Di', email: at('di'), tags: ['Old'] },
+      { name: 'Ed', email: at('ed'), phone: `+1 416 555 ${String(1000 + suffix).slice(-4)}`, tags: ['Old'] },
+    ];
+    const [ann, ben, cy, di, ed] = people;
+    const calls: Body[] = [
+      { name: 'Ann 2', email: ann!.email, tags: ['Old', 'VIP'], job_title: 'CEO', location: { country: 'FR', city: 'Lyon' }, custom_fields: { b: 2 } },
+      { name: 'Ben 2', email: ben!.email, emails: [cy!.email], links: [{ type: 'website', url: 'https://ben.example' }] },
+      { name: 'Cy skipped', email: cy!.email, on_duplicate: 'skip' },
+      { name: 'Di refused', email: di!.email, phone: ben!.phone, on_duplicate: 'error' },
+      { name: 'Ed 1', email: ed!.email, tags: ['T1'] },
+      { name: 'Ben 3', phone: ben!.phone, email: at('ben3', `annco${suffix}.example`), decision_maker: true },
+      { name: 'Ed 2', phone: ed!.phone, tags: ['T2', 'Old'], job_title: 'Second' },
+      { name: 'New', email: at('new', `newco${suffix}.example`), tags: ['T1'] },
+      { name: 'Di 2', email: di!.email, company: { name: `Di Co ${suffix}` } },
+    ];
+    const sinceOf = new Map<number, number>();
+    const peopleOf = new Map<number, number[]>();
+    for (const who of [tenant, alone]) {
+      const ids = [];
+      for (const person of people) {
+        const created = await postLead(t, who, person);
+        expect(created.status).toBe(201);
+        ids.push(created.body.data.id);
+      }
+      peopleOf.set(who.workspaceId, ids);
+      sinceOf.set(who.workspaceId, await lastOutboxId(t.ctx.db));
+    }
+
+    const grouped = await asOneGroup(calls.map((call) => () => post(call)));
+    const sequential = [];
+    for (const call of calls) sequential.push(await postLead(t, alone, call));
+
+    const [annAnswer, benAnswer, cyAnswer, diAnswer, ed1, ben3, ed2, newAnswer, di2] = grouped;
+    expect(grouped.map((answer) => answer.status)).toEqual([200, 200, 200, 409, 200, 200, 200, 201, 200]);
+    expect(annAnswer!.body.data).toMatchObject({ name: 'Ann 2', job_title: 'CEO', custom_fields: { a: '1', b: '2' }, location: { city: 'Paris', country: 'FR' } });
+    expect(annAnswer!.body.data.tags.map((tag: { name: string }) => tag.name)).toEqual(['Old', 'VIP']);
+    expect(annAnswer!.body.data.company).toMatchObject({ name: `annco${suffix}.example` });
+    expect(benAnswer!.body.meta).toMatchObject({ status: 'updated', match_kind: 'email', conflicts: [{ lead_id: cyAnswer!.body.data.id, kind: 'email' }] });
+    expect(benAnswer!.body.meta.warnings).toEqual([`emails: ${cy!.email} belongs to lead ${cyAnswer!.body.data.id} and was not added to this lead.`]);
+    expect(benAnswer!.body.data.emails).toEqual([ben!.email]);
+    expect(cyAnswer!.body).toMatchObject({ data: { name: 'Cy', job_title: 'Chief' }, meta: { status: 'skipped' } });
+    expect(diAnswer!.body).toMatchObject({ error: 'duplicate_lead', matched_on: di!.email, conflicts: [{ lead_id: benAnswer!.body.data.id, kind: 'phone' }] });
+    expect(ed1!.body.data.tags.map((tag: { name: string }) => tag.name)).toEqual(['Old', 'T1']);
+    expect(ed2!.body.data).toMatchObject({ id: ed1!.body.data.id, name: 'Ed 2', job_title: 'Second', emails: [ed!.email] });
+    expect(ed2!.body.data.tags.map((tag: { name: string }) => tag.name)).toEqual(['Old', 'T1', 'T2']);
+    expect(newAnswer!.body.meta.status).toBe('created');
+    expect(ben3!.body.data).toMatchObject({ id: benAnswer!.body.data.id, name: 'Ben 3', decision_maker: true, emails: [ben!.email, at('ben3', `annco${suffix}.example`)] });
+    expect(di2!.body.data.company).toMatchObject({ name: `Di Co ${suffix}` });
+
+    // Each answer, the leads as they end and the events, as the calls sent one at a time give them.
+    const answersOf = async (who: Tenant, answers: Response[]) => {
+      const named = await namesOf(who.workspaceId);
+      return answers.map((answer) => ({ status: answer.status, body: named(answer.body) }));
+    };
+    expect(await answersOf(tenant, grouped)).toEqual(await answersOf(alone, sequential));
+    const stateOf = async (who: Tenant, answers: Response[]) => {
+      const named = await namesOf(who.workspaceId);
+      const leads = [];
+      for (const id of peopleOf.get(who.workspaceId)!) leads.push(named((await t.http.get(`/api/v1/leads/${id}`).set(who.auth)).body.data));
+      // The events of these people and of the lead the calls created (not of the leads that held the groups up).
+      const ours = new Set([...peopleOf.get(who.workspaceId)!, ...answers.map((answer) => answer.body.data?.id)]);
+      const events = (await outboxSince(t.ctx.db, who.workspaceId, sinceOf.get(who.workspaceId)!))
+        .filter((event) => event.topic === 'company.analyze' || ours.has((event.payload as { lead_id: number }).lead_id))
+        .map((event) => named(event));
+      return { leads, events };
+    };
+    expect(await stateOf(tenant, grouped)).toEqual(await stateOf(alone, sequential));
   });
 
   it('runs the same Idempotency-Key once: the other request replays the stored answer', async () => {

@@ -34,16 +34,19 @@ export async function lockedLead(t: TestApp, tenant: Tenant): Promise<LockedLead
   };
 }
 
+/** A statement (its text in `column`) that waits on a locked lead row: a FOR UPDATE, or an UPDATE of leads (the intake's merge of an existing person). */
+const waitsOnLeadRows = (column: string) => `(${column} ILIKE '%for update%' OR ${column} ILIKE '%update %leads% set%')`;
+
 /**
- * The backends of the app's database waiting on a row lock taken FOR UPDATE, as ids
+ * The backends of the app's database waiting on a lead's row lock (see waitsOnLeadRows), as ids
  * pg_terminate_backend takes: process ids, or on Citus (where the statement waits on a worker
  * node) the global ids of the coordinator's backends.
  */
 export async function lockWaiters(db: pg.Client | pg.Pool): Promise<number[]> {
   const { rows } = await db.query<{ id: string }>(
     readTestEnvironment().citus
-      ? `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE blocked_statement ILIKE '%for update%'`
-      : `SELECT pid AS id FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%for update%'`,
+      ? `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE ${waitsOnLeadRows('blocked_statement')}`
+      : `SELECT pid AS id FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND ${waitsOnLeadRows('query')}`,
   );
   return rows.map((row) => Number(row.id));
 }
@@ -55,7 +58,7 @@ export async function terminateBackend(db: pg.Client | pg.Pool, id: number): Pro
 
 /**
  * Resolves once `until` holds for the number of statements of the app's database waiting on a
- * row lock taken FOR UPDATE (a number: exactly that many). Asked over a connection of its
+ * lead's row lock (a number: exactly that many). Asked over a connection of its
  * own, so a pool the app has exhausted does not hold the question up.
  */
 export async function lockWaits(t: TestApp, until: number | ((waits: number) => boolean)): Promise<void> {

@@ -3,38 +3,37 @@ import type { Executor } from '../../db/connect.js';
 import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
 import { findTagsByNames } from '../../tags/repository.js';
 import { companyHasDetails } from './company-resolution.js';
-import type { IntakeLookup, MatchKey } from '../lookup-repository.js';
+import type { IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { lookupForBatch, rowLookup } from './lookup.js';
 import { insertCompaniesAndTags, insertNewLeads } from '../new-leads-repository.js';
 import type { PreparedLead } from './prepare.js';
-import { checkReferences, leadValues, type References } from './row-intake.js';
+import { checkReferences, leadValues, mergeOfRow, type References } from './row-intake.js';
+import { strongestMatch, type StrongestMatch } from './match.js';
+import { mergeIntoLeads } from '../write-repository.js';
 import type { IntakeOptions } from './options.js';
 
 // The bulk path of the intake engine (intake-engine.ts): consecutive rows that certainly
-// create a new person are written set-based, a run of them in two statements.
+// create a new person, or that certainly update the lead they match, are written set-based, a
+// run of them in two statements.
 
 /** How a row on the bulk path gets its company: an existing one, one to create by domain, or none. */
 type BulkCompany = { id: number } | { newDomain: string } | null;
 
-/** A row on the bulk path (see bulkCompany): its index among the rows, its references checked. */
-export interface BulkRow {
+/** A row on the bulk path (see planBulkRows): its index among the rows, its references checked, and what it does. */
+export type BulkRow = {
   index: number;
   lead: PreparedLead;
   references: References;
   company: BulkCompany;
-}
+} & ({ kind: 'create' } | { kind: 'update'; match: StrongestMatch; matches: IdentityMatch[] });
 
 /**
- * The rule for the bulk path: the row certainly creates a new person (none of its match keys
- * is held in the workspace, nor shared with another row of the same run), and its company is
- * none, or is named by company.id alone, or by the business domain of the person's email alone
- * (found, or created with that domain exactly as intakeLead would). Any company detail to fill
- * in, a website or a name sends the row the general way. Returns the row's company, or
- * undefined when the row does not qualify. The references are checked by the caller first.
+ * The company rule of the bulk path: the row's company is none, or is named by company.id
+ * alone, or by the business domain of the person's email alone (found, or created with that
+ * domain exactly as intakeLead would). Any company detail to fill in, a website or a name sends
+ * the row the general way. Returns the row's company, or undefined when the row does not qualify.
  */
-function bulkCompany(lead: PreparedLead, lookup: IntakeLookup, sharedKey: (key: MatchKey) => boolean): BulkCompany | undefined {
-  const matched = (key: MatchKey) => lookup.matches.some((match) => match.kind === key.kind && match.value === key.value);
-  if (lead.identities.some((key) => matched(key) || sharedKey(key))) return undefined;
+function bulkCompany(lead: PreparedLead, lookup: IntakeLookup): BulkCompany | undefined {
   const company = lead.company;
   if (!company) return null;
   if (companyHasDetails(company)) return undefined;
@@ -44,7 +43,13 @@ function bulkCompany(lead: PreparedLead, lookup: IntakeLookup, sharedKey: (key: 
 }
 
 /**
- * Reads, in one statement, what every row refers to. Returns the rows on the bulk path by
+ * Reads, in one statement, what every row refers to, and plans the rows that run set-based:
+ * a row whose references hold, whose company follows the company rule (bulkCompany) and none
+ * of whose match keys is shared with another row of the run either certainly creates a new
+ * person (none of its keys is held in the workspace) or, under on_duplicate update, updates
+ * the lead it matches, unless an earlier row of the run updates that lead too (the later one
+ * must see the earlier's update: it runs alone). Rows on the bulk path are independent of each
+ * other, so writing them together is writing them one by one. Returns the rows on the bulk path by
  * index, and each row's view of the lookup where it is all the row needs to run alone: no
  * other row of the run shares a key with it or may create a tag or company it names (the
  * view of a lookup read a moment ago is as good as one read now: concurrent writers are
@@ -63,7 +68,8 @@ export async function planBulkRows(
   const sharedKey = (key: MatchKey) => sent.get(keyOf(key))! > 1;
 
   const lookups: Array<IntakeLookup | undefined> = [];
-  const plan = leads.map((lead, index) => {
+  const updated = new Set<number>();
+  const plan = leads.map((lead, index): BulkRow | null => {
     const view = rowLookup(lookup, lead);
     let references: References;
     try {
@@ -74,9 +80,15 @@ export async function planBulkRows(
     }
     const company = lead.company;
     const companySettled = company === null || company.id !== null || (company.domain !== null && view.companyByDomain !== null);
-    if (companySettled && references.missingTagNames.length === 0 && !lead.identities.some(sharedKey)) lookups[index] = view;
-    const bulk = bulkCompany(lead, view, sharedKey);
-    return bulk === undefined ? null : { index, lead, references, company: bulk };
+    const shared = lead.identities.some(sharedKey);
+    if (companySettled && references.missingTagNames.length === 0 && !shared) lookups[index] = view;
+    const bulk = bulkCompany(lead, view);
+    if (bulk === undefined || shared) return null;
+    const match = strongestMatch(lead.identities, view.matches);
+    if (!match) return { kind: 'create', index, lead, references, company: bulk };
+    if (options.onDuplicate !== 'update' || updated.has(match.leadId)) return null;
+    updated.add(match.leadId);
+    return { kind: 'update', index, lead, references, company: bulk, match, matches: view.matches };
   });
   return { plan, lookups };
 }
@@ -85,15 +97,16 @@ const newDomainOf = (row: BulkRow) => (row.company && 'newDomain' in row.company
 
 /**
  * The statements of a run of bulk rows: first the companies and tags they need that do not
- * exist yet, then every lead with its match keys, tags and events (with `records`, each
- * returned as stored). Returns the leads written and the analysis events of the companies
- * each row created.
+ * exist yet, then every new lead with its match keys, tags and events (with `records`, each
+ * returned as stored), then every update (each returned as stored). Returns the leads
+ * written, the leads merged and the analysis events of the companies each row created.
  */
 export async function writeBulkRows(db: Executor, workspaceId: number, run: readonly BulkRow[], options: IntakeOptions, records: boolean) {
-  // Companies by domain and tags by name that the rows need and the lookup did not find,
-  // created now in the order the rows name them (the first row naming a new company fires its
-  // analysis).
-  const domains = [...new Set(run.flatMap((row) => newDomainOf(row) ?? []))];
+  // Companies by domain and tags by name that the rows need and the lookup did not find. They
+  // are inserted in the order of their unique keys, so two transactions creating the same
+  // ones wait for each other instead of deadlocking; the first row naming a new company fires
+  // its analysis.
+  const domains = [...new Set(run.flatMap((row) => newDomainOf(row) ?? []))].sort();
   const missingTags = new Map<string, string>(); // lower-cased -> as first sent
   for (const row of run) for (const name of row.references.missingTagNames) if (!missingTags.has(name.toLowerCase())) missingTags.set(name.toLowerCase(), name);
   const companyIds = new Map<string, number>();
@@ -101,7 +114,8 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
   const analyzeEvents = new Map<number, CompanyAnalyzeEvent[]>();
 
   if (domains.length > 0 || missingTags.size > 0) {
-    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, [...missingTags.values()], options.enrich);
+    const tagNames = [...missingTags].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, name]) => name);
+    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, tagNames, options.enrich);
     for (const company of created) companyIds.set(company.domain, company.id);
     for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
 
@@ -121,21 +135,42 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
     }
   }
 
-  const written = await insertNewLeads(
+  const companyOf = (row: BulkRow) => {
+    const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
+    if (companyId === undefined) throw new Error(`company for ${newDomainOf(row)} could not be resolved`);
+    return companyId;
+  };
+  const tagIdsOf = (row: BulkRow) => [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)];
+
+  const creates = run.filter((row) => row.kind === 'create');
+  const written =
+    creates.length === 0
+      ? []
+      : await insertNewLeads(
+          db,
+          workspaceId,
+          creates.map((row) => ({
+            values: leadValues(row.lead, companyOf(row)),
+            keys: row.lead.identities,
+            tagIds: tagIdsOf(row),
+            events: [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created' as const }],
+          })),
+          { records },
+        );
+
+  const updates = run.flatMap((row) => (row.kind === 'update' ? [row] : []));
+  const planned = updates.map((row) =>
+    mergeOfRow(row.match, row.lead, row.matches, { companyId: companyOf(row), tagIds: tagIdsOf(row), events: analyzeEvents.get(row.index) ?? [] }),
+  );
+  const merged = await mergeIntoLeads(
     db,
     workspaceId,
-    run.map((row) => {
-      const domain = newDomainOf(row);
-      const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
-      if (companyId === undefined) throw new Error(`company for ${domain} could not be resolved`);
-      return {
-        values: leadValues(row.lead, companyId),
-        keys: row.lead.identities,
-        tagIds: [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)],
-        events: [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created' as const }],
-      };
-    }),
-    { records },
+    planned.map(({ merge }) => merge),
   );
-  return { written, analyzeEvents };
+  return {
+    created: written.map(({ ord, ...lead }) => ({ ...lead, row: creates[ord]! })),
+    merged: merged.map(({ ord, ...record }) => ({ record, row: updates[ord]!, warnings: planned[ord]!.warnings })),
+    updates,
+    analyzeEvents,
+  };
 }

@@ -59,7 +59,7 @@ export async function runGroupTransaction(db: Db, requests: ReadonlyArray<WriteR
     return await run(true);
   } catch (error) {
     if (!(error instanceof SetBasedWriteFailed)) throw error;
-    log.warn({ err: error.cause, requests: requests.length }, 'set-based write of new leads failed; running the group again one row at a time');
+    log.warn({ err: error.cause, requests: requests.length }, 'set-based write of leads failed; running the group again one row at a time');
     return run(false);
   }
 }

@@ -10,7 +10,7 @@ import { nothingMatched } from './match.js';
 import type { PreparedLead } from './prepare.js';
 import { findLeadRecords } from '../read-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { intakeLead, type RowOutcome } from './row-intake.js';
+import { intakeLead, updatedOutcome, type RowOutcome } from './row-intake.js';
 import type { IntakeOptions } from './options.js';
 import { deleteLeads } from '../write-repository.js';
 
@@ -34,17 +34,18 @@ export type RowResult = { outcome: RowOutcome } | { rejected: RowRejected | Dupl
  */
 export class SetBasedWriteFailed extends Error {
   constructor(cause: unknown) {
-    super('the set-based write of new leads failed', { cause });
+    super('the set-based write of leads failed', { cause });
   }
 }
 
 /**
  * Runs the rows in order inside the caller's transaction, an earlier row visible to later
- * ones, and reports each. Rows that need decisions (a match to update or skip, a company to
- * fill, a rejected reference) run one by one in a savepoint each. Consecutive rows that
- * certainly create a new person are written set-based, a run of them in two statements; the
- * outcome is the same as running them one by one. A dry run, or a run with `setBased` off,
- * runs every row alone (a dry run's undone before the next). Throws when the database is
+ * ones, and reports each. Rows that need decisions (a match to skip or refuse, a company to
+ * fill, a rejected reference, a key shared with another row, a lead another row of the run
+ * updates first) run one by one in a savepoint each. Consecutive rows that certainly create a
+ * new person, or that certainly update the lead they match (bulk-path.ts), are written
+ * set-based, a run of them in two statements; the outcome is the same as running them one by
+ * one. A dry run, or a run with `setBased` off, runs every row alone (a dry run's undone before the next). Throws when the database is
  * unreachable (the whole call fails) and SetBasedWriteFailed.
  */
 export async function runIntake(
@@ -84,6 +85,8 @@ export async function runIntake(
   for (const index of rows.keys()) {
     const bulk = plan[index];
     if (bulk) {
+      // A run holds rows of one kind, so its events are written in the rows' order.
+      if (run.length > 0 && run[0]!.kind !== bulk.kind) await flush();
       run.push(bulk);
     } else {
       await flush();
@@ -133,8 +136,10 @@ async function intakeRowAlone(
 
 /**
  * Writes a run of bulk rows: first the companies and tags they need that do not exist yet,
- * then every lead with its match keys, tags and events in one statement. A row that lost one
- * of its keys to a concurrent request meanwhile is undone and runs alone (it then matches).
+ * then every new lead with its match keys, tags and events in one statement, then every
+ * update in one statement. A new lead that lost one of its keys to a concurrent request
+ * meanwhile is undone and its row runs alone (it then matches), as does the row of an update
+ * whose lead was deleted meanwhile (it then matches again).
  */
 async function writeRun(
   db: Executor,
@@ -145,28 +150,33 @@ async function writeRun(
   results: RowResult[],
   alone: (index: number) => Promise<void>,
 ): Promise<void> {
-  const records = run.some((row) => rows[row.index]!.wantsRecord);
-  const { written, analyzeEvents } = await writeBulkRows(db, workspaceId, run, options, records).catch((error: unknown) => {
+  const records = run.some((row) => row.kind === 'create' && rows[row.index]!.wantsRecord);
+  const { created, merged, updates, analyzeEvents } = await writeBulkRows(db, workspaceId, run, options, records).catch((error: unknown) => {
     throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
   });
 
   const lost: BulkRow[] = [];
-  for (const { ord, id, complete, record } of written) {
-    const row = run[ord]!;
+  for (const { row, id, complete, record } of created) {
     if (complete) {
       results[row.index] = { outcome: { status: 'created', leadId: id, match: nothingMatched(), warnings: row.lead.warnings, createdCompanyId: null, createdTagIds: [], record } };
     } else {
       lost.push(row);
     }
   }
+  for (const { row, record, warnings } of merged) {
+    if (row.kind === 'update') results[row.index] = { outcome: updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] }) };
+  }
+  lost.push(...updates.filter((row) => results[row.index] === undefined));
   if (lost.length === 0) return;
-  // A concurrent request created one of these people after the lookup: undo the new lead
-  // (its claimed keys go with it), keep the events of companies this row created, match again.
+  // A concurrent request created one of these people after the lookup, or deleted the lead one
+  // updates: undo the new leads (their claimed keys go with them), keep the events of companies
+  // these rows created, and run them again alone, in order.
   await deleteLeads(
     db,
     workspaceId,
-    written.filter((row) => !row.complete).map((row) => row.id),
+    created.filter((lead) => !lead.complete).map((lead) => lead.id),
   );
+  lost.sort((a, b) => a.index - b.index);
   await enqueue(
     db,
     workspaceId,

@@ -10,7 +10,7 @@ import { nothingMatched, reportMatch, strongestMatch, type MatchReport, type Str
 import { insertNewLead } from '../new-leads-repository.js';
 import type { IdentityKey, PreparedLead } from './prepare.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { attachTags, claimIdentities, deleteLeads, lockLead, mergeIntoLead } from '../write-repository.js';
+import { deleteLeads, mergeIntoLeads, type LeadMerge } from '../write-repository.js';
 
 // One lead row inside a transaction: matched, then created, updated or skipped.
 
@@ -121,11 +121,18 @@ async function createLead(db: Executor, workspaceId: number, lead: PreparedLead,
   };
 }
 
-async function updateLead(db: Executor, workspaceId: number, match: StrongestMatch, lead: PreparedLead, matches: IdentityMatch[], resolution: Resolution): Promise<RowOutcome> {
+/**
+ * What updating the matched lead with a row writes (the merge statement's row), and the row's
+ * warnings. Keys another lead already holds stay with that lead: they are not merged in here.
+ */
+export function mergeOfRow(
+  match: StrongestMatch,
+  lead: PreparedLead,
+  matches: readonly IdentityMatch[],
+  written: { companyId: number | null; tagIds: readonly number[]; events: readonly CompanyAnalyzeEvent[] },
+): { merge: LeadMerge; warnings: string[] } {
   const { leadId } = match;
   const warnings = [...lead.warnings];
-  await lockLead(db, workspaceId, leadId);
-  // Keys another lead already holds stay with that lead: they are not merged in here.
   const foreign = matches.filter((match) => match.lead_id !== leadId);
   const heldElsewhere = (kind: string, value: string) => foreign.some((match) => match.kind === kind && match.value === value);
   const emails = lead.emails.filter((email) => !heldElsewhere('email', email));
@@ -135,27 +142,44 @@ async function updateLead(db: Executor, workspaceId: number, match: StrongestMat
       `${match.kind === 'email' ? 'emails' : match.kind === 'phone' ? 'phones' : 'linkedin_url'}: ${match.value} belongs to lead ${match.lead_id} and was not added to this lead.`,
     );
   }
-
-  await mergeIntoLead(db, workspaceId, leadId, {
-    ...leadValues({ ...lead, emails, phones }, resolution.company?.id ?? null),
-    fillCompanyOnly: !lead.company?.explicit,
-  });
-  await claimIdentities(
-    db,
-    workspaceId,
-    leadId,
-    lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)),
-  );
-  const added = await attachTags(db, workspaceId, leadId, resolution.tagIds);
-  await enqueue(db, workspaceId, [...resolution.events, ...added.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: leadId, tag_id: tagId } }))]);
   return {
-    status: 'updated',
-    leadId,
-    match: reportMatch(match),
+    merge: {
+      leadId,
+      values: leadValues({ ...lead, emails, phones }, written.companyId),
+      fillCompanyOnly: !lead.company?.explicit,
+      keys: lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)),
+      tagIds: written.tagIds,
+      events: written.events,
+    },
     warnings,
-    createdCompanyId: resolution.company?.created ? resolution.company.id : null,
-    createdTagIds: resolution.createdTagIds,
   };
+}
+
+/** The outcome of a row that updated its matched lead (read back as stored by the merge statement). */
+export const updatedOutcome = (match: StrongestMatch, warnings: string[], record: LeadRecord, created: { companyId: number | null; tagIds: number[] }): RowOutcome => ({
+  status: 'updated',
+  leadId: match.leadId,
+  match: reportMatch(match),
+  warnings,
+  createdCompanyId: created.companyId,
+  createdTagIds: created.tagIds,
+  record,
+});
+
+/** Updates the matched lead; null when it no longer exists (deleted since the match was read: match again). */
+async function updateLead(
+  db: Executor,
+  workspaceId: number,
+  match: StrongestMatch,
+  lead: PreparedLead,
+  matches: IdentityMatch[],
+  resolution: Resolution,
+): Promise<RowOutcome | null> {
+  const { merge, warnings } = mergeOfRow(match, lead, matches, { companyId: resolution.company?.id ?? null, tagIds: resolution.tagIds, events: resolution.events });
+  const [merged] = await mergeIntoLeads(db, workspaceId, [merge]);
+  if (!merged) return null;
+  const { ord: _ord, ...record } = merged;
+  return updatedOutcome(match, warnings, record, { companyId: resolution.company?.created ? resolution.company.id : null, tagIds: resolution.createdTagIds });
 }
 
 /** A match under on_duplicate error or skip: rejected, or skipped without a write. Null for update. */
@@ -189,10 +213,12 @@ export async function intakeLead(db: Executor, workspaceId: number, lead: Prepar
     if (match) {
       const settled = settleWithoutUpdate(match, lead, options);
       if (settled) return settled;
-      return updateLead(db, workspaceId, match, lead, matches, await resolved());
+      const updated = await updateLead(db, workspaceId, match, lead, matches, await resolved());
+      if (updated) return updated;
+    } else {
+      const created = await createLead(db, workspaceId, lead, await resolved());
+      if (created) return created;
     }
-    const created = await createLead(db, workspaceId, lead, await resolved());
-    if (created) return created;
     if (attempt >= MATCH_ATTEMPTS) throw new Error('lead identity kept changing under concurrent writes');
   }
 }
