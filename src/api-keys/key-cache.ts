@@ -67,9 +67,8 @@ export class ApiKeyCache<T> {
     client.on('error', lost);
     client.on('end', () => lost());
     client.on('notification', (message) => {
-      this.changes += 1;
-      if (message.payload) this.entries.delete(message.payload);
-      if (message.payload) for (const follower of this.followers) follower.changed(message.payload);
+      if (message.payload) this.changedHere(message.payload);
+      else this.changes += 1;
     });
     try {
       await client.connect();
@@ -80,6 +79,17 @@ export class ApiKeyCache<T> {
     } catch (error) {
       lost(error);
     }
+  }
+
+  /**
+   * A key changed (created, revoked, orphaned): forgotten here and told to the followers. Run
+   * for each notification, and by this process right after it commits a change of its own, so
+   * its next request sees the change without waiting for the notification to come back.
+   */
+  changedHere(prefix: string): void {
+    this.changes += 1;
+    this.entries.delete(prefix);
+    for (const follower of this.followers) follower.changed(prefix);
   }
 
   /** A counter to take before reading a key from the database and hand back to `set`. */

@@ -62,7 +62,7 @@ export async function revokeKey(db: Executor, keyId: number) {
     .returning(['id', 'prefix'])
     .executeTakeFirst();
   if (revoked) await notifyKeysChanged(db, [revoked.prefix]);
-  return revoked && { id: revoked.id };
+  return revoked;
 }
 
 /** The prefixes of a user's keys (their creator's deletion orphans them: see deleteUser). */

@@ -170,4 +170,22 @@ describe('API keys in the console', () => {
     expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
     expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
   });
+
+  it('lets a key created in the console work, and a revoked one fail, at once, before the notification of the change is heard', async () => {
+    // The key cache's LISTEN connection stops reading: the notifications of the two changes wait in its socket.
+    const listening = (app.ctx.apiKeyCache as unknown as { client: { connection: { stream: { pause(): void; resume(): void } } } }).client.connection.stream;
+    listening.pause();
+    try {
+      const created = await admin.post('/console/api-keys', { name: 'Late notice', scopes: ['tags:read'] });
+      const token = /id="new-key-token"[^>]*value="([^"]+)"/.exec(created.text)![1]!;
+      expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(200);
+      const {
+        rows: [key],
+      } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Late notice'`.execute(app.ctx.db);
+      expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
+      expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
+    } finally {
+      listening.resume();
+    }
+  });
 });

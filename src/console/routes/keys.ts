@@ -51,6 +51,8 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
       // datetime-local sends no zone: the form says the time is UTC.
       expiresAt: expiresAt === '' ? null : parseTimestamp(/[zZ]|[+-]\d\d:?\d\d$/.test(expiresAt) ? expiresAt : `${expiresAt}Z`, 'Expires at'),
     });
+    // Usable at once from this process, whose prefix view would otherwise refuse it until the notification is back.
+    ctx.apiKeyCache.changedHere(created.prefix);
     // The token is in this answer only (no redirect, no flash, Cache-Control: no-store): shown once.
     render(res, 'key-created', { title: 'Key created', page: 'keys', key: created }, 201);
   });
@@ -66,6 +68,8 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'api_keys', pathId(req.params.id));
     const revoked = await revokeKey(ctx.db, id);
     if (!revoked) throw new Refused('not_found', `API key ${id} does not exist.`);
+    // Refused at once by this process, not only once the notification is back.
+    ctx.apiKeyCache.changedHere(revoked.prefix);
     res.redirect(303, '/console/api-keys?notice=key-revoked');
   });
 }
