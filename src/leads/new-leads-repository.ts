@@ -105,10 +105,13 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
   );
 }
 
-/** The parameters of the new-lead statements (see newLeadsInput). */
-export type NewLeadsInput = {
+/**
+ * The parameters of a set statement over a run's lead rows (new leads here, merges in
+ * write-repository.ts): the rows as JSON text, and each row's match keys, tags and events by its
+ * `ord`, the row's place in the run.
+ */
+export type LeadRowsInput = {
   workspaceId: number;
-  /** The leads' rows as JSON text (`ord`, `key_count` and the lead values). */
   rows: JsonbParameter;
   keyOrds: number[];
   keyKinds: string[];
@@ -117,19 +120,31 @@ export type NewLeadsInput = {
   tagIds: number[];
 } & NewLeadEventInputs;
 
-export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[]): NewLeadsInput {
-  const keys = leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ord, ...key })));
-  const tags = leads.flatMap((lead, ord) => lead.tagIds.map((tagId) => ({ ord, tagId })));
+/** The parameters of the new-lead statements: each row with `ord`, `key_count` and the lead values. */
+export type NewLeadsInput = LeadRowsInput;
+
+/** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */
+export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[] }>(
+  workspaceId: number,
+  items: readonly Item[],
+  row: (item: Item) => object,
+): LeadRowsInput {
+  const keys = items.flatMap((item, ord) => item.keys.map((key) => ({ ord, ...key })));
+  const tags = items.flatMap((item, ord) => [...new Set(item.tagIds)].map((tagId) => ({ ord, tagId })));
   return {
     workspaceId,
-    rows: jsonParameter(leads.map((lead, ord) => ({ ord, key_count: lead.keys.length, ...lead.values }))),
+    rows: jsonParameter(items.map((item, ord) => ({ ord, ...row(item) }))),
     keyOrds: keys.map((key) => key.ord),
     keyKinds: keys.map((key) => key.kind),
     keyValues: keys.map((key) => key.value),
     tagOrds: tags.map((tag) => tag.ord),
     tagIds: tags.map((tag) => tag.tagId),
-    ...newLeadEventInputs(leads.flatMap((lead, ord) => lead.events.map((event) => ({ ord, event })))),
+    ...newLeadEventInputs(items.flatMap((item, ord) => item.events.map((event) => ({ ord, event })))),
   };
+}
+
+export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[]): NewLeadsInput {
+  return leadRowsInput(workspaceId, leads, (lead) => ({ key_count: lead.keys.length, ...lead.values }));
 }
 
 /** A batch's run of new leads: planned per call, for its number of rows. */

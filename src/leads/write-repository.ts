@@ -3,12 +3,12 @@ import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
 import { companyJson } from '../companies/columns.js';
 import { PreparedStatement } from '../db/prepared.js';
-import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { newLeadEventInputs, type CompanyAnalyzeEvent, type NewLeadEventInputs } from '../outbox/repository.js';
+import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
+import { leadRowsInput, type LeadRowsInput } from './new-leads-repository.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
@@ -37,16 +37,8 @@ export interface LeadMerge {
 /** A lead the merge statement found and changed, as stored right after (findLeadRecords' shape). */
 export type MergedLead = LeadRecord & { ord: number };
 
-type MergeInput = {
-  workspaceId: number;
-  /** The merges' rows as JSON text (`ord`, `lead_id`, `fill_company_only` and the values; a location also as a list). */
-  rows: JsonbParameter;
-  keyOrds: number[];
-  keyKinds: string[];
-  keyValues: string[];
-  tagOrds: number[];
-  tagIds: number[];
-} & NewLeadEventInputs;
+/** The merge statement's parameters: each row with `ord`, `lead_id`, `fill_company_only` and the values (a location also as a list). */
+type MergeInput = LeadRowsInput;
 
 const MERGE_SOURCE_COLUMNS = sql.raw(
   [
@@ -154,25 +146,16 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
 /** Merges intake rows into existing leads, in one statement (see MERGE_INTO_LEADS); each lead's `ord` is its position in `merges`. */
 export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
-  const keys = merges.flatMap((merge, ord) => merge.keys.map((key) => ({ ord, ...key })));
-  const tags = merges.flatMap((merge, ord) => [...new Set(merge.tagIds)].map((tagId) => ({ ord, tagId })));
-  const rows = merges.map((merge, ord) => {
-    const {
-      locations: [location],
-      ...values
-    } = merge.values;
-    return { ord, lead_id: merge.leadId, fill_company_only: merge.fillCompanyOnly, ...values, ...(location ? { location, locations: [location] } : {}) };
-  });
-  return MERGE_INTO_LEADS.execute(db, {
-    workspaceId,
-    rows: jsonParameter(rows),
-    keyOrds: keys.map((key) => key.ord),
-    keyKinds: keys.map((key) => key.kind),
-    keyValues: keys.map((key) => key.value),
-    tagOrds: tags.map((tag) => tag.ord),
-    tagIds: tags.map((tag) => tag.tagId),
-    ...newLeadEventInputs(merges.flatMap((merge, ord) => merge.events.map((event) => ({ ord, event })))),
-  });
+  return MERGE_INTO_LEADS.execute(
+    db,
+    leadRowsInput(workspaceId, merges, (merge) => {
+      const {
+        locations: [location],
+        ...values
+      } = merge.values;
+      return { lead_id: merge.leadId, fill_company_only: merge.fillCompanyOnly, ...values, ...(location ? { location, locations: [location] } : {}) };
+    }),
+  );
 }
 
 export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;
