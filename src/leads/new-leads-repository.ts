@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { companyJson } from '../companies/columns.js';
 import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
@@ -78,12 +78,7 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
       ORDER BY r.ord
       RETURNING *
     ), claimed AS (
-      INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-      SELECT ${input.workspaceId}, k.kind, k.value, ids.id
-      FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
-      JOIN ids USING (ord)
-      ORDER BY k.kind, k.value
-      ON CONFLICT (workspace_id, kind, value) DO NOTHING
+      ${claimMatchKeys(input, sql`ids`)}
       RETURNING lead_id
     ), claimed_count AS (
       SELECT lead_id, count(*) AS n FROM claimed GROUP BY lead_id
@@ -122,6 +117,20 @@ export type LeadRowsInput = {
 
 /** The parameters of the new-lead statements: each row with `ord`, `key_count` and the lead values. */
 export type NewLeadsInput = LeadRowsInput;
+
+/**
+ * Claims each row's match keys for its lead (`leads`: a CTE of the run's leads with `ord` and
+ * `id`), in key order so that concurrent runs take their locks alike; a key another lead holds
+ * stays with it.
+ */
+export function claimMatchKeys(input: Placeholders<LeadRowsInput>, leads: RawBuilder<unknown>) {
+  return sql`INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+      SELECT ${input.workspaceId}, k.kind, k.value, ${leads}.id
+      FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
+      JOIN ${leads} USING (ord)
+      ORDER BY k.kind, k.value
+      ON CONFLICT (workspace_id, kind, value) DO NOTHING`;
+}
 
 /** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */
 export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[] }>(

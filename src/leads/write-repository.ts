@@ -8,7 +8,7 @@ import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
-import { leadRowsInput, type LeadRowsInput } from './new-leads-repository.js';
+import { claimMatchKeys, leadRowsInput, type LeadRowsInput } from './new-leads-repository.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
@@ -97,12 +97,7 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
     WHERE l.workspace_id = ${input.workspaceId} AND l.id = m.lead_id
     RETURNING m.ord, l.*
   ), claimed AS (
-    INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-    SELECT ${input.workspaceId}, k.kind, k.value, merged.id
-    FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
-    JOIN merged USING (ord)
-    ORDER BY k.kind, k.value
-    ON CONFLICT (workspace_id, kind, value) DO NOTHING
+    ${claimMatchKeys(input, sql`merged`)}
   ), tag_rows AS (
     SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) WITH ORDINALITY AS t(ord, tag_id, n)
   ), tagged AS (
