@@ -39,12 +39,14 @@ export async function changeRole(db: Executor, id: number, role: Role) {
 /**
  * Deletes a user: their keys become orphaned and are refused from then on. The API processes
  * hear it from this statement's notification (on Citus no trigger of a reference table would
- * reach them), so a cached key stops working at once.
+ * reach them), so a cached key stops working at once; `keysChanged` is told the orphaned keys'
+ * prefixes too, for a process that applies its own changes without waiting for it.
  */
-export async function removeMember(db: Executor, id: number) {
+export async function removeMember(db: Executor, id: number, keysChanged: (prefixes: string[]) => void = () => {}) {
   const orphaned = await prefixesOfUser(db, id);
   const deleted = await deleteUser(db, id);
   if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
   await notifyKeysChanged(db, orphaned);
+  keysChanged(orphaned);
   return { id: deleted.id, deleted: true };
 }

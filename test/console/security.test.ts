@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
-import { CONSOLE_ORIGIN, countRows, form, http, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
+import { addUser, CONSOLE_ORIGIN, countRows, form, http, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
+import { createApiKey } from '../../src/api-keys/service.js';
+import { eventually } from '../support/eventually.js';
 
 // The console's web security over HTTP: CSRF tokens, Origin and Sec-Fetch-Site on every
 // POST, its own headers, and every page confined to the session's workspace.
@@ -171,8 +173,11 @@ describe('API keys in the console', () => {
     expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
   });
 
-  it('lets a key created in the console work, and a revoked one fail, at once, before the notification of the change is heard', async () => {
-    // The key cache's LISTEN connection stops reading: the notifications of the two changes wait in its socket.
+  it('lets a key created in the console work, and a revoked or orphaned one fail, at once, before the notification of the change is heard', async () => {
+    const member = await addUser(app.ctx.db, tenant.workspaceId, 'admin');
+    const memberKey = await createApiKey(app.ctx.db, { workspaceId: tenant.workspaceId, userId: member.id, name: 'Member key', scopes: ['tags:read'], expiresAt: null });
+    await eventually(async () => (await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${memberKey.token}`)).status === 200, 5_000, 20);
+    // The key cache's LISTEN connection stops reading: the notifications of the changes below wait in its socket.
     const listening = (app.ctx.apiKeyCache as unknown as { client: { connection: { stream: { pause(): void; resume(): void } } } }).client.connection.stream;
     listening.pause();
     try {
@@ -184,6 +189,10 @@ describe('API keys in the console', () => {
       } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Late notice'`.execute(app.ctx.db);
       expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
       expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
+
+      // The member's key, cached by its first use: removing the member orphans it.
+      expect((await admin.post(`/console/members/${member.id}/remove`)).status).toBe(303);
+      expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${memberKey.token}`)).status).toBe(401);
     } finally {
       listening.resume();
     }

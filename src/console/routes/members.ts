@@ -49,7 +49,8 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/members/:id/remove', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    await removeMember(ctx.db, id);
+    // Their keys are refused at once by this process, not only once the notification is back.
+    await removeMember(ctx.db, id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-removed');
   });
 }
