@@ -37,8 +37,13 @@ export interface LeadMerge {
 /** A lead the merge statement found and changed, as stored right after (findLeadRecords' shape). */
 export type MergedLead = LeadRecord & { ord: number };
 
-/** The merge statement's parameters: each row with `ord`, `lead_id`, `fill_company_only` and the values (a location also as a list). */
-type MergeInput = LeadRowsInput;
+/**
+ * The merge statement's parameters: each row with `ord`, `lead_id`, `fill_company_only` and the
+ * values (a location also as a list), and the leads' ids once more as an array, which the
+ * planner can read (it takes any JSON recordset for a hundred rows and would scan the whole
+ * workspace's leads, or every workspace's lead_tags, to join them).
+ */
+type MergeInput = LeadRowsInput & { leadIds: number[] };
 
 const MERGE_SOURCE_COLUMNS = sql.raw(
   [
@@ -94,7 +99,7 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
       custom_fields = l.custom_fields || m.custom_fields,
       updated_at = now()
     FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
-    WHERE l.workspace_id = ${input.workspaceId} AND l.id = m.lead_id
+    WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.leadIds}::bigint[]) AND l.id = m.lead_id
     RETURNING m.ord, l.*
   ), claimed AS (
     ${claimMatchKeys(input, sql`merged`)}
@@ -119,7 +124,7 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
     ORDER BY e.ord, e.part, e.n
   ), lead_tag_rows AS (
     -- The statement's snapshot does not see its own inserts: the tags it attached are added to those the leads had.
-    SELECT lt.lead_id, lt.tag_id FROM lead_tags AS lt WHERE lt.workspace_id = ${input.workspaceId} AND lt.lead_id IN (SELECT lead_id FROM r)
+    SELECT lt.lead_id, lt.tag_id FROM lead_tags AS lt WHERE lt.workspace_id = ${input.workspaceId} AND lt.lead_id = ANY(${input.leadIds}::bigint[])
     UNION
     SELECT merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
   ), tag_records AS (
@@ -141,16 +146,16 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
 /** Merges intake rows into existing leads, in one statement (see MERGE_INTO_LEADS); each lead's `ord` is its position in `merges`. */
 export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
-  return MERGE_INTO_LEADS.execute(
-    db,
-    leadRowsInput(workspaceId, merges, (merge) => {
+  return MERGE_INTO_LEADS.execute(db, {
+    ...leadRowsInput(workspaceId, merges, (merge) => {
       const {
         locations: [location],
         ...values
       } = merge.values;
       return { lead_id: merge.leadId, fill_company_only: merge.fillCompanyOnly, ...values, ...(location ? { location, locations: [location] } : {}) };
     }),
-  );
+    leadIds: merges.map((merge) => merge.leadId),
+  });
 }
 
 export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;
