@@ -19,6 +19,8 @@ import pg from 'pg';
 import { runCli } from '../test/support/cli.js';
 import { baseEnvironment, ROOT, startService, type ServiceProcess } from '../test/support/service.js';
 import { databaseUrl } from './database-url.js';
+import { RATE_LIMIT_KEY_PREFIX } from '../src/api-keys/rate-limit-store.js';
+import { parseToken } from '../src/api-keys/tokens.js';
 
 const RATE_LIMIT = 300;
 const RECOVERY_DEADLINE_MS = 10_000;
@@ -87,7 +89,7 @@ async function main(): Promise<string[]> {
     const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
     await redis.connect();
     // This key's counter only: another process on the same Redis (a bench, a second API) counts keys of its own.
-    const counter = `lead-intake:rl:${counted.token.slice(0, counted.token.indexOf('_'))}`;
+    const counter = `${RATE_LIMIT_KEY_PREFIX}${parseToken(counted.token)!.prefix}`;
     const countedInRedis = async () => Number((await redis.get(counter)) ?? 0);
     const backOnRedis = await within(RECOVERY_DEADLINE_MS, async () => (await me(apiUrl, counted.token)).status === 200 && (await countedInRedis()) > 0);
     if (backOnRedis === null) failures.push(`the rate limit did not count in Redis again within ${RECOVERY_DEADLINE_MS} ms of its restart`);

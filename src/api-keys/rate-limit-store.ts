@@ -54,10 +54,13 @@ class RedisWithLocalFallback implements Store {
   }
 }
 
+/** Redis keys of the rate limit: this, then the API key's prefix (the limit counts per key). */
+export const RATE_LIMIT_KEY_PREFIX = 'lead-intake:rl:';
+
 export function createRateLimitStore(redis: Redis | null, logger: Logger): Store {
   if (!redis) return new MemoryStore();
   const redisStore = new RedisStore({
-    prefix: 'lead-intake:rl:',
+    prefix: RATE_LIMIT_KEY_PREFIX,
     sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as Promise<never>,
   });
   return new RedisWithLocalFallback(redisStore, logger);
