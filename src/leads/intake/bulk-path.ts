@@ -26,6 +26,7 @@ export type BulkRow = {
   references: References;
   company: BulkCompany;
 } & ({ kind: 'create' } | { kind: 'update'; match: StrongestMatch; matches: IdentityMatch[] });
+type UpdateRow = Extract<BulkRow, { kind: 'update' }>;
 
 /**
  * The company rule of the bulk path: the row's company is none, or is named by company.id
@@ -114,7 +115,7 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
   const analyzeEvents = new Map<number, CompanyAnalyzeEvent[]>();
 
   if (domains.length > 0 || missingTags.size > 0) {
-    const tagNames = [...missingTags].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, name]) => name);
+    const tagNames = [...missingTags.keys()].sort().map((lowered) => missingTags.get(lowered)!);
     const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, tagNames, options.enrich);
     for (const company of created) companyIds.set(company.domain, company.id);
     for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
@@ -158,7 +159,7 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
           { records },
         );
 
-  const updates = run.flatMap((row) => (row.kind === 'update' ? [row] : []));
+  const updates = run.filter((row): row is UpdateRow => row.kind === 'update');
   const planned = updates.map((row) =>
     mergeOfRow(row.match, row.lead, row.matches, { companyId: companyOf(row), tagIds: tagIdsOf(row), events: analyzeEvents.get(row.index) ?? [] }),
   );
@@ -167,10 +168,12 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
     workspaceId,
     planned.map(({ merge }) => merge),
   );
+  const found = new Set(merged.map(({ ord }) => ord));
   return {
     created: written.map(({ ord, ...lead }) => ({ ...lead, row: creates[ord]! })),
     merged: merged.map(({ ord, ...record }) => ({ record, row: updates[ord]!, warnings: planned[ord]!.warnings })),
-    updates,
+    /** Updates whose lead the merge no longer found (deleted since the lookup). */
+    vanished: updates.filter((_, ord) => !found.has(ord)),
     analyzeEvents,
   };
 }

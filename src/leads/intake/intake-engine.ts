@@ -151,7 +151,7 @@ async function writeRun(
   alone: (index: number) => Promise<void>,
 ): Promise<void> {
   const records = run.some((row) => row.kind === 'create' && rows[row.index]!.wantsRecord);
-  const { created, merged, updates, analyzeEvents } = await writeBulkRows(db, workspaceId, run, options, records).catch((error: unknown) => {
+  const { created, merged, vanished, analyzeEvents } = await writeBulkRows(db, workspaceId, run, options, records).catch((error: unknown) => {
     throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
   });
 
@@ -163,10 +163,8 @@ async function writeRun(
       lost.push(row);
     }
   }
-  for (const { row, record, warnings } of merged) {
-    if (row.kind === 'update') results[row.index] = { outcome: updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] }) };
-  }
-  lost.push(...updates.filter((row) => results[row.index] === undefined));
+  for (const { row, record, warnings } of merged) results[row.index] = { outcome: updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] }) };
+  lost.push(...vanished);
   if (lost.length === 0) return;
   // A concurrent request created one of these people after the lookup, or deleted the lead one
   // updates: undo the new leads (their claimed keys go with them), keep the events of companies
