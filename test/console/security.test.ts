@@ -157,42 +157,45 @@ describe("the console's pages", () => {
 });
 
 describe('API keys in the console', () => {
-  it('show a new token once, never cached, and a revoked key gets 401 at once', async () => {
-    const created = await admin.post('/console/api-keys', { name: 'Console key', scopes: ['leads:read', 'tags:read'] });
-    expect(created.status).toBe(201);
-    expect(created.headers['cache-control']).toBe('no-store');
-    const token = /id="new-key-token"[^>]*value="([^"]+)"/.exec(created.text)?.[1];
-    expect(token).toMatch(/^[a-z0-9]+_/);
-    expect((await admin.get('/console/api-keys')).text).not.toContain(token);
-    expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(200);
-
+  /** A key made with the console's form: its answer, the token shown once in it, and the key's id. */
+  async function createdInConsole(name: string, scopes: string[]) {
+    const answer = await admin.post('/console/api-keys', { name, scopes });
+    const token = /id="new-key-token"[^>]*value="([^"]+)"/.exec(answer.text)?.[1];
     const {
       rows: [key],
-    } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Console key'`.execute(app.ctx.db);
-    expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
-    expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
+    } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = ${name}`.execute(app.ctx.db);
+    return { answer, token, id: key?.id };
+  }
+  const tagsWith = (token: string | undefined) => http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`);
+
+  it('show a new token once, never cached, and a revoked key gets 401 at once', async () => {
+    const { answer: created, token, id } = await createdInConsole('Console key', ['leads:read', 'tags:read']);
+    expect(created.status).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
+    expect(token).toMatch(/^[a-z0-9]+_/);
+    expect((await admin.get('/console/api-keys')).text).not.toContain(token);
+    expect((await tagsWith(token)).status).toBe(200);
+
+    expect((await admin.post(`/console/api-keys/${id}/revoke`)).status).toBe(303);
+    expect((await tagsWith(token)).status).toBe(401);
   });
 
   it('lets a key created in the console work, and a revoked or orphaned one fail, at once, before the notification of the change is heard', async () => {
     const member = await addUser(app.ctx.db, tenant.workspaceId, 'admin');
     const memberKey = await createApiKey(app.ctx.db, { workspaceId: tenant.workspaceId, userId: member.id, name: 'Member key', scopes: ['tags:read'], expiresAt: null });
-    await eventually(async () => (await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${memberKey.token}`)).status === 200, 5_000, 20);
+    await eventually(async () => (await tagsWith(memberKey.token)).status === 200, 5_000, 20);
     // The key cache's LISTEN connection stops reading: the notifications of the changes below wait in its socket.
     const listening = (app.ctx.apiKeyCache as unknown as { client: { connection: { stream: { pause(): void; resume(): void } } } }).client.connection.stream;
     listening.pause();
     try {
-      const created = await admin.post('/console/api-keys', { name: 'Late notice', scopes: ['tags:read'] });
-      const token = /id="new-key-token"[^>]*value="([^"]+)"/.exec(created.text)![1]!;
-      expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(200);
-      const {
-        rows: [key],
-      } = await sql<{ id: number }>`SELECT id::int FROM api_keys WHERE name = 'Late notice'`.execute(app.ctx.db);
-      expect((await admin.post(`/console/api-keys/${key!.id}/revoke`)).status).toBe(303);
-      expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${token}`)).status).toBe(401);
+      const { token, id } = await createdInConsole('Late notice', ['tags:read']);
+      expect((await tagsWith(token)).status).toBe(200);
+      expect((await admin.post(`/console/api-keys/${id}/revoke`)).status).toBe(303);
+      expect((await tagsWith(token)).status).toBe(401);
 
       // The member's key, cached by its first use: removing the member orphans it.
       expect((await admin.post(`/console/members/${member.id}/remove`)).status).toBe(303);
-      expect((await http(app).get('/api/v1/tags').set('Authorization', `Bearer ${memberKey.token}`)).status).toBe(401);
+      expect((await tagsWith(memberKey.token)).status).toBe(401);
     } finally {
       listening.resume();
     }

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import pg from 'pg';
 import type { TestApp } from '../support/app.js';
-import { lockWaits } from '../support/held-writes.js';
+import { lockedLead, lockWaits } from '../support/held-writes.js';
 import type { Tenant } from '../support/fixtures.js';
 import { postBatch, postLead } from '../support/requests.js';
 import { testBed } from '../support/test-bed.js';
@@ -23,18 +23,12 @@ beforeAll(() => {
   } = bed);
 });
 
-/** A connection of the test, in a transaction. */
-async function session(): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: t.databaseUrl });
-  client.on('error', () => {});
-  await client.connect();
-  await client.query('BEGIN');
-  return client;
-}
-
 /** Whether a statement run in a transaction of its own gets its locks within 300 ms (it is rolled back). */
 async function runsAtOnce(text: string, values: unknown[]): Promise<boolean> {
-  const probe = await session();
+  const probe = new pg.Client({ connectionString: t.databaseUrl });
+  probe.on('error', () => {});
+  await probe.connect();
+  await probe.query('BEGIN');
   try {
     await probe.query(`SET LOCAL lock_timeout = '300ms'`);
     await probe.query(text, values);
@@ -50,30 +44,28 @@ async function runsAtOnce(text: string, values: unknown[]): Promise<boolean> {
 
 describe('lock order of the merge statement', () => {
   it('locks the leads a run of updates merges in id order, whatever order the rows come in', async () => {
-    const first = (await postLead(t, tenant, { name: 'First', email: 'first@lock-order.example' })).body.data;
+    // The first lead, held locked by the test; the second, made after it, has the higher id.
+    const first = await lockedLead(t, tenant);
     const second = (await postLead(t, tenant, { name: 'Second', email: 'second@lock-order.example' })).body.data;
-    expect(first.id).toBeLessThan(second.id);
+    expect(first.leadId).toBeLessThan(second.id);
 
-    const holder = await session();
-    await holder.query('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [tenant.workspaceId, first.id]);
     // The later lead first: both rows are updates of one run (one merge statement).
     const batch = postBatch(t, tenant, {
       leads: [
         { name: 'Second 2', email: 'second@lock-order.example' },
-        { name: 'First 2', email: 'first@lock-order.example' },
+        { name: 'First 2', email: first.email },
       ],
     }).then((answer) => answer);
     await lockWaits(t, 1);
     try {
       expect(await runsAtOnce('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [tenant.workspaceId, second.id])).toBe(true);
     } finally {
-      await holder.query('COMMIT');
-      await holder.end();
+      await first.release();
     }
     const answer = await batch;
     expect(answer.body.data.map((row: { status: string; lead_id: number }) => [row.status, row.lead_id])).toEqual([
       ['updated', second.id],
-      ['updated', first.id],
+      ['updated', first.leadId],
     ]);
   });
 });

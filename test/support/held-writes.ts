@@ -11,6 +11,7 @@ import { postLead, uniqueEmail } from './requests.js';
 // keeps locked, so any write that updates that lead waits in its transaction until released.
 
 export interface LockedLead {
+  leadId: number;
   /** The lead's email: a write sending it updates the lead, and waits. */
   email: string;
   release(): Promise<void>;
@@ -26,6 +27,7 @@ export async function lockedLead(t: TestApp, tenant: Tenant): Promise<LockedLead
   // By its whole key: on Citus a FOR UPDATE must name the workspace (one shard).
   await client.query('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [tenant.workspaceId, created.body.data.id]);
   return {
+    leadId: created.body.data.id,
     email: created.body.data.emails[0],
     release: async () => {
       await client.query('COMMIT');
