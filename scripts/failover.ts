@@ -41,6 +41,7 @@ const { values: args } = parseArgs({
 const USERS_PER_API = Number(args.users);
 const BEFORE_MS = Number(args.before) * 1000;
 const AFTER_MS = Number(args.after) * 1000;
+const READINESS_EVERY_MS = 50;
 /** Longest wait for a writable primary after the kill or the switchover. */
 const NEW_PRIMARY_TIMEOUT_MS = 60_000;
 /** Longest wait for a leader with its synchronous standby (the old leader rejoining included). */
@@ -145,7 +146,9 @@ async function runEvent(event: Event, { cluster, receiver, apis, workers }: Runn
   verdict.figures['leader -> new leader'] = `${leader} -> ${standby}`;
   const { workspaceId, token } = await tenant(cluster.url, receiver, event);
   const traffic = apis.map((api, index) => new Traffic({ apiUrl: api.url, token }, USERS_PER_API, 50, `${event}-${index + 1}`));
-  const readiness = apis.map((api) => new ReadinessProbe(api.url.replace(/\/api\/v1$/, ''), 250));
+  // Often: after a kill, the time with neither the old primary's sessions nor a new primary can
+  // be a few hundred milliseconds, and the check needs probes inside it.
+  const readiness = apis.map((api) => new ReadinessProbe(api.url.replace(/\/api\/v1$/, ''), READINESS_EVERY_MS));
   const primary = new PrimaryProbe(cluster.nodes);
   for (const part of [...traffic, ...readiness, primary]) part.start();
   await sleep(BEFORE_MS);

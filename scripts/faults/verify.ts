@@ -82,7 +82,7 @@ export function checkAnswers(answers: Answer[], readiness: Array<{ startedAt: nu
 
   const probesDown = readiness.filter((probe) => probe.startedAt >= timeline.downAt && probe.startedAt + probe.ms <= timeline.startBegin);
   figures['/readyz while down'] =
-    `${probesDown.length} probes, ${probesDown.filter((probe) => probe.status === 503).length} answered 503, longest ${Math.max(0, ...probesDown.map((probe) => probe.ms))} ms`;
+    `${seconds(timeline.startBegin - timeline.downAt)} s down: ${probesDown.length} probes, ${probesDown.filter((probe) => probe.status === 503).length} answered 503, longest ${Math.max(0, ...probesDown.map((probe) => probe.ms))} ms`;
   if (probesDown.length === 0 || probesDown.some((probe) => probe.status !== 503 || probe.ms >= ANSWER_BUDGET_MS))
     failures.push(`/readyz while down: ${figures['/readyz while down']}`);
   const probesLate = readiness.filter((probe) => probe.startedAt >= timeline.upAt + RECOVERY_BUDGET_MS);
