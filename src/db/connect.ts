@@ -67,6 +67,10 @@ export function createPool(connectionString: string, max: number, options: PoolO
     // On Citus a SET LOCAL (the Idempotency-Key claim's lock_timeout) must reach the worker
     // nodes, where the row lock is waited for; plain PostgreSQL keeps it as an unused setting.
     '-c citus.propagate_set_commands=local',
+    // No JIT: it starts on a plan's cost estimate, and a set statement over JSON rows (whose count
+    // the planner cannot see, so it takes a hundred) is estimated far above what it costs; the
+    // compile then takes tens of milliseconds for a statement that runs in one.
+    '-c jit=off',
     ...(options.statementTimeoutMs ? [`-c statement_timeout=${options.statementTimeoutMs}`, `-c idle_in_transaction_session_timeout=${options.statementTimeoutMs}`] : []),
   ].join(' ');
   const pool = new pg.Pool({

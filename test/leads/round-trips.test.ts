@@ -71,4 +71,9 @@ describe('database round trips', () => {
     expect(result.status).toBe(200);
     expect(statements).toHaveLength(1);
   });
+
+  it("runs the service's statements without JIT (it compiles for tens of milliseconds a set statement the planner overestimates)", async () => {
+    const { rows } = await t.ctx.pool.query<{ jit: string }>('SHOW jit');
+    expect(rows[0]!.jit).toBe('off');
+  });
 });
