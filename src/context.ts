@@ -9,6 +9,7 @@ import { PrefixView } from './api-keys/prefix-view.js';
 import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
 import type { Db } from './db/connect.js';
+import { citusPresence } from './db/distribution.js';
 import { FairSlots } from './db/fair-slots.js';
 import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
@@ -62,6 +63,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
+  const onCitus = citusPresence(db);
 
   let redis: Redis | null = null;
   if (config.REDIS_URL) {
@@ -101,6 +103,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
       queueLimit: config.WRITE_QUEUE_LIMIT,
       slots: FairSlots.forPool(config.DATABASE_POOL_SIZE),
       groupRan: metrics.intake.groupRan,
+      acrossWorkspaces: async () => !(await onCitus()),
     }),
     leadReads: new LeadReads(db),
     metrics,

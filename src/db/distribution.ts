@@ -29,6 +29,21 @@ export async function citusIsPresent(db: Db): Promise<boolean> {
   return rows[0]!.present;
 }
 
+/**
+ * Whether the database is a Citus coordinator, asked once and remembered; false while it cannot
+ * be asked (a database that does not answer fails the statements that need to know anyway).
+ */
+export function citusPresence(db: Db): () => Promise<boolean> {
+  let known: Promise<boolean> | null = null;
+  return async () => {
+    known ??= citusIsPresent(db);
+    return known.catch(() => {
+      known = null;
+      return false;
+    });
+  };
+}
+
 /** Returns the tables it moved (none on plain PostgreSQL or once everything is in place). */
 export async function distributeTables(db: Db): Promise<string[]> {
   if (!(await citusIsPresent(db))) return [];

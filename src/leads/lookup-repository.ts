@@ -42,27 +42,31 @@ export interface BatchLookup {
 type Input<T> = RawBuilder<T>;
 
 /**
- * The existing leads of the workspace holding any of these keys (`n`: the key's position,
- * from 1), as a FROM item. One primary-key probe per key, whatever the planner believes about
- * the table: a plain join against the keys lets it hash the whole workspace's keys instead
- * when its statistics are stale, as they are right after a bulk import.
+ * The existing leads holding any of these keys (`keys`: a FROM item `k` of `kind`, `value` and
+ * `n`, the key's position from 1; `workspace`: the workspace each key is looked for in), as a
+ * FROM item. One primary-key probe per key, whatever the planner believes about the table: a
+ * plain join against the keys lets it hash the whole workspace's keys instead when its
+ * statistics are stale, as they are right after a bulk import.
  */
-function identityMatchRows(workspaceId: Input<number>, kinds: Input<string[]>, values: Input<string[]>) {
+function identityMatchRows(keys: RawBuilder<unknown>, workspace: RawBuilder<unknown>) {
   return sql`(
-    SELECT k.n, i.kind, i.value, i.lead_id
-    FROM unnest(${kinds}::text[], ${values}::text[]) WITH ORDINALITY AS k(kind, value, n)
+    SELECT k.n, i.workspace_id, i.kind, i.value, i.lead_id
+    FROM ${keys}
     CROSS JOIN LATERAL (
-      SELECT i.kind, i.value, i.lead_id FROM lead_identities AS i
-      WHERE i.workspace_id = ${workspaceId} AND i.kind = k.kind AND i.value = k.value
+      SELECT i.workspace_id, i.kind, i.value, i.lead_id FROM lead_identities AS i
+      WHERE i.workspace_id = ${workspace} AND i.kind = k.kind AND i.value = k.value
       OFFSET 0
     ) AS i
   )`;
 }
 
+/** These keys, all of one workspace, as identityMatchRows takes them. */
+const keysOfOneWorkspace = (kinds: Input<string[]>, values: Input<string[]>) => sql`unnest(${kinds}::text[], ${values}::text[]) WITH ORDINALITY AS k(kind, value, n)`;
+
 /** The matches of these keys as a JSON array, in the keys' order. */
 const matchesJson = (workspaceId: Input<number>, kinds: Input<string[]>, values: Input<string[]>) => sql`
   (SELECT coalesce(json_agg(json_build_object('kind', m.kind, 'value', m.value, 'lead_id', m.lead_id) ORDER BY m.n), '[]'::json)
-    FROM ${identityMatchRows(workspaceId, kinds, values)} AS m)`;
+    FROM ${identityMatchRows(keysOfOneWorkspace(kinds, values), workspaceId)} AS m)`;
 
 /** The workspace's tags with any of these ids or lower-case names, as a JSON array. */
 const referencedTags = (workspaceId: Input<number>, ids: Input<number[]>, lowerNames: Input<string[]>) => sql`
@@ -72,7 +76,7 @@ const referencedTags = (workspaceId: Input<number>, ids: Input<number[]>, lowerN
 
 const IDENTITY_MATCHES = new PreparedStatement<{ workspaceId: number; kinds: string[]; values: string[] }, IdentityMatch>(
   (input) => sql`
-  SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(input.workspaceId, input.kinds, input.values)} AS m ORDER BY m.n
+  SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(keysOfOneWorkspace(input.kinds, input.values), input.workspaceId)} AS m ORDER BY m.n
 `,
 );
 
@@ -142,5 +146,67 @@ export const BATCH_LOOKUP = new PreparedStatement<BatchLookupInput, BatchLookup>
 
 export async function readBatchLookup(db: Executor, input: BatchLookupInput): Promise<BatchLookup> {
   const [row] = await BATCH_LOOKUP.execute(db, input);
+  return row!;
+}
+
+/**
+ * The inputs of the lookups of several workspaces' runs at once (see LOOKUPS_ACROSS_WORKSPACES):
+ * every key, tag reference and company reference with the workspace it is looked for in.
+ */
+export interface LookupsAcrossInput {
+  keyWorkspaces: number[];
+  kinds: string[];
+  values: string[];
+  tagIdWorkspaces: number[];
+  tagIds: number[];
+  tagNameWorkspaces: number[];
+  tagNames: string[];
+  domainWorkspaces: number[];
+  domains: string[];
+  companyIdWorkspaces: number[];
+  companyIds: number[];
+}
+
+/** What LOOKUPS_ACROSS_WORKSPACES finds: BATCH_LOOKUP's parts, each found row with its workspace. */
+export interface LookupsAcross {
+  tags: Array<{ workspace_id: number; tag: StoredTag }>;
+  matches: Array<IdentityMatch & { workspace_id: number }>;
+  companies: Array<Pick<CompanyRow, 'id' | 'domain' | 'workspace_id'>>;
+}
+
+/**
+ * BATCH_LOOKUP for the runs of several workspaces in one statement: each reference is looked
+ * for in its own workspace, by the same indexes, one probe each. It names no single workspace, so on Citus it
+ * would ask every shard: it runs on plain PostgreSQL only (group-transaction.ts).
+ */
+export const LOOKUPS_ACROSS_WORKSPACES = new PreparedStatement<LookupsAcrossInput, LookupsAcross>(
+  (input) => sql`
+  SELECT
+    (SELECT coalesce(json_agg(json_build_object('workspace_id', t.workspace_id, 'tag', ${tagJson('t')})), '[]'::json)
+      FROM (
+        SELECT r.workspace_id, r.id FROM unnest(${input.tagIdWorkspaces}::bigint[], ${input.tagIds}::bigint[]) AS r(workspace_id, id)
+        UNION
+        SELECT named.workspace_id, named.id FROM unnest(${input.tagNameWorkspaces}::bigint[], ${input.tagNames}::text[]) AS r(workspace_id, name)
+          JOIN tags AS named ON named.workspace_id = r.workspace_id AND lower(named.name) = r.name
+      ) AS wanted
+      CROSS JOIN LATERAL (SELECT * FROM tags WHERE workspace_id = wanted.workspace_id AND id = wanted.id OFFSET 0) AS t
+    ) AS tags,
+    (SELECT coalesce(json_agg(json_build_object('workspace_id', m.workspace_id, 'kind', m.kind, 'value', m.value, 'lead_id', m.lead_id) ORDER BY m.n), '[]'::json)
+      FROM ${identityMatchRows(sql`unnest(${input.keyWorkspaces}::bigint[], ${input.kinds}::text[], ${input.values}::text[]) WITH ORDINALITY AS k(workspace_id, kind, value, n)`, sql`k.workspace_id`)} AS m
+    ) AS matches,
+    (SELECT coalesce(json_agg(json_build_object('id', c.id, 'domain', c.domain, 'workspace_id', c.workspace_id)), '[]'::json)
+      FROM (
+        SELECT r.workspace_id, r.id FROM unnest(${input.companyIdWorkspaces}::bigint[], ${input.companyIds}::bigint[]) AS r(workspace_id, id)
+        UNION
+        SELECT by_domain.workspace_id, by_domain.id FROM unnest(${input.domainWorkspaces}::bigint[], ${input.domains}::text[]) AS r(workspace_id, domain)
+          JOIN companies AS by_domain ON by_domain.workspace_id = r.workspace_id AND by_domain.domain = r.domain
+      ) AS wanted
+      CROSS JOIN LATERAL (SELECT * FROM companies WHERE workspace_id = wanted.workspace_id AND id = wanted.id OFFSET 0) AS c
+    ) AS companies
+`,
+);
+
+export async function readLookupsAcross(db: Executor, input: LookupsAcrossInput): Promise<LookupsAcross> {
+  const [row] = await LOOKUPS_ACROSS_WORKSPACES.execute(db, input);
   return row!;
 }

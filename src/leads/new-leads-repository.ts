@@ -3,6 +3,7 @@ import { companyJson } from '../companies/columns.js';
 import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
+import { claimMatchKeys, eachRowsWorkspace, leadRowsInput, oneWorkspace, type LeadRows, type LeadRowsInput, type WorkspaceScope } from './lead-rows.js';
 import type { CompanyRow, TagRow } from '../db/schema.js';
 import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
@@ -29,9 +30,12 @@ export interface WrittenLead {
   complete: boolean;
 }
 
-const ROW_SOURCE_COLUMNS = sql.raw(['ord int', 'key_count int', ...NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []))].join(', '));
+const LEAD_SOURCE_COLUMNS = NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []));
 const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
 const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
+
+/** The inputs of the new-lead statement over the rows of several workspaces: each JSON row carries its `workspace_id`. */
+export type NewLeadsAcrossInput = LeadRows;
 
 /**
  * The one statement that writes new leads: each lead's row, its match keys, its tags and its
@@ -44,7 +48,10 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean; named: boolean }) {
+function newLeadsStatement<Input extends NewLeadsAcrossInput, Row extends WrittenLead>(
+  scopeOf: (input: Placeholders<Input>) => WorkspaceScope,
+  options: { records: boolean; named: boolean },
+) {
   // The records read companies and tags through CTEs of their own, never a subquery correlated
   // with the written rows: Citus runs the final SELECT over the CTEs' results on the coordinator.
   const answer = options.records
@@ -54,112 +61,84 @@ function newLeadsStatement<Row extends WrittenLead>(options: { records: boolean;
         (SELECT cr.company FROM company_records AS cr WHERE cr.id = lead.company_id) AS company
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
-  const records = (input: Placeholders<NewLeadsInput>) =>
-    options.records
-      ? sql`, company_records AS (
-      SELECT c.id, ${companyJson('c', input.workspaceId)} AS company FROM companies AS c
-      WHERE c.workspace_id = ${input.workspaceId} AND c.id IN (SELECT company_id FROM r)
+  const records = (scope: WorkspaceScope) =>
+    !options.records
+      ? sql``
+      : scope.across
+        ? // One primary-key probe per company and tag (the JSON rows' count is unknown to the planner).
+          sql`, company_records AS (
+      SELECT c.id, ${companyJson('c', scope.of('c'))} AS company
+      FROM (SELECT DISTINCT workspace_id, company_id FROM r WHERE company_id IS NOT NULL) AS wanted
+      CROSS JOIN LATERAL (SELECT * FROM companies WHERE workspace_id = wanted.workspace_id AND id = wanted.company_id OFFSET 0) AS c
+    ), tag_records AS (
+      SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position
+      FROM (SELECT DISTINCT ids.workspace_id, tag_rows.tag_id FROM tag_rows JOIN ids USING (ord)) AS wanted
+      CROSS JOIN LATERAL (SELECT * FROM tags WHERE workspace_id = wanted.workspace_id AND id = wanted.tag_id OFFSET 0) AS t
+    )`
+        : sql`, company_records AS (
+      SELECT c.id, ${companyJson('c', scope.of('c'))} AS company FROM companies AS c
+      WHERE c.workspace_id = ${scope.of('c')} AND c.id IN (SELECT company_id FROM r)
     ), tag_records AS (
       SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
-      WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM tag_rows)
-    )`
-      : sql``;
-  return new PreparedStatement<NewLeadsInput, Row>(
-    (input) => sql`
+      WHERE t.workspace_id = ${scope.of('t')} AND t.id IN (SELECT tag_id FROM tag_rows)
+    )`;
+  return new PreparedStatement<Input, Row>(
+    (input) => {
+      const scope = scopeOf(input);
+      const sourceColumns = sql.raw(['ord int', 'key_count int', ...(scope.across ? ['workspace_id bigint'] : []), ...LEAD_SOURCE_COLUMNS].join(', '));
+      return sql`
     WITH r AS (
-      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${ROW_SOURCE_COLUMNS})
+      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
     ), ids AS (
-      SELECT r.ord, nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
+      SELECT r.ord, ${scope.across ? sql`r.workspace_id, ` : sql``}nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM r ORDER BY r.ord
     ), lead AS (
       INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
       OVERRIDING SYSTEM VALUE
-      SELECT ids.id, ${input.workspaceId}, ${INSERTED_VALUES}
+      SELECT ids.id, ${scope.of('r')}, ${INSERTED_VALUES}
       FROM r JOIN ids USING (ord)
       ORDER BY r.ord
       RETURNING *
     ), claimed AS (
-      ${claimMatchKeys(input, sql`ids`)}
+      ${claimMatchKeys(input, sql`ids`, scope)}
       RETURNING lead_id
     ), claimed_count AS (
       SELECT lead_id, count(*) AS n FROM claimed GROUP BY lead_id
     ), complete AS (
-      SELECT ids.ord, ids.id FROM ids JOIN r USING (ord) LEFT JOIN claimed_count AS c ON c.lead_id = ids.id
+      SELECT ids.* FROM ids JOIN r USING (ord) LEFT JOIN claimed_count AS c ON c.lead_id = ids.id
       WHERE r.key_count = coalesce(c.n, 0)
     ), tag_rows AS (
       SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) AS t(ord, tag_id)
     ), tagged AS (
       INSERT INTO lead_tags (workspace_id, lead_id, tag_id)
-      SELECT ${input.workspaceId}, complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
+      SELECT ${scope.of('complete')}, complete.id, tag_rows.tag_id FROM tag_rows JOIN complete USING (ord)
       ON CONFLICT DO NOTHING
     ), queued AS (
-      ${newLeadEvents(input.workspaceId, 'complete', input)}
-    )${records(input)}
+      ${newLeadEvents(scope.of('l'), 'complete', input)}
+    )${records(scope)}
     SELECT ${answer}
-    ORDER BY ids.ord`,
+    ORDER BY ids.ord`;
+    },
     { named: options.named },
   );
 }
 
-/**
- * The parameters of a set statement over a run's lead rows (new leads here, merges in
- * write-repository.ts): the rows as JSON text, and each row's match keys, tags and events by its
- * `ord`, the row's place in the run.
- */
-export type LeadRowsInput = {
-  workspaceId: number;
-  rows: JsonbParameter;
-  keyOrds: number[];
-  keyKinds: string[];
-  keyValues: string[];
-  tagOrds: number[];
-  tagIds: number[];
-} & NewLeadEventInputs;
-
 /** The parameters of the new-lead statements: each row with `ord`, `key_count` and the lead values. */
 export type NewLeadsInput = LeadRowsInput;
 
-/**
- * Claims each row's match keys for its lead (`leads`: a CTE of the run's leads with `ord` and
- * `id`), in key order so that concurrent runs take their locks alike; a key another lead holds
- * stays with it.
- */
-export function claimMatchKeys(input: Placeholders<LeadRowsInput>, leads: RawBuilder<unknown>) {
-  return sql`INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
-      SELECT ${input.workspaceId}, k.kind, k.value, ${leads}.id
-      FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
-      JOIN ${leads} USING (ord)
-      ORDER BY k.kind, k.value
-      ON CONFLICT (workspace_id, kind, value) DO NOTHING`;
-}
-
-/** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */
-export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[] }>(
-  workspaceId: number,
-  items: readonly Item[],
-  row: (item: Item) => object,
-): LeadRowsInput {
-  const keys = items.flatMap((item, ord) => item.keys.map((key) => ({ ord, ...key })));
-  const tags = items.flatMap((item, ord) => [...new Set(item.tagIds)].map((tagId) => ({ ord, tagId })));
-  return {
-    workspaceId,
-    rows: jsonParameter(items.map((item, ord) => ({ ord, ...row(item) }))),
-    keyOrds: keys.map((key) => key.ord),
-    keyKinds: keys.map((key) => key.kind),
-    keyValues: keys.map((key) => key.value),
-    tagOrds: tags.map((tag) => tag.ord),
-    tagIds: tags.map((tag) => tag.tagId),
-    ...newLeadEventInputs(items.flatMap((item, ord) => item.events.map((event) => ({ ord, event })))),
-  };
-}
+/** A new lead's JSON row of the new-lead statements. */
+const newLeadRow = (lead: NewLeadWrite) => ({ key_count: lead.keys.length, ...lead.values });
 
 export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[]): NewLeadsInput {
-  return leadRowsInput(workspaceId, leads, (lead) => ({ key_count: lead.keys.length, ...lead.values }));
+  return { workspaceId, ...leadRowsInput(leads, newLeadRow) };
 }
 
+const oneWorkspaceOf = (input: Placeholders<NewLeadsInput>) => oneWorkspace(input.workspaceId);
 /** A batch's run of new leads: planned per call, for its number of rows. */
-const NEW_LEADS = newLeadsStatement<WrittenLead>({ records: false, named: false });
+const NEW_LEADS = newLeadsStatement<NewLeadsInput, WrittenLead>(oneWorkspaceOf, { records: false, named: false });
 /** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
-export const NEW_LEAD_RECORDS = newLeadsStatement<WrittenLead & LeadRecord>({ records: true, named: true });
+export const NEW_LEAD_RECORDS = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>(oneWorkspaceOf, { records: true, named: true });
+/** NEW_LEAD_RECORDS over the runs of several workspaces, each row's workspace its own (plain PostgreSQL only). */
+const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<NewLeadsAcrossInput, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: false });
 
 /**
  * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
@@ -173,12 +152,31 @@ export async function insertNewLeads(
   options: { records: boolean } = { records: false },
 ): Promise<Array<WrittenLead & { record?: LeadRecord }>> {
   if (!options.records) return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
-  const rows = await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads));
-  return rows.map((row) => {
+  return withRecords(await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads)));
+}
+
+/** A new lead of one of several workspaces. */
+export type NewLeadOf = NewLeadWrite & { workspaceId: number };
+
+/**
+ * New leads of several workspaces in one statement, each returned as stored (as insertNewLeads
+ * with `records`; `ord`: the lead's position in `leads`). It names no single workspace: plain
+ * PostgreSQL only.
+ */
+export async function insertNewLeadsAcrossWorkspaces(db: Executor, leads: readonly NewLeadOf[]) {
+  return withRecords(
+    await NEW_LEAD_RECORDS_ACROSS.execute(
+      db,
+      leadRowsInput(leads, (lead) => ({ workspace_id: lead.workspaceId, ...newLeadRow(lead) })),
+    ),
+  );
+}
+
+const withRecords = (rows: ReadonlyArray<WrittenLead & LeadRecord>) =>
+  rows.map((row) => {
     const { ord, complete, ...record } = row;
     return { ord, id: record.id, complete, record };
   });
-}
 
 /** One new lead inside a transaction, returned as stored. Incomplete: delete it and match again. */
 export async function insertNewLead(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<{ complete: boolean; record: LeadRecord }> {

@@ -8,7 +8,7 @@ import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
-import { claimMatchKeys, leadRowsInput, type LeadRowsInput } from './new-leads-repository.js';
+import { claimMatchKeys, leadRowsInput, oneWorkspace, type LeadRowsInput } from './lead-rows.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
@@ -102,7 +102,7 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
     WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.leadIds}::bigint[]) AND l.id = m.lead_id
     RETURNING m.ord, l.*
   ), claimed AS (
-    ${claimMatchKeys(input, sql`merged`)}
+    ${claimMatchKeys(input, sql`merged`, oneWorkspace(input.workspaceId))}
   ), tag_rows AS (
     SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) WITH ORDINALITY AS t(ord, tag_id, n)
   ), tagged AS (
@@ -147,7 +147,8 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
 export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
   return MERGE_INTO_LEADS.execute(db, {
-    ...leadRowsInput(workspaceId, merges, (merge) => {
+    workspaceId,
+    ...leadRowsInput(merges, (merge) => {
       const {
         locations: [location],
         ...values

@@ -11,6 +11,8 @@ import { testBed } from '../support/test-bed.js';
 import { inTransactionRetried } from '../../src/db/conflicts.js';
 import { createTenant } from '../support/fixtures.js';
 import { lastOutboxId, outboxSince, postLead } from '../support/requests.js';
+import { readTestEnvironment } from '../support/env.js';
+import { statementsOf } from '../support/statements.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
 // transaction. Each test lines a group up for real: as many first requests as groups may run
@@ -20,6 +22,7 @@ import { lastOutboxId, outboxSince, postLead } from '../support/requests.js';
 // answer it would have got alone.
 
 const bed = testBed();
+const CITUS = readTestEnvironment().citus;
 let t: TestApp;
 let tenant: Tenant;
 beforeAll(() => {
@@ -297,6 +300,60 @@ describe('a group of concurrent POST /leads calls', () => {
       expect(answer.headers['retry-after']).toBe('5');
     }
     for (const sent of lost) expect(await countLeadsNamed(sent.name as string)).toBe(0);
+  });
+});
+
+describe('a group of several workspaces', () => {
+  it('answers each workspace exactly as its calls sent alone; on plain PostgreSQL the new people of every workspace take one lookup and one write', async () => {
+    // Each workspace of the group has a twin that gets the same calls one at a time.
+    const suffix = ++unique;
+    const pairs: Array<[Tenant, Tenant]> = [];
+    for (let n = 0; n < 5; n += 1) pairs.push([await createTenant(t.ctx.db), await createTenant(t.ctx.db)]);
+    const email = (local: string, domain = 'gmail.com') => `${local}${suffix}@${domain}`;
+    const setUp: Body[][] = [
+      [{ name: 'Seed', email: email('seed', `acrossco${suffix}.example`), tags: ['Known'] }],
+      [],
+      [{ name: 'Seed', email: email('seed3') }],
+      [{ name: 'Old', email: email('old'), tags: ['Known'] }],
+      [],
+    ];
+    const calls: Body[][] = [
+      // Shared: a new person with a tag and a company (by the email's domain) that exist.
+      [{ name: 'With company', email: email('ann', `acrossco${suffix}.example`), tags: ['Known'], job_title: 'CEO' }],
+      // Shared: two new people, no company.
+      [
+        { name: 'Plain', email: email('ben'), phone: `+1 415 555 ${String(2000 + suffix).slice(-4)}` },
+        { name: 'Plain 2', linkedin_url: `https://www.linkedin.com/in/across-${suffix}` },
+      ],
+      // On its own: a tag to create.
+      [{ name: 'New tag', email: email('cy'), tags: ['Fresh'] }],
+      // On its own: an existing person.
+      [{ name: 'Old 2', email: email('old'), tags: ['Other'] }],
+      // On its own: the same person twice (created, then updated).
+      [
+        { name: 'Twice', email: email('di') },
+        { name: 'Twice 2', email: email('di'), job_title: 'Again' },
+      ],
+    ];
+    for (const [index, pair] of pairs.entries()) for (const who of pair) for (const body of setUp[index]!) expect((await postLead(t, who, body)).status).toBe(201);
+
+    const grouped = pairs.flatMap(([who], index) => calls[index]!.map((body) => () => postLead(t, who, body).then((answer) => answer)));
+    const { result: answers, statements } = await statementsOf(t.ctx.pool, () => asOneGroup(grouped));
+    const alone: Response[] = [];
+    for (const [index, [, twin]] of pairs.entries()) for (const body of calls[index]!) alone.push(await postLead(t, twin, body));
+
+    expect(answers.map((answer) => answer.status)).toEqual([201, 201, 201, 201, 200, 201, 200]);
+    let position = 0;
+    for (const [index, [who, twin]] of pairs.entries()) {
+      const [named, twinNamed] = [await namesOf(who.workspaceId), await namesOf(twin.workspaceId)];
+      for (let n = 0; n < calls[index]!.length; n += 1, position += 1) {
+        expect({ status: answers[position]!.status, body: named(answers[position]!.body) }).toEqual({ status: alone[position]!.status, body: twinNamed(alone[position]!.body) });
+      }
+      const ids = answers.slice(position - calls[index]!.length, position).map((answer) => answer.body.data.id as number);
+      for (const id of ids) expect((await t.http.get(`/api/v1/leads/${id}`).set(twin.auth)).status).toBe(404);
+    }
+    const across = statements.filter((statement) => /AS k\(workspace_id, kind, value, n\)/.test(statement) || /AS r\(ord int, key_count int, workspace_id bigint/.test(statement));
+    expect(across).toHaveLength(CITUS ? 0 : 2);
   });
 });
 

@@ -3,9 +3,9 @@ import type { Executor } from '../../db/connect.js';
 import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
 import { findTagsByNames } from '../../tags/repository.js';
 import { companyHasDetails } from './company-resolution.js';
-import type { IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
+import type { BatchLookup, IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { lookupForBatch, rowLookup } from './lookup.js';
-import { insertCompaniesAndTags, insertNewLeads } from '../new-leads-repository.js';
+import { insertCompaniesAndTags, insertNewLeads, type NewLeadWrite } from '../new-leads-repository.js';
 import type { PreparedLead } from './prepare.js';
 import { checkReferences, leadValues, mergeOfRow, type References } from './row-intake.js';
 import { strongestMatch, type StrongestMatch } from './match.js';
@@ -54,15 +54,17 @@ function bulkCompany(lead: PreparedLead, lookup: IntakeLookup): BulkCompany | un
  * index, and each row's view of the lookup where it is all the row needs to run alone: no
  * other row of the run shares a key with it or may create a tag or company it names (the
  * view of a lookup read a moment ago is as good as one read now: concurrent writers are
- * settled by the match keys' claims either way).
+ * settled by the match keys' claims either way). `prefetched`: the run's lookup, when it was read
+ * with other workspaces' (lookupsAcrossWorkspaces).
  */
 export async function planBulkRows(
   db: Executor,
   workspaceId: number,
   leads: readonly PreparedLead[],
   options: IntakeOptions,
+  prefetched?: BatchLookup,
 ): Promise<{ plan: Array<BulkRow | null>; lookups: Array<IntakeLookup | undefined> }> {
-  const lookup = await lookupForBatch(db, workspaceId, leads);
+  const lookup = prefetched ?? (await lookupForBatch(db, workspaceId, leads));
   const keyOf = (key: MatchKey) => `${key.kind}\u0000${key.value}`;
   const sent = new Map<string, number>();
   for (const key of leads.flatMap((lead) => lead.identities)) sent.set(keyOf(key), (sent.get(keyOf(key)) ?? 0) + 1);
@@ -92,6 +94,23 @@ export async function planBulkRows(
     return { kind: 'update', index, lead, references, company: bulk, match, matches: view.matches };
   });
   return { plan, lookups };
+}
+
+/** What the new-lead statement writes for a bulk row that creates a person: its company and tags resolved, the events of the companies it created first. */
+const newLeadWrite = (row: BulkRow, companyId: number | null, tagIds: readonly number[], analyzeEvents: readonly CompanyAnalyzeEvent[]): NewLeadWrite => ({
+  values: leadValues(row.lead, companyId),
+  keys: row.lead.identities,
+  tagIds,
+  events: [...analyzeEvents, { topic: 'lead.created' }],
+});
+
+/**
+ * A bulk row that creates a person whose company and tags all exist, as the new-lead statement
+ * writes it with nothing written before it; null for any other row.
+ */
+export function readyNewLead(row: BulkRow | null): NewLeadWrite | null {
+  if (row?.kind !== 'create' || (row.company !== null && !('id' in row.company)) || row.references.missingTagNames.length > 0) return null;
+  return newLeadWrite(row, row.company?.id ?? null, row.references.tagIds, []);
 }
 
 const newDomainOf = (row: BulkRow) => (row.company && 'newDomain' in row.company ? row.company.newDomain : null);
@@ -150,12 +169,7 @@ export async function writeBulkRows(db: Executor, workspaceId: number, run: read
       : await insertNewLeads(
           db,
           workspaceId,
-          creates.map((row) => ({
-            values: leadValues(row.lead, companyOf(row)),
-            keys: row.lead.identities,
-            tagIds: tagIdsOf(row),
-            events: [...(analyzeEvents.get(row.index) ?? []), { topic: 'lead.created' as const }],
-          })),
+          creates.map((row) => newLeadWrite(row, companyOf(row), tagIdsOf(row), analyzeEvents.get(row.index) ?? [])),
           { records },
         );
 

@@ -4,6 +4,7 @@ import type { Db, Executor } from '../../db/connect.js';
 import { claimKeys, reusedKey, type KeyedRequest } from '../../idempotency/claims.js';
 import { settleRecords } from '../../idempotency/repository.js';
 import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
+import { runIntakeAcrossWorkspaces } from './across-workspaces.js';
 import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
 import { sameOptions, type IntakeOptions } from './options.js';
 
@@ -46,12 +47,18 @@ export type GroupOutcome = Settled | typeof RUN_AGAIN;
  * the row at fault fails. Throws when the transaction itself fails (the database went away,
  * or a failure no row's savepoint contains): the caller decides whose failure it is.
  * `commits`: called when every statement but the COMMIT is done (the write groups start the
- * next group then); it may be called again when the transaction runs again.
+ * next group then); it may be called again when the transaction runs again. `acrossWorkspaces`:
+ * runs of several workspaces may share statements (runIntakeAcrossWorkspaces; never on Citus).
  */
-export async function runGroupTransaction(db: Db, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, commits: () => void = () => {}): Promise<GroupOutcome[]> {
+export async function runGroupTransaction(
+  db: Db,
+  requests: ReadonlyArray<WriteRequest<unknown>>,
+  log: Logger,
+  { commits = () => {}, acrossWorkspaces = false }: { commits?: () => void; acrossWorkspaces?: boolean } = {},
+): Promise<GroupOutcome[]> {
   const run = (setBased: boolean) =>
     inTransactionRetried(db, async (trx) => {
-      const outcomes = await runGroup(trx, requests, log, setBased);
+      const outcomes = await runGroup(trx, requests, log, setBased && acrossWorkspaces ? 'across' : setBased);
       commits();
       return outcomes;
     });
@@ -67,6 +74,38 @@ export async function runGroupTransaction(db: Db, requests: ReadonlyArray<WriteR
 /** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
 const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) => a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && sameOptions(a.options, b.options);
 
+/**
+ * The requests to run (indexes, in arrival order) as runs: a workspace's requests together, in
+ * their order (another workspace's requests between them change nothing for them), split where
+ * the switches change.
+ */
+function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonly number[]): number[][] {
+  const byWorkspace = new Map<number, number[]>();
+  for (const index of running) {
+    const workspaceId = requests[index]!.workspaceId;
+    byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), index]);
+  }
+  const runs: number[][] = [];
+  for (const index of [...byWorkspace.values()].flat()) {
+    const last = runs.at(-1);
+    if (last && sameRun(requests[last[0]!]!, requests[index]!)) last.push(index);
+    else runs.push([index]);
+  }
+  return runs;
+}
+
+/**
+ * The runs that go through runIntakeAcrossWorkspaces together: those of a workspace no other
+ * run of the group is of, dry runs aside (each of their rows is undone on its own). None unless
+ * at least two: one workspace's run costs the same either way.
+ */
+function runsAcrossWorkspaces(requests: ReadonlyArray<WriteRequest<unknown>>, runs: readonly number[][]): number[][] {
+  const runsOfWorkspace = new Map<number, number>();
+  for (const members of runs) runsOfWorkspace.set(requests[members[0]!]!.workspaceId, (runsOfWorkspace.get(requests[members[0]!]!.workspaceId) ?? 0) + 1);
+  const shared = runs.filter((members) => !requests[members[0]!]!.dryRun && runsOfWorkspace.get(requests[members[0]!]!.workspaceId) === 1);
+  return shared.length >= 2 ? shared : [];
+}
+
 /** Adds the rows' outcomes to the workspace's tally: a row without an outcome failed (refused or unexpectedly). */
 function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, results: readonly RowResult[]): void {
   let tally = tallies.get(workspaceId);
@@ -76,7 +115,8 @@ function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, resul
 
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
 
-async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean): Promise<GroupOutcome[]> {
+/** `setBased`: false runs every row alone; 'across' also lets runs of several workspaces share statements. */
+async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean | 'across'): Promise<GroupOutcome[]> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
   // A key sent again within the group follows its first request, as it would have waited on its claim.
   const leaders = new Map<string, number>();
@@ -101,21 +141,8 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
   });
 
   const tallies = new Map<number, IntakeTally>();
-  const running = requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index]));
-  for (let start = 0; start < running.length; ) {
-    let end = start + 1;
-    while (end < running.length && sameRun(requests[running[start]!]!, requests[running[end]!]!)) end += 1;
-    const members = running.slice(start, end);
+  const settleRun = (members: readonly number[], results: readonly RowResult[]) => {
     const first = requests[members[0]!]!;
-    const results = await runIntake(
-      trx,
-      first.workspaceId,
-      members.flatMap((index) => requests[index]!.rows),
-      first.options,
-      first.dryRun,
-      log,
-      setBased,
-    );
     if (!first.dryRun) tallyRows(tallies, first.workspaceId, results);
     let offset = 0;
     for (const index of members) {
@@ -128,7 +155,26 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
         settled[index] = { error };
       }
     }
-    start = end;
+  };
+  const rowsOf = (members: readonly number[]) => members.flatMap((index) => requests[index]!.rows);
+
+  const runs = runsOf(
+    requests,
+    requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index])),
+  );
+  const shared = setBased === 'across' ? runsAcrossWorkspaces(requests, runs) : [];
+  if (shared.length > 0) {
+    const results = await runIntakeAcrossWorkspaces(
+      trx,
+      shared.map((members) => ({ workspaceId: requests[members[0]!]!.workspaceId, rows: rowsOf(members), options: requests[members[0]!]!.options })),
+      log,
+    );
+    shared.forEach((members, position) => settleRun(members, results[position]!));
+  }
+  for (const members of runs) {
+    if (shared.includes(members)) continue;
+    const first = requests[members[0]!]!;
+    settleRun(members, await runIntake(trx, first.workspaceId, rowsOf(members), first.options, first.dryRun, log, setBased !== false));
   }
 
   // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).

@@ -9,6 +9,8 @@ import type { IntakeLookup } from '../lookup-repository.js';
 import { nothingMatched } from './match.js';
 import type { PreparedLead } from './prepare.js';
 import { findLeadRecords } from '../read-repository.js';
+import type { LeadRecord } from '../columns.js';
+import type { BatchLookup } from '../lookup-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { intakeLead, updatedOutcome, type RowOutcome } from './row-intake.js';
 import type { IntakeOptions } from './options.js';
@@ -45,7 +47,8 @@ export class SetBasedWriteFailed extends Error {
  * updates first) run one by one in a savepoint each. Consecutive rows that certainly create a
  * new person, or that certainly update the lead they match (bulk-path.ts), are written
  * set-based, a run of them in two statements; the outcome is the same as running them one by
- * one. A dry run, or a run with `setBased` off, runs every row alone (a dry run's undone before the next). Throws when the database is
+ * one. A dry run, or a run with `setBased` off, runs every row alone (a dry run's undone before the next). `prefetched`: the
+ * rows' lookup, read with other workspaces' (lookupsAcrossWorkspaces). Throws when the database is
  * unreachable (the whole call fails) and SetBasedWriteFailed.
  */
 export async function runIntake(
@@ -56,6 +59,7 @@ export async function runIntake(
   dryRun: boolean,
   log: Logger,
   setBased = true,
+  prefetched?: BatchLookup,
 ): Promise<RowResult[]> {
   const results: RowResult[] = [];
   let views: Array<IntakeLookup | undefined> = [];
@@ -73,6 +77,7 @@ export async function runIntake(
     workspaceId,
     rows.map((row) => row.lead),
     options,
+    prefetched,
   ).catch((error: unknown) => {
     throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
   });
@@ -102,7 +107,7 @@ export async function runIntake(
  * victim (the whole transaction runs again, its locks released meanwhile): no single row or
  * run is at fault.
  */
-const failsTheTransaction = (error: unknown) => isUnavailable(error) || isRetryableConflict(error);
+export const failsTheTransaction = (error: unknown) => isUnavailable(error) || isRetryableConflict(error);
 
 /**
  * One row in its own savepoint: a failing row undoes only itself; a dry-run row is always
@@ -134,6 +139,17 @@ async function intakeRowAlone(
   }
 }
 
+/** The outcome of a bulk row that created its person (`record`: the lead as stored, when the statement read it back). */
+export const createdOutcome = (row: BulkRow, leadId: number, record: LeadRecord | undefined): RowOutcome => ({
+  status: 'created',
+  leadId,
+  match: nothingMatched(),
+  warnings: row.lead.warnings,
+  createdCompanyId: null,
+  createdTagIds: [],
+  record,
+});
+
 /**
  * Writes a run of bulk rows: first the companies and tags they need that do not exist yet,
  * then every new lead with its match keys, tags and events in one statement, then every
@@ -158,7 +174,7 @@ async function writeRun(
   const lost: BulkRow[] = [];
   for (const { row, id, complete, record } of created) {
     if (complete) {
-      results[row.index] = { outcome: { status: 'created', leadId: id, match: nothingMatched(), warnings: row.lead.warnings, createdCompanyId: null, createdTagIds: [], record } };
+      results[row.index] = { outcome: createdOutcome(row, id, record) };
     } else {
       lost.push(row);
     }

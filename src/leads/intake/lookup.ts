@@ -1,5 +1,14 @@
 import type { Executor } from '../../db/connect.js';
-import { readBatchLookup, readIntakeLookup, type BatchLookup, type IntakeLookup, type IntakeLookupInput, type MatchKey } from '../lookup-repository.js';
+import {
+  readBatchLookup,
+  readIntakeLookup,
+  readLookupsAcross,
+  type BatchLookup,
+  type LookupsAcrossInput,
+  type IntakeLookup,
+  type IntakeLookupInput,
+  type MatchKey,
+} from '../lookup-repository.js';
 import type { PreparedCompany, PreparedLead } from './prepare.js';
 
 // What an intake row looks up before it writes (its tags, match keys and company candidates),
@@ -36,11 +45,10 @@ export function intakeLookupInput(workspaceId: number, lead: PreparedLead): Inta
 
 export const lookupForIntake = (db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> => readIntakeLookup(db, intakeLookupInput(workspaceId, lead));
 
-/** What lookupForIntake reads, for every row of a batch at once (one statement). */
-export function lookupForBatch(db: Executor, workspaceId: number, leads: readonly PreparedLead[]): Promise<BatchLookup> {
+/** What a batch's lookup looks for: every row's tags, match keys and company references, each once. */
+function batchReferences(leads: readonly PreparedLead[]) {
   const companies = leads.flatMap((lead) => (lead.company ? [lead.company] : []));
-  return readBatchLookup(db, {
-    workspaceId,
+  return {
     ...tagInputs(
       leads.flatMap((lead) => lead.tagIds),
       leads.flatMap((lead) => lead.tagNames),
@@ -48,7 +56,49 @@ export function lookupForBatch(db: Executor, workspaceId: number, leads: readonl
     ...keyInputs(leads.flatMap((lead) => lead.identities)),
     domains: [...new Set(companies.flatMap((company) => (company.domain !== null ? [company.domain] : [])))],
     companyIds: [...new Set(companies.flatMap((company) => (company.id !== null ? [company.id] : [])))],
-  });
+  };
+}
+
+/** What lookupForIntake reads, for every row of a batch at once (one statement). */
+export function lookupForBatch(db: Executor, workspaceId: number, leads: readonly PreparedLead[]): Promise<BatchLookup> {
+  return readBatchLookup(db, { workspaceId, ...batchReferences(leads) });
+}
+
+/** lookupForBatch for the runs of several workspaces, in one statement (plain PostgreSQL only): each workspace's lookup. */
+export async function lookupsAcrossWorkspaces(db: Executor, runs: ReadonlyArray<{ workspaceId: number; leads: readonly PreparedLead[] }>): Promise<Map<number, BatchLookup>> {
+  const input: LookupsAcrossInput = {
+    keyWorkspaces: [],
+    kinds: [],
+    values: [],
+    tagIdWorkspaces: [],
+    tagIds: [],
+    tagNameWorkspaces: [],
+    tagNames: [],
+    domainWorkspaces: [],
+    domains: [],
+    companyIdWorkspaces: [],
+    companyIds: [],
+  };
+  const lookups = new Map<number, BatchLookup>();
+  for (const { workspaceId, leads } of runs) {
+    const references = batchReferences(leads);
+    const each = <Value>(workspaces: number[], into: Value[], values: readonly Value[]) => {
+      into.push(...values);
+      workspaces.push(...values.map(() => workspaceId));
+    };
+    each(input.keyWorkspaces, input.kinds, references.kinds);
+    input.values.push(...references.values);
+    each(input.tagIdWorkspaces, input.tagIds, references.tagIds);
+    each(input.tagNameWorkspaces, input.tagNames, references.tagNames);
+    each(input.domainWorkspaces, input.domains, references.domains);
+    each(input.companyIdWorkspaces, input.companyIds, references.companyIds);
+    lookups.set(workspaceId, { tags: [], matches: [], companies: [] });
+  }
+  const found = await readLookupsAcross(db, input);
+  for (const { workspace_id, tag } of found.tags) lookups.get(Number(workspace_id))!.tags.push(tag);
+  for (const { workspace_id, ...match } of found.matches) lookups.get(Number(workspace_id))!.matches.push(match);
+  for (const { workspace_id, ...company } of found.companies) lookups.get(Number(workspace_id))!.companies.push(company);
+  return lookups;
 }
 
 /** One row's view of its batch's lookup, as lookupForIntake would have read it (by-name candidates aside). */

@@ -47,6 +47,8 @@ export interface WriteGroupsOptions {
   slots: FairSlots<number>;
   /** A group ran (metrics; its halves run again after a failure are not counted again). */
   groupRan(requests: number): void;
+  /** Whether runs of several workspaces may share statements: not on Citus (see group-transaction.ts). */
+  acrossWorkspaces(): Promise<boolean>;
 }
 
 interface Member {
@@ -174,7 +176,7 @@ export class WriteGroups {
         this.db,
         group.map((member) => member.request),
         this.log,
-        commits,
+        { commits, acrossWorkspaces: await this.options.acrossWorkspaces() },
       );
     } catch (error) {
       if (group.length === 1 || isUnavailable(error)) {

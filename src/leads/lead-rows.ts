@@ -1,0 +1,72 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Placeholders } from '../db/prepared.js';
+import { jsonParameter, type JsonbParameter } from '../db/sql.js';
+import { newLeadEventInputs, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
+import type { MatchKey } from './lookup-repository.js';
+
+// What the set statements over a run's lead rows share (the new-lead statement in
+// new-leads-repository.ts, the merge in write-repository.ts): their parameters, where their
+// workspace comes from, and the claim of the rows' match keys.
+
+/**
+ * Where a set statement's workspace comes from: one parameter for the whole statement (every
+ * statement Citus runs: it routes by that value), or each row's own `workspace_id` (one
+ * statement for the runs of several workspaces: plain PostgreSQL only, see group-transaction.ts).
+ */
+export interface WorkspaceScope {
+  /** The workspace of the row `alias` (a CTE or table of the run's rows that has `workspace_id` when `across`). */
+  of(alias: string): RawBuilder<number>;
+  across: boolean;
+}
+
+export const oneWorkspace = (workspaceId: RawBuilder<number>): WorkspaceScope => ({ of: () => workspaceId, across: false });
+export const eachRowsWorkspace: WorkspaceScope = { of: (alias) => sql<number>`${sql.ref(`${alias}.workspace_id`)}`, across: true };
+
+/**
+ * The parameters of a set statement over a run's lead rows of one workspace: the rows as JSON text, and each row's match keys, tags and events by its
+ * `ord`, the row's place in the run.
+ */
+export type LeadRowsInput = { workspaceId: number } & LeadRows;
+
+/** LeadRowsInput but the workspace: what leadRowsInput builds. */
+export type LeadRows = {
+  rows: JsonbParameter;
+  keyOrds: number[];
+  keyKinds: string[];
+  keyValues: string[];
+  tagOrds: number[];
+  tagIds: number[];
+} & NewLeadEventInputs;
+
+/**
+ * Claims each row's match keys for its lead (`leads`: a CTE of the run's leads with `ord` and
+ * `id`, and `workspace_id` when the scope is `across`), in key order so that concurrent runs
+ * take their locks alike; a key another lead holds stays with it.
+ */
+export function claimMatchKeys(input: Placeholders<Pick<LeadRowsInput, 'keyOrds' | 'keyKinds' | 'keyValues'>>, leads: RawBuilder<unknown>, scope: WorkspaceScope) {
+  const alias = 'claiming';
+  return sql`INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+      SELECT ${scope.of(alias)}, k.kind, k.value, ${sql.ref(alias)}.id
+      FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
+      JOIN ${leads} AS ${sql.ref(alias)} USING (ord)
+      ORDER BY ${scope.across ? sql`${scope.of(alias)}, ` : sql``}k.kind, k.value
+      ON CONFLICT (workspace_id, kind, value) DO NOTHING`;
+}
+
+/** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */
+export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[] }>(
+  items: readonly Item[],
+  row: (item: Item) => object,
+): LeadRows {
+  const keys = items.flatMap((item, ord) => item.keys.map((key) => ({ ord, ...key })));
+  const tags = items.flatMap((item, ord) => [...new Set(item.tagIds)].map((tagId) => ({ ord, tagId })));
+  return {
+    rows: jsonParameter(items.map((item, ord) => ({ ord, ...row(item) }))),
+    keyOrds: keys.map((key) => key.ord),
+    keyKinds: keys.map((key) => key.kind),
+    keyValues: keys.map((key) => key.value),
+    tagOrds: tags.map((tag) => tag.ord),
+    tagIds: tags.map((tag) => tag.tagId),
+    ...newLeadEventInputs(items.flatMap((item, ord) => item.events.map((event) => ({ ord, event })))),
+  };
+}
