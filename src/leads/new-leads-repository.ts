@@ -1,15 +1,14 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql } from 'kysely';
 import { companyJson } from '../companies/columns.js';
 import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
-import { claimMatchKeys, eachRowsWorkspace, leadRowsInput, oneWorkspace, type LeadRows, type LeadRowsInput, type WorkspaceScope } from './lead-rows.js';
 import type { CompanyRow, TagRow } from '../db/schema.js';
-import { jsonParameter, type JsonbParameter } from '../db/sql.js';
-import { newLeadEventInputs, newLeadEvents, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
+import { newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { missingTagsInsert } from '../tags/repository.js';
 import { leadColumns, NEW_LEAD_COLUMNS, type LeadRecord, type LeadValues } from './columns.js';
+import { claimMatchKeys, eachRowsWorkspace, leadRowsInput, oneWorkspace, type LeadRows, type LeadRowsInput, type WorkspaceScope } from './lead-rows.js';
 import type { MatchKey } from './lookup-repository.js';
 
 // The statements that create leads: every new lead is written by the one new-lead statement,
@@ -137,8 +136,8 @@ const oneWorkspaceOf = (input: Placeholders<NewLeadsInput>) => oneWorkspace(inpu
 const NEW_LEADS = newLeadsStatement<NewLeadsInput, WrittenLead>(oneWorkspaceOf, { records: false, named: false });
 /** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
 export const NEW_LEAD_RECORDS = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>(oneWorkspaceOf, { records: true, named: true });
-/** NEW_LEAD_RECORDS over the runs of several workspaces, each row's workspace its own (plain PostgreSQL only). */
-const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<NewLeadsAcrossInput, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: false });
+/** NEW_LEAD_RECORDS over the runs of several workspaces, each row's workspace its own (plain PostgreSQL only); prepared once too. */
+const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<NewLeadsAcrossInput, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true });
 
 /**
  * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
