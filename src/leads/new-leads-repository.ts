@@ -8,7 +8,7 @@ import { newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { missingTagsInsert } from '../tags/repository.js';
 import { leadColumns, NEW_LEAD_COLUMNS, type LeadRecord, type LeadValues } from './columns.js';
-import { claimMatchKeys, eachRowsWorkspace, leadRowsInput, oneWorkspace, type LeadRows, type LeadRowsInput, type WorkspaceScope } from './lead-rows.js';
+import { claimMatchKeys, eachRowsWorkspace, leadRowsInput, oneWorkspace, type LeadRows, type LeadRowsInput, type WorkspaceScope } from './lead-rows-repository.js';
 import type { MatchKey } from './lookup-repository.js';
 
 // The statements that create leads: every new lead is written by the one new-lead statement,

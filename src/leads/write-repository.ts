@@ -8,7 +8,7 @@ import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
-import { claimMatchKeys, leadRowsInput, oneWorkspace, type LeadRowsInput } from './lead-rows.js';
+import { claimMatchKeys, leadRowsInput, oneWorkspace, type LeadRowsInput } from './lead-rows-repository.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
