@@ -231,6 +231,7 @@ describe('network rules', () => {
     expect(receiver.requests).toHaveLength(0);
   });
 
+  // Three CLI processes and three drains: a loaded machine needs more than the default 30 s.
   it('refuses the cloud metadata hosts even with the switch on', async () => {
     for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://metadata.google.internal/computeMetadata/v1/', 'http://[::ffff:a9fe:a9fe]/']) {
       const metadataTenant = await workspaceWithWorkflow(url);
@@ -238,7 +239,7 @@ describe('network rules', () => {
       await drain(t);
       expect((await deliveries(t, metadataTenant.workspaceId))[0]).toMatchObject({ branch: 'Failed', status_code: null, error: expect.stringMatching(/metadata/) });
     }
-  });
+  }, 90_000);
 
   // Thirteen CLI processes, each a node start-up: a loaded machine needs more than the default 30 s.
   it('refuses credentials in the URL, other schemes, an empty or unresolvable Custom URL, and a missing or deleted connector', async () => {

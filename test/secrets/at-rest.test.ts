@@ -47,6 +47,7 @@ const lastRequest = (): ReceivedRequest => receiver.requests.at(-1)!;
 const signatures = (request: ReceivedRequest) => String(request.headers['webhook-signature']).split(' ');
 
 describe('secrets at rest', () => {
+  // CLI processes for every connector, then deliveries retried until they fail: more than the default 30 s on a loaded machine.
   it('no table holds a credential or signing secret in clear, after connectors are created and deliveries sent, retried and failed', async () => {
     const workspace = String(tenant.workspaceId);
     const create = (path: string, auth: string[], secret: Record<string, string>) =>
@@ -100,7 +101,7 @@ describe('secrets at rest', () => {
     const texts = await storedTexts();
     expect(texts.length).toBeGreaterThan(20);
     expect(secrets.filter((secret) => texts.some((text) => text.includes(secret)))).toEqual([]);
-  });
+  }, 90_000);
 });
 
 describe('connector rotate-secret', () => {
