@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { sql } from 'kysely';
 import { retryDelayMs } from '../../src/deliveries/attempt.js';
 import { WorkerContext } from '../../src/worker/context.js';
@@ -6,6 +6,10 @@ import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, cliRefused, deliveries, drain, drainUntilBranch, outboundTestBed } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
+
+// Every test starts CLI processes (a workflow or connector per case, each a node start-up) and
+// drains the worker: on a loaded machine more than the default 30 s.
+jest.setTimeout(90_000);
 
 const bed = outboundTestBed();
 let t: TestApp;
@@ -231,7 +235,6 @@ describe('network rules', () => {
     expect(receiver.requests).toHaveLength(0);
   });
 
-  // Three CLI processes and three drains: a loaded machine needs more than the default 30 s.
   it('refuses the cloud metadata hosts even with the switch on', async () => {
     for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://metadata.google.internal/computeMetadata/v1/', 'http://[::ffff:a9fe:a9fe]/']) {
       const metadataTenant = await workspaceWithWorkflow(url);
@@ -239,9 +242,8 @@ describe('network rules', () => {
       await drain(t);
       expect((await deliveries(t, metadataTenant.workspaceId))[0]).toMatchObject({ branch: 'Failed', status_code: null, error: expect.stringMatching(/metadata/) });
     }
-  }, 90_000);
+  });
 
-  // Thirteen CLI processes, each a node start-up: a loaded machine needs more than the default 30 s.
   it('refuses credentials in the URL, other schemes, an empty or unresolvable Custom URL, and a missing or deleted connector', async () => {
     expect(await cliRefused(t, ['connector', 'create', '--workspace', String(tenant.workspaceId), '--url', `http://user:pass@127.0.0.1:${receiver.port}/`])).toMatchObject({
       error: 'invalid_argument',
@@ -296,5 +298,5 @@ describe('network rules', () => {
       }
     };
     expect(receiver.requests.filter((request) => leadOf(request.body) === failedLead)).toHaveLength(0);
-  }, 90_000);
+  });
 });
