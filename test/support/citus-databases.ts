@@ -47,6 +47,23 @@ const nodeUrl = (adminUrl: string, node: CitusNode) => {
   return url.toString();
 };
 
+/**
+ * Registers a worker in the database. On a fresh cluster the first `CREATE EXTENSION citus` of
+ * a worker turns its SSL on and reloads it, and a coordinator connection made meanwhile fails
+ * ("failure on connection marked as essential"): asked again, it succeeds.
+ */
+async function addNode(client: pg.Client, node: CitusNode): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await client.query('SELECT citus_add_node($1, $2)', [node.host, node.port]);
+      return;
+    } catch (error) {
+      if (attempt >= 5 || !/failure on connection marked as essential/.test((error as Error).message)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+    }
+  }
+}
+
 /** Creates `name` on the coordinator and every worker, with the extension, and registers the workers in it. */
 export async function createCitusDatabase(adminUrl: string, name: string): Promise<string> {
   const workers = await citusWorkers(adminUrl);
@@ -57,7 +74,7 @@ export async function createCitusDatabase(adminUrl: string, name: string): Promi
   const coordinator = new URL(adminUrl);
   await withClient(databaseUrl(adminUrl, name), async (client) => {
     await client.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.hostname, Number(coordinator.port || 5432)]);
-    for (const node of workers) await client.query('SELECT citus_add_node($1, $2)', [node.host, node.port]);
+    for (const node of workers) await addNode(client, node);
   });
   return databaseUrl(adminUrl, name);
 }
