@@ -33,9 +33,6 @@ const LEAD_SOURCE_COLUMNS = NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ?
 const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
 const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
 
-/** The inputs of the new-lead statement over the rows of several workspaces: each JSON row carries its `workspace_id`. */
-export type NewLeadsAcrossInput = LeadRows;
-
 /**
  * The one statement that writes new leads: each lead's row, its match keys, its tags and its
  * events, ids taken from the sequence in the leads' order. A lead is complete when it claimed
@@ -47,7 +44,7 @@ export type NewLeadsAcrossInput = LeadRows;
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
-function newLeadsStatement<Input extends NewLeadsAcrossInput, Row extends WrittenLead>(
+function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
   scopeOf: (input: Placeholders<Input>) => WorkspaceScope,
   options: { records: boolean; named: boolean },
 ) {
@@ -137,7 +134,7 @@ const NEW_LEADS = newLeadsStatement<NewLeadsInput, WrittenLead>(oneWorkspaceOf, 
 /** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
 export const NEW_LEAD_RECORDS = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>(oneWorkspaceOf, { records: true, named: true });
 /** NEW_LEAD_RECORDS over the runs of several workspaces, each row's workspace its own (plain PostgreSQL only); prepared once too. */
-const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<NewLeadsAcrossInput, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true });
+const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true });
 
 /**
  * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead

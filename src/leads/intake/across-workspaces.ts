@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Executor } from '../../db/connect.js';
 import { insertNewLeadsAcrossWorkspaces, type NewLeadOf } from '../new-leads-repository.js';
 import { deleteLeads } from '../write-repository.js';
-import { planBulkRows, readyNewLead, type BulkRow } from './bulk-path.js';
+import { planBulkRows, readyNewLead, type BulkPlan, type BulkRow } from './bulk-path.js';
 import { createdOutcome, failsTheTransaction, runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
 import { lookupsAcrossWorkspaces } from './lookup.js';
 import type { IntakeOptions } from './options.js';
@@ -35,18 +35,19 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
 
   const results: RowResult[][] = runs.map(() => []);
   const ready: Array<{ run: number; row: BulkRow; lead: NewLeadOf }> = [];
-  const onTheirOwn: number[] = [];
+  const onTheirOwn: Array<{ position: number; planned: BulkPlan }> = [];
   for (const [position, run] of runs.entries()) {
-    const { plan } = await planBulkRows(
+    const planned = await planBulkRows(
       db,
       run.workspaceId,
       run.rows.map((row) => row.lead),
       run.options,
       lookups.get(run.workspaceId),
     );
-    const leads = plan.map(readyNewLead);
-    if (leads.every((lead) => lead !== null)) leads.forEach((lead, index) => ready.push({ run: position, row: plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
-    else onTheirOwn.push(position);
+    const leads = planned.plan.map(readyNewLead);
+    if (leads.every((lead) => lead !== null))
+      leads.forEach((lead, index) => ready.push({ run: position, row: planned.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
+    else onTheirOwn.push({ position, planned });
   }
 
   const written =
@@ -61,7 +62,11 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
   for (const { ord, id, complete, record } of written) {
     const { run, row } = ready[ord]!;
     if (complete) results[run]![row.index] = { outcome: createdOutcome(row, id, runs[run]!.rows[row.index]!.wantsRecord ? record : undefined) };
-    else lost.set(run, [...(lost.get(run) ?? []), { row, leadId: id }]);
+    else
+      lost
+        .set(run, lost.get(run) ?? [])
+        .get(run)!
+        .push({ row, leadId: id });
   }
   for (const [position, rows] of lost) {
     const run = runs[position]!;
@@ -82,9 +87,9 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
     rows.forEach(({ row }, index) => (results[position]![row.index] = again[index]!));
   }
 
-  for (const position of onTheirOwn) {
+  for (const { position, planned } of onTheirOwn) {
     const run = runs[position]!;
-    results[position] = await runIntake(db, run.workspaceId, run.rows, run.options, false, log, true, lookups.get(run.workspaceId));
+    results[position] = await runIntake(db, run.workspaceId, run.rows, run.options, false, log, true, planned);
   }
   return results;
 }

@@ -28,6 +28,12 @@ export type BulkRow = {
 } & ({ kind: 'create' } | { kind: 'update'; match: StrongestMatch; matches: IdentityMatch[] });
 type UpdateRow = Extract<BulkRow, { kind: 'update' }>;
 
+/** What planBulkRows decided: each row's bulk write (null: it runs alone), and its view of the lookup where that is all it needs. */
+export interface BulkPlan {
+  plan: Array<BulkRow | null>;
+  lookups: Array<IntakeLookup | undefined>;
+}
+
 /**
  * The company rule of the bulk path: the row's company is none, or is named by company.id
  * alone, or by the business domain of the person's email alone (found, or created with that
@@ -57,13 +63,7 @@ function bulkCompany(lead: PreparedLead, lookup: IntakeLookup): BulkCompany | un
  * settled by the match keys' claims either way). `prefetched`: the run's lookup, when it was read
  * with other workspaces' (lookupsAcrossWorkspaces).
  */
-export async function planBulkRows(
-  db: Executor,
-  workspaceId: number,
-  leads: readonly PreparedLead[],
-  options: IntakeOptions,
-  prefetched?: BatchLookup,
-): Promise<{ plan: Array<BulkRow | null>; lookups: Array<IntakeLookup | undefined> }> {
+export async function planBulkRows(db: Executor, workspaceId: number, leads: readonly PreparedLead[], options: IntakeOptions, prefetched?: BatchLookup): Promise<BulkPlan> {
   const lookup = prefetched ?? (await lookupForBatch(db, workspaceId, leads));
   const keyOf = (key: MatchKey) => `${key.kind}\u0000${key.value}`;
   const sent = new Map<string, number>();

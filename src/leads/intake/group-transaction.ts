@@ -58,7 +58,7 @@ export async function runGroupTransaction(
 ): Promise<GroupOutcome[]> {
   const run = (setBased: boolean) =>
     inTransactionRetried(db, async (trx) => {
-      const outcomes = await runGroup(trx, requests, log, setBased && acrossWorkspaces ? 'across' : setBased);
+      const outcomes = await runGroup(trx, requests, log, { setBased, acrossWorkspaces });
       commits();
       return outcomes;
     });
@@ -74,22 +74,28 @@ export async function runGroupTransaction(
 /** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
 const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) => a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && sameOptions(a.options, b.options);
 
+/** Requests whose rows run through the engine as one set: their indexes, and the first, whose workspace and switches they share. */
+interface Run {
+  first: WriteRequest<unknown>;
+  members: number[];
+}
+
 /**
  * The requests to run (indexes, in arrival order) as runs: a workspace's requests together, in
  * their order (another workspace's requests between them change nothing for them), split where
  * the switches change.
  */
-function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonly number[]): number[][] {
+function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonly number[]): Run[] {
   const byWorkspace = new Map<number, number[]>();
   for (const index of running) {
     const workspaceId = requests[index]!.workspaceId;
     byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), index]);
   }
-  const runs: number[][] = [];
+  const runs: Run[] = [];
   for (const index of [...byWorkspace.values()].flat()) {
     const last = runs.at(-1);
-    if (last && sameRun(requests[last[0]!]!, requests[index]!)) last.push(index);
-    else runs.push([index]);
+    if (last && sameRun(last.first, requests[index]!)) last.members.push(index);
+    else runs.push({ first: requests[index]!, members: [index] });
   }
   return runs;
 }
@@ -99,10 +105,10 @@ function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonl
  * run of the group is of, dry runs aside (each of their rows is undone on its own). None unless
  * at least two: one workspace's run costs the same either way.
  */
-function runsAcrossWorkspaces(requests: ReadonlyArray<WriteRequest<unknown>>, runs: readonly number[][]): number[][] {
+function runsAcrossWorkspaces(runs: readonly Run[]): Run[] {
   const runsOfWorkspace = new Map<number, number>();
-  for (const members of runs) runsOfWorkspace.set(requests[members[0]!]!.workspaceId, (runsOfWorkspace.get(requests[members[0]!]!.workspaceId) ?? 0) + 1);
-  const shared = runs.filter((members) => !requests[members[0]!]!.dryRun && runsOfWorkspace.get(requests[members[0]!]!.workspaceId) === 1);
+  for (const { first } of runs) runsOfWorkspace.set(first.workspaceId, (runsOfWorkspace.get(first.workspaceId) ?? 0) + 1);
+  const shared = runs.filter(({ first }) => !first.dryRun && runsOfWorkspace.get(first.workspaceId) === 1);
   return shared.length >= 2 ? shared : [];
 }
 
@@ -115,8 +121,13 @@ function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, resul
 
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
 
-/** `setBased`: false runs every row alone; 'across' also lets runs of several workspaces share statements. */
-async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unknown>>, log: Logger, setBased: boolean | 'across'): Promise<GroupOutcome[]> {
+/** `setBased` off runs every row alone; `acrossWorkspaces` lets runs of several workspaces share statements too. */
+async function runGroup(
+  trx: Executor,
+  requests: ReadonlyArray<WriteRequest<unknown>>,
+  log: Logger,
+  { setBased, acrossWorkspaces }: { setBased: boolean; acrossWorkspaces: boolean },
+): Promise<GroupOutcome[]> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
   // A key sent again within the group follows its first request, as it would have waited on its claim.
   const leaders = new Map<string, number>();
@@ -141,8 +152,7 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
   });
 
   const tallies = new Map<number, IntakeTally>();
-  const settleRun = (members: readonly number[], results: readonly RowResult[]) => {
-    const first = requests[members[0]!]!;
+  const settleRun = ({ first, members }: Run, results: readonly RowResult[]) => {
     if (!first.dryRun) tallyRows(tallies, first.workspaceId, results);
     let offset = 0;
     for (const index of members) {
@@ -156,25 +166,25 @@ async function runGroup(trx: Executor, requests: ReadonlyArray<WriteRequest<unkn
       }
     }
   };
-  const rowsOf = (members: readonly number[]) => members.flatMap((index) => requests[index]!.rows);
+  const rowsOf = ({ members }: Run) => members.flatMap((index) => requests[index]!.rows);
 
   const runs = runsOf(
     requests,
     requests.flatMap((_, index) => (settled[index] || followers.has(index) ? [] : [index])),
   );
-  const shared = setBased === 'across' ? runsAcrossWorkspaces(requests, runs) : [];
+  const shared = setBased && acrossWorkspaces ? runsAcrossWorkspaces(runs) : [];
   if (shared.length > 0) {
     const results = await runIntakeAcrossWorkspaces(
       trx,
-      shared.map((members) => ({ workspaceId: requests[members[0]!]!.workspaceId, rows: rowsOf(members), options: requests[members[0]!]!.options })),
+      shared.map((run) => ({ workspaceId: run.first.workspaceId, rows: rowsOf(run), options: run.first.options })),
       log,
     );
-    shared.forEach((members, position) => settleRun(members, results[position]!));
+    shared.forEach((run, position) => settleRun(run, results[position]!));
   }
-  for (const members of runs) {
-    if (shared.includes(members)) continue;
-    const first = requests[members[0]!]!;
-    settleRun(members, await runIntake(trx, first.workspaceId, rowsOf(members), first.options, first.dryRun, log, setBased !== false));
+  for (const run of runs) {
+    if (shared.includes(run)) continue;
+    const { first } = run;
+    settleRun(run, await runIntake(trx, first.workspaceId, rowsOf(run), first.options, first.dryRun, log, setBased));
   }
 
   // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).

@@ -4,13 +4,12 @@ import { isRetryableConflict } from '../../db/conflicts.js';
 import type { Executor } from '../../db/connect.js';
 import { inSavepoint } from '../../db/savepoint.js';
 import { enqueue } from '../../outbox/repository.js';
-import { planBulkRows, writeBulkRows, type BulkRow } from './bulk-path.js';
+import { planBulkRows, writeBulkRows, type BulkPlan, type BulkRow } from './bulk-path.js';
 import type { IntakeLookup } from '../lookup-repository.js';
 import { nothingMatched } from './match.js';
 import type { PreparedLead } from './prepare.js';
 import { findLeadRecords } from '../read-repository.js';
 import type { LeadRecord } from '../columns.js';
-import type { BatchLookup } from '../lookup-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { intakeLead, updatedOutcome, type RowOutcome } from './row-intake.js';
 import type { IntakeOptions } from './options.js';
@@ -47,8 +46,8 @@ export class SetBasedWriteFailed extends Error {
  * updates first) run one by one in a savepoint each. Consecutive rows that certainly create a
  * new person, or that certainly update the lead they match (bulk-path.ts), are written
  * set-based, a run of them in two statements; the outcome is the same as running them one by
- * one. A dry run, or a run with `setBased` off, runs every row alone (a dry run's undone before the next). `prefetched`: the
- * rows' lookup, read with other workspaces' (lookupsAcrossWorkspaces). Throws when the database is
+ * one. A dry run, or a run with `setBased` off, runs every row alone (a dry run's undone before the next). `planned`: the
+ * rows' plan, when the caller made it (runIntakeAcrossWorkspaces, from a lookup shared with other workspaces). Throws when the database is
  * unreachable (the whole call fails) and SetBasedWriteFailed.
  */
 export async function runIntake(
@@ -59,7 +58,7 @@ export async function runIntake(
   dryRun: boolean,
   log: Logger,
   setBased = true,
-  prefetched?: BatchLookup,
+  planned?: BulkPlan,
 ): Promise<RowResult[]> {
   const results: RowResult[] = [];
   let views: Array<IntakeLookup | undefined> = [];
@@ -72,15 +71,16 @@ export async function runIntake(
   }
 
   // The lookup of every row at once fails for all of them: rerun, each row's lookup is its own.
-  const { plan, lookups } = await planBulkRows(
-    db,
-    workspaceId,
-    rows.map((row) => row.lead),
-    options,
-    prefetched,
-  ).catch((error: unknown) => {
-    throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
-  });
+  const { plan, lookups } =
+    planned ??
+    (await planBulkRows(
+      db,
+      workspaceId,
+      rows.map((row) => row.lead),
+      options,
+    ).catch((error: unknown) => {
+      throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
+    }));
   views = lookups;
   let run: BulkRow[] = [];
   const flush = async () => {

@@ -1,14 +1,5 @@
 import type { Executor } from '../../db/connect.js';
-import {
-  readBatchLookup,
-  readIntakeLookup,
-  readLookupsAcross,
-  type BatchLookup,
-  type LookupsAcrossInput,
-  type IntakeLookup,
-  type IntakeLookupInput,
-  type MatchKey,
-} from '../lookup-repository.js';
+import { readBatchLookup, readIntakeLookup, readLookupsAcross, type BatchLookup, type IntakeLookup, type IntakeLookupInput, type MatchKey } from '../lookup-repository.js';
 import type { PreparedCompany, PreparedLead } from './prepare.js';
 
 // What an intake row looks up before it writes (its tags, match keys and company candidates),
@@ -66,35 +57,24 @@ export function lookupForBatch(db: Executor, workspaceId: number, leads: readonl
 
 /** lookupForBatch for the runs of several workspaces, in one statement (plain PostgreSQL only): each workspace's lookup. */
 export async function lookupsAcrossWorkspaces(db: Executor, runs: ReadonlyArray<{ workspaceId: number; leads: readonly PreparedLead[] }>): Promise<Map<number, BatchLookup>> {
-  const input: LookupsAcrossInput = {
-    keyWorkspaces: [],
-    kinds: [],
-    values: [],
-    tagIdWorkspaces: [],
-    tagIds: [],
-    tagNameWorkspaces: [],
-    tagNames: [],
-    domainWorkspaces: [],
-    domains: [],
-    companyIdWorkspaces: [],
-    companyIds: [],
-  };
-  const lookups = new Map<number, BatchLookup>();
-  for (const { workspaceId, leads } of runs) {
-    const references = batchReferences(leads);
-    const each = <Value>(workspaces: number[], into: Value[], values: readonly Value[]) => {
-      into.push(...values);
-      workspaces.push(...values.map(() => workspaceId));
-    };
-    each(input.keyWorkspaces, input.kinds, references.kinds);
-    input.values.push(...references.values);
-    each(input.tagIdWorkspaces, input.tagIds, references.tagIds);
-    each(input.tagNameWorkspaces, input.tagNames, references.tagNames);
-    each(input.domainWorkspaces, input.domains, references.domains);
-    each(input.companyIdWorkspaces, input.companyIds, references.companyIds);
-    lookups.set(workspaceId, { tags: [], matches: [], companies: [] });
-  }
-  const found = await readLookupsAcross(db, input);
+  const references = runs.map(({ workspaceId, leads }) => ({ workspaceId, ...batchReferences(leads) }));
+  /** Every run's references of one kind, and beside each the workspace it is looked for in. */
+  const all = <Value>(of: (run: (typeof references)[number]) => readonly Value[]) => references.flatMap(of);
+  const workspacesOf = (of: (run: (typeof references)[number]) => readonly unknown[]) => references.flatMap((run) => of(run).map(() => run.workspaceId));
+  const found = await readLookupsAcross(db, {
+    keyWorkspaces: workspacesOf((run) => run.kinds),
+    kinds: all((run) => run.kinds),
+    values: all((run) => run.values),
+    tagIdWorkspaces: workspacesOf((run) => run.tagIds),
+    tagIds: all((run) => run.tagIds),
+    tagNameWorkspaces: workspacesOf((run) => run.tagNames),
+    tagNames: all((run) => run.tagNames),
+    domainWorkspaces: workspacesOf((run) => run.domains),
+    domains: all((run) => run.domains),
+    companyIdWorkspaces: workspacesOf((run) => run.companyIds),
+    companyIds: all((run) => run.companyIds),
+  });
+  const lookups = new Map<number, BatchLookup>(runs.map(({ workspaceId }) => [workspaceId, { tags: [], matches: [], companies: [] }]));
   for (const { workspace_id, tag } of found.tags) lookups.get(Number(workspace_id))!.tags.push(tag);
   for (const { workspace_id, ...match } of found.matches) lookups.get(Number(workspace_id))!.matches.push(match);
   for (const { workspace_id, ...company } of found.companies) lookups.get(Number(workspace_id))!.companies.push(company);
