@@ -16,6 +16,7 @@ import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
 import { WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
+import { freeMailDomains } from './normalize.js';
 
 // Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far
 // above any statement of a request; it ends runaway statements and forgotten transactions.
@@ -64,6 +65,8 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
   const onCitus = citusPresence(db);
+  // Built now rather than by the first request that files a lead by its email.
+  freeMailDomains();
 
   let redis: Redis | null = null;
   if (config.REDIS_URL) {

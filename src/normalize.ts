@@ -10,12 +10,19 @@ import { storableText } from './storable-text.js';
 const require = createRequire(import.meta.url);
 
 // The `freemail` package ships the maintained lists of free and disposable mail domains;
-// they are indexed once in a Set because its own lookup scans ~90k entries per call.
-const FREE_MAIL_DOMAINS: ReadonlySet<string> = (() => {
-  const dataDir = path.join(path.dirname(require.resolve('freemail/package.json')), 'data');
-  const lines = ['free.txt', 'disposable.txt'].flatMap((file) => readFileSync(path.join(dataDir, file), 'utf8').split('\n'));
-  return new Set(lines.map((line) => line.trim().toLowerCase()).filter(Boolean));
-})();
+// they are indexed in a Set because its own lookup scans ~90k entries per call. The index is
+// built on first use: most admin CLI commands never read an email, and indexing is most of
+// their start-up. The service builds it before it listens (freeMailDomains in createContext).
+let freeMailIndex: ReadonlySet<string> | undefined;
+
+export function freeMailDomains(): ReadonlySet<string> {
+  freeMailIndex ??= (() => {
+    const dataDir = path.join(path.dirname(require.resolve('freemail/package.json')), 'data');
+    const lines = ['free.txt', 'disposable.txt'].flatMap((file) => readFileSync(path.join(dataDir, file), 'utf8').split('\n'));
+    return new Set(lines.map((line) => line.trim().toLowerCase()).filter(Boolean));
+  })();
+  return freeMailIndex;
+}
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -59,8 +66,9 @@ export function domainOfHost(host: string): string | null {
 /** True for gmail.com, mail.yahoo.com and the like: such a domain never identifies a company. */
 function isFreeMailDomain(domain: string): boolean {
   const labels = domain.toLowerCase().split('.');
+  const listed = freeMailDomains();
   for (let start = 0; start < labels.length - 1; start += 1) {
-    if (FREE_MAIL_DOMAINS.has(labels.slice(start).join('.'))) return true;
+    if (listed.has(labels.slice(start).join('.'))) return true;
   }
   return false;
 }

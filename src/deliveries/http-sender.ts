@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupAddress } from 'node:dns';
-import { got, RequestError } from 'got';
 import { checkUrlShape, pinnedLookup, RefusedDestination, resolveDestination, TransientResolutionError } from './network-guard.js';
 
 export interface OutboundRequest {
@@ -34,17 +33,31 @@ export interface SendResult {
 }
 
 // One client with the fixed rules, so a request merges only what varies. Keep-alive pools
-// per process: receivers usually get many messages in a row.
-const client = got.extend({
-  agent: {
-    http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
-    https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
-  },
-  followRedirect: false,
-  throwHttpErrors: false,
-  retry: { limit: 0 },
-  decompress: true,
-});
+// per process: receivers usually get many messages in a row. got and its dependencies load on
+// the first send: processes that never send (the API, most admin CLI commands) start without them.
+type Got = typeof import('got');
+interface Outbound {
+  client: ReturnType<Got['got']['extend']>;
+  RequestError: Got['RequestError'];
+}
+let outbound: Promise<Outbound> | undefined;
+
+function outboundClient(): Promise<Outbound> {
+  outbound ??= import('got').then(({ got, RequestError }) => ({
+    client: got.extend({
+      agent: {
+        http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+        https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+      },
+      followRedirect: false,
+      throwHttpErrors: false,
+      retry: { limit: 0 },
+      decompress: true,
+    }),
+    RequestError,
+  }));
+  return outbound;
+}
 
 function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
   if (!value) return null;
@@ -53,7 +66,7 @@ function parseRetryAfter(value: string | undefined, now = Date.now()): number | 
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
-function shortError(error: unknown): string {
+function shortError(error: unknown, RequestError: Outbound['RequestError']): string {
   if (error instanceof RequestError) {
     if (error.code === 'ETIMEDOUT' || error.name === 'TimeoutError') return 'timeout: the receiver did not answer in time';
     return `${error.code ?? 'request_failed'}: ${error.message}`.slice(0, 300);
@@ -90,11 +103,18 @@ export async function sendRequest(request: OutboundRequest, options: SendOptions
     if (error instanceof TransientResolutionError) return finish({ error: error.message });
     throw error;
   }
-  return exchange(url, addresses, request, options, finish);
+  return exchange(await outboundClient(), url, addresses, request, options, finish);
 }
 
 /** The HTTP exchange itself, with the checked addresses only; every outcome resolves (nothing throws). */
-function exchange(url: URL, addresses: LookupAddress[], request: OutboundRequest, options: SendOptions, finish: (partial: Partial<SendResult>) => SendResult): Promise<SendResult> {
+function exchange(
+  { client, RequestError }: Outbound,
+  url: URL,
+  addresses: LookupAddress[],
+  request: OutboundRequest,
+  options: SendOptions,
+  finish: (partial: Partial<SendResult>) => SendResult,
+): Promise<SendResult> {
   return new Promise<SendResult>((resolve) => {
     let settled = false;
     const settle = (result: Partial<SendResult>) => {
@@ -139,7 +159,7 @@ function exchange(url: URL, addresses: LookupAddress[], request: OutboundRequest
     });
     stream.on('error', (error: unknown) => {
       if (settled) return;
-      settle({ error: shortError(error) });
+      settle({ error: shortError(error, RequestError) });
     });
   });
 }

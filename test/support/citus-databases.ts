@@ -68,7 +68,12 @@ async function addNode(client: pg.Client, node: CitusNode): Promise<void> {
 export async function createCitusDatabase(adminUrl: string, name: string): Promise<string> {
   const workers = await citusWorkers(adminUrl);
   for (const url of [adminUrl, ...workers.map((node) => nodeUrl(adminUrl, node))]) {
-    await withClient(url, (client) => client.query(`CREATE DATABASE "${name}"`));
+    await withClient(url, async (client) => {
+      await client.query(`CREATE DATABASE "${name}"`);
+      // As the embedded test clusters run with fsync off: a test database is thrown away, so
+      // its commits need not wait for the disk of every node they touch.
+      await client.query(`ALTER DATABASE "${name}" SET synchronous_commit = off`);
+    });
     await withClient(databaseUrl(url, name), (client) => client.query('CREATE EXTENSION citus'));
   }
   const coordinator = new URL(adminUrl);
