@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createConnector, deleteConnector } from '../../src/connectors/service.js';
 import { listDeliveries, type DeliveryListItem } from '../../src/deliveries/repository.js';
 import { createWorkflow } from '../../src/workflows/service.js';
@@ -11,6 +11,9 @@ import type { Receiver } from '../support/receiver.js';
 // Recovery after an outage, as an operator runs it: the receiver is down, deliveries end
 // Failed (3 attempts, 10 ms retry base), the receiver comes back, `deliveries recover` sends
 // the endpoint's failed deliveries of the window again under the same webhook-id, once.
+
+// Every test runs the CLI several times, each a process of its own: seconds apiece on a loaded machine.
+jest.setTimeout(90_000);
 
 const bed = outboundTestBed();
 let t: TestApp;

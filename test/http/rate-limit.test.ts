@@ -1,7 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { readTestEnvironment } from '../support/env.js';
+
+// Tests start apps of their own (two at once for the shared store) and send a key's whole
+// budget: tens of seconds on a loaded machine against a Citus coordinator.
+jest.setTimeout(90_000);
 
 const LIMIT = 300;
 

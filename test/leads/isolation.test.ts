@@ -112,7 +112,7 @@ describe('two workspaces writing at once', () => {
     const replayed = await send(victim, valid[0]!.body, valid[0]!.headers);
     expect(replayed.headers['idempotency-replayed']).toBe('true');
     expect(replayed.body).toEqual(valids[0]!.body);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('a batch with a row whose lookup fails', () => {
