@@ -1,11 +1,10 @@
 import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { createConnector, deleteConnector } from '../../src/connectors/service.js';
 import { listDeliveries, type DeliveryListItem } from '../../src/deliveries/repository.js';
-import { createWorkflow } from '../../src/workflows/service.js';
 import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed, postNewPerson } from '../support/outbound.js';
+import { cli, cliRefused, drain, outboundTestBed, postNewPerson, workflowTo } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 
 // Recovery after an outage, as an operator runs it: the receiver is down, deliveries end
@@ -21,13 +20,6 @@ let receiver: Receiver;
 beforeAll(() => {
   ({ t, receiver } = bed);
 });
-
-const workflowTo = (tenant: Tenant, url: string) =>
-  createWorkflow(t.ctx.db, {
-    workspaceId: tenant.workspaceId,
-    trigger: 'lead_created',
-    block: { endpoint: 'url', url, method: 'POST', format: 'json', headers: [], fields: [] },
-  });
 
 const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, {});
 
@@ -50,8 +42,8 @@ const idsOf = (requests: Receiver['requests'], path: string) => requests.filter(
 describe('deliveries recover', () => {
   it('sends every Failed delivery of the workflow in the window again under its webhook-id, once; a second run sends nothing', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const workflow = await workflowTo(tenant, `${receiver.url}/recovered`);
-    const other = await workflowTo(tenant, `${receiver.url}/still-down`);
+    const workflow = await workflowTo(t, tenant, `${receiver.url}/recovered`);
+    const other = await workflowTo(t, tenant, `${receiver.url}/still-down`);
     receiver.fallback = { status: 500, body: 'outage' };
 
     await postNewPerson(t, tenant); // before the window
@@ -101,7 +93,7 @@ describe('deliveries recover', () => {
 
   it('two recoveries at once send each delivery again once between them', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const workflow = await workflowTo(tenant, `${receiver.url}/concurrent`);
+    const workflow = await workflowTo(t, tenant, `${receiver.url}/concurrent`);
     receiver.fallback = { status: 500 };
     await postNewPerson(t, tenant);
     await postNewPerson(t, tenant);
@@ -118,7 +110,7 @@ describe('deliveries recover', () => {
 
   it('refuses both or neither endpoint, an unknown or deleted one, a bad time, --until before --since; nothing is sent', async () => {
     const tenant = await createTenant(t.ctx.db);
-    const workflow = await workflowTo(tenant, `${receiver.url}/refused`);
+    const workflow = await workflowTo(t, tenant, `${receiver.url}/refused`);
     receiver.fallback = { status: 500 };
     await postNewPerson(t, tenant);
     await drainAll(tenant);

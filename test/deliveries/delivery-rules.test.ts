@@ -4,7 +4,7 @@ import { retryDelayMs } from '../../src/deliveries/attempt.js';
 import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, deliveries, drain, drainUntilBranch, outboundTestBed } from '../support/outbound.js';
+import { cli, cliRefused, deliveries, drain, drainUntilBranch, outboundTestBed, workflowTo } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 
 // Every test starts CLI processes (a workflow or connector per case, each a node start-up) and
@@ -31,7 +31,7 @@ const newLead = async (tenant: Tenant) => {
 /** A workspace whose lead_created workflow posts to `url`; returns the tenant. */
 async function workspaceWithWorkflow(url: string): Promise<Tenant> {
   const tenant = await createTenant(t.ctx.db);
-  await cli(t, ['workflow', 'create', '--workspace', String(tenant.workspaceId), '--trigger', 'lead_created', '--url', url]);
+  await workflowTo(t, tenant, url);
   return tenant;
 }
 

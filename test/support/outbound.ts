@@ -1,5 +1,6 @@
 import { expect } from '@jest/globals';
-import type { DeliveryListItem } from '../../src/deliveries/repository.js';
+import { listDeliveries, type DeliveryListItem } from '../../src/deliveries/repository.js';
+import { createWorkflow } from '../../src/workflows/service.js';
 import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from './app.js';
 import { cliError, cliJson } from './cli.js';
@@ -33,8 +34,20 @@ export const cliRefused = (t: TestApp, args: string[]) => cliError(t.databaseUrl
 /** Drains the outbox and every due delivery, as the worker would. */
 export const drain = (t: TestApp) => new WorkerContext(t.ctx).processAll();
 
-export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) =>
-  cli<DeliveryListItem[]>(t, ['deliveries', 'list', '--workspace', String(workspaceId), ...(leadId ? ['--lead', String(leadId)] : [])]);
+/**
+ * The workspace's (or the lead's) deliveries as `deliveries list` prints them, read through the
+ * repository it prints: tests poll it, and a CLI process per poll costs seconds on a loaded
+ * machine (the command itself is tested in test/cli).
+ */
+export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) => listDeliveries(t.ctx.db, workspaceId, { leadId });
+
+/** A lead_created workflow of the tenant's workspace that posts JSON to `url`, made as `workflow create --url` makes it. */
+export const workflowTo = (t: TestApp, tenant: Tenant, url: string) =>
+  createWorkflow(t.ctx.db, {
+    workspaceId: tenant.workspaceId,
+    trigger: 'lead_created',
+    block: { endpoint: 'url', url, method: 'POST', format: 'json', headers: [], fields: [] },
+  });
 
 /** Drains, retries included as they fall due, until the workspace's (or the lead's) first delivery is on `branch`. */
 export const drainUntilBranch = (t: TestApp, workspaceId: number, branch: DeliveryListItem['branch'], leadId?: number) =>

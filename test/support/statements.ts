@@ -5,7 +5,9 @@ import { readTestEnvironment } from './env.js';
 /**
  * Watches the statements other connections run on one database, live from pg_stat_activity
  * (each connection's `query_start` is the start of its latest statement). pg_stat_database's
- * transaction counters would do too, but a busy connection reports them up to 10 s late.
+ * transaction counters would do too, but a busy connection reports them up to 10 s late. On
+ * Citus the maintenance daemon's own connections (`citus_internal`: deadlock detection every
+ * two seconds, prepared-transaction recovery) are client backends too, and not counted.
  */
 export class StatementWatch {
   private marked = new Map<number, string>();
@@ -40,6 +42,7 @@ export class StatementWatch {
     const { rows } = await this.client.query<{ pid: number; query_start: string | null }>(`
       SELECT pid, query_start::text FROM pg_stat_activity
       WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+        AND application_name NOT LIKE 'citus\\_internal%'
     `);
     return new Map(rows.map((row) => [row.pid, row.query_start ?? '']));
   }
