@@ -11,7 +11,9 @@ export default {
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
-  testTimeout: 30000,
+  // Tests start CLI processes and apps of their own, each seconds on a loaded 2-core machine
+  // (CI runs three files at a time beside the servers they use).
+  testTimeout: 60000,
   // The suite mostly waits on servers, receivers and child processes, so one more file at a
   // time than there are cores keeps them busy.
   maxWorkers: 3,

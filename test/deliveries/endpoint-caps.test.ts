@@ -83,10 +83,11 @@ describe('a cap of deliveries per second per endpoint', () => {
 
     // Slots are 1/CAP s apart and a delivery never goes before its slot; it can go late (the
     // first one opens a connection, a busy machine wakes a worker or the receiver late), which
-    // packs it closer to the next. Two workers each keeping the cap on their own would send twice
-    // the cap, every other gap near zero: the median gap and loose bounds on the rate and on any
-    // 5 s (a loaded machine measured 23.6/s and 137 in 5 s at the receiver) tell the two apart.
-    expect(medianGapOf(cappedAt)).toBeGreaterThanOrEqual((0.8 * 1000) / CAP);
+    // packs it closer to the next, so gaps shrink under load (a median of 38 ms against 50 at a
+    // load average of 14). Two workers each keeping the cap on their own send twice the cap: the
+    // whole run's rate and the most in any 5 s tell the two apart with room for lateness (loaded
+    // runs measured up to 23.6/s and 137 in 5 s; with slots per claim instead of per endpoint,
+    // 33.6/s and 180).
     expect(rate).toBeLessThanOrEqual(CAP * 1.3);
     expect(mostWithin(cappedAt, 5000)).toBeLessThanOrEqual(7.5 * CAP);
     // The uncapped deliveries did not queue behind the capped ones. Claimed oldest first, they

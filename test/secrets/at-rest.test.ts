@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { DEFAULT_KEY_FILE, secretKeyId } from '../../src/secrets/keyring.js';
@@ -12,6 +12,9 @@ import type { ReceivedRequest, Receiver } from '../support/receiver.js';
 
 // Connector credentials and signing secrets exist in clear only in memory: the tables hold
 // ciphertext, and delivery rows get the auth header and the signatures only at send time.
+
+// Every test runs the CLI several times, each a process of its own: seconds apiece on a loaded machine.
+jest.setTimeout(90_000);
 
 const bed = outboundTestBed([{}]);
 let t: TestApp;
@@ -101,7 +104,7 @@ describe('secrets at rest', () => {
     const texts = await storedTexts();
     expect(texts.length).toBeGreaterThan(20);
     expect(secrets.filter((secret) => texts.some((text) => text.includes(secret)))).toEqual([]);
-  }, 90_000);
+  });
 });
 
 describe('connector rotate-secret', () => {
