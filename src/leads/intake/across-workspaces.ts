@@ -62,11 +62,11 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
   for (const { ord, id, complete, record } of written) {
     const { run, row } = ready[ord]!;
     if (complete) results[run]![row.index] = { outcome: createdOutcome(row, id, runs[run]!.rows[row.index]!.wantsRecord ? record : undefined) };
-    else
-      lost
-        .set(run, lost.get(run) ?? [])
-        .get(run)!
-        .push({ row, leadId: id });
+    else {
+      const rows = lost.get(run) ?? [];
+      rows.push({ row, leadId: id });
+      lost.set(run, rows);
+    }
   }
   for (const [position, rows] of lost) {
     const run = runs[position]!;

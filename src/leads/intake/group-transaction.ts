@@ -89,7 +89,9 @@ function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonl
   const byWorkspace = new Map<number, number[]>();
   for (const index of running) {
     const workspaceId = requests[index]!.workspaceId;
-    byWorkspace.set(workspaceId, [...(byWorkspace.get(workspaceId) ?? []), index]);
+    const indexes = byWorkspace.get(workspaceId) ?? [];
+    indexes.push(index);
+    byWorkspace.set(workspaceId, indexes);
   }
   const runs: Run[] = [];
   for (const index of [...byWorkspace.values()].flat()) {
