@@ -47,11 +47,12 @@ const { values: flags } = parseArgs({
     'reference-p50-at-20': { type: 'string' },
     only: { type: 'string' },
     citus: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
-const ONLY_SCENARIOS = ['insert', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate'] as const;
+const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate'] as const;
 type OnlyScenario = (typeof ONLY_SCENARIOS)[number];
 const only =
   flags.only === undefined
@@ -208,7 +209,9 @@ async function main(): Promise<void> {
   // what the bench measures; it waits up to 30 s instead. Its one key stands for many
   // integrators, so neither its budget per minute nor its requests in progress are bounded
   // (the fixed-rate runs keep hundreds in flight whenever the machine stalls).
-  const service = spawnChild([...nodeFlagsOf('start'), path.join(ROOT, 'dist', 'src', 'main.js')], {
+  // `--cpu-prof DIR`: the service writes a V8 CPU profile of its whole life into DIR (node's --cpu-prof).
+  const profileFlags = flags['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`];
+  const service = spawnChild([...nodeFlagsOf('start'), ...profileFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
     DATABASE_URL: benchUrl,
     REDIS_URL: redisUrl,
     PORT: String(port),
@@ -272,8 +275,18 @@ async function main(): Promise<void> {
 
     if (only) {
       const wanted = (name: OnlyScenario) => only.has(name);
+      let meVsConstant: number | null = null;
       const insert = await withBaseline('insert', workspaceId, (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
       const picked: ScenarioResult[] = [insert];
+      // GET /me beside its own baseline, the constant JSON, measured just before it.
+      if (wanted('me')) {
+        const constant = await withBaseline('constant', workspaceId, (url, baselinePid) =>
+          measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid),
+        );
+        const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
+        picked.push(constant, me);
+        meVsConstant = me.requestsPerSecond / Math.max(constant.requestsPerSecond, 1e-9);
+      }
       if (wanted('new')) picked.push(await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid));
       if (wanted('existing')) picked.push(await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid));
       if (wanted('new-100')) picked.push(await measure(manyNewName, base, token, manyNew, pid));
@@ -285,6 +298,7 @@ async function main(): Promise<void> {
         : null;
       serviceRss.stop();
       reportOnly(picked, insert);
+      if (meVsConstant !== null) process.stdout.write(`1 GET /me: ${meVsConstant.toFixed(2)}x the constant JSON\n`);
       if (lowRate) process.stdout.write(`${lowRate.name}: p50 ${lowRate.p50} ms, p99 ${lowRate.p99} ms\n`);
       const broken = picked.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
       if (broken.length > 0) {
