@@ -12,6 +12,7 @@ import { getLeadHandler } from './handlers/get-lead.js';
 import { getMeHandler } from './handlers/get-me.js';
 import { listTagsHandler } from './handlers/list-tags.js';
 import { authenticate, requireScope } from './middleware/auth.js';
+import { inOrder } from './middleware/in-order.js';
 import { perKeyConcurrencyLimit } from './middleware/concurrency-limit.js';
 import { jsonBody } from './middleware/json-body.js';
 import { timeOperation } from './middleware/metrics.js';
@@ -52,10 +53,10 @@ export function createApp(ctx: AppContext): express.Express {
 
 /**
  * Each operation of the document, with the per-route steps in the check order: route and
- * method matched (else 404 / 405), start timing the request, authenticate, rate limit, the key's requests in flight,
- * scope, parse the body, reject
- * unknown query parameters, validate, handler. Routes sit on the app itself rather than in a
- * mounted router, which would cost every API request a second round of prefix matching.
+ * method matched (else 404 / 405), start timing the request, authenticate, rate limit, the
+ * key's requests in flight, scope, parse the body, reject unknown query parameters, validate,
+ * handler; bound as one handler per route (inOrder). Routes sit on the app itself rather than
+ * in a mounted router, which would cost every API request a second round of prefix matching.
  */
 function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers): void {
   const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
@@ -96,17 +97,19 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
     const validatesRequests = !operation.declaresNoInput && !operation.integerPathOnly;
     app[operation.method](
       operation.expressPath,
-      matchesContract(operation.method, operation.integerPathParameters),
-      timeOperation(ctx.metrics.http, operation.operationId),
-      auth,
-      limit,
-      inFlight,
-      ...operation.requiredScopes.map((scope) => requireScope(scope)),
-      ...(operation.hasJsonBody ? jsonBody : []),
-      rejectUnknownQueryParameters(operation),
-      ...(operation.integerPathOnly ? [integerPathParameters(operation.integerPathOnly)] : []),
-      ...(validatesRequests ? [validate] : validateResponsesOnly ? [validateResponsesOnly] : []),
-      handler,
+      inOrder([
+        matchesContract(operation.method, operation.integerPathParameters),
+        timeOperation(ctx.metrics.http, operation.operationId),
+        auth,
+        limit,
+        inFlight,
+        ...operation.requiredScopes.map((scope) => requireScope(scope)),
+        ...(operation.hasJsonBody ? jsonBody : []),
+        rejectUnknownQueryParameters(operation),
+        ...(operation.integerPathOnly ? [integerPathParameters(operation.integerPathOnly)] : []),
+        ...(validatesRequests ? [validate] : validateResponsesOnly ? [validateResponsesOnly] : []),
+        handler,
+      ]),
     );
   }
   for (const path of contract.paths) app.all(path.expressPath, methodNotAllowed(path));

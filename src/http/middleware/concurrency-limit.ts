@@ -27,17 +27,12 @@ export function perKeyConcurrencyLimit(limit: number, onLimited: () => void): Re
       throw refusal;
     }
     inFlight.set(key, count + 1);
-    let released = false;
-    // 'close' comes after 'finish', or alone when the client went away first.
-    const release = () => {
-      if (released) return;
-      released = true;
+    // A response emits 'close' once: after 'finish', or alone when the client went away first.
+    res.on('close', () => {
       const left = inFlight.get(key)! - 1;
       if (left === 0) inFlight.delete(key);
       else inFlight.set(key, left);
-    };
-    res.once('finish', release);
-    res.once('close', release);
+    });
     next();
   };
 }

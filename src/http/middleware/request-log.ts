@@ -59,16 +59,18 @@ export function requestLogging(logger: Logger): RequestHandler {
     req.id = genReqId(req, res);
     (req as LazyLogged)[PARENT] = httpLogger;
     const started = Date.now();
+    // A response emits 'close' once, after 'finish' or alone, and 'error' seldom: the first of
+    // them logs, and listeners die with the response (pino-http also listens to 'finish' and
+    // removes all three, work every request pays for nothing here).
+    let ended = false;
     const done = (error?: Error) => {
-      res.removeListener('close', done);
-      res.removeListener('finish', done);
-      res.removeListener('error', done);
+      if (ended) return;
+      ended = true;
       if (errorWhen(error, res.statusCode) !== 'error') return;
       const failure = error ?? new Error(`failed with status code ${res.statusCode}`);
       req.log.error({ res, err: failure, responseTime: Date.now() - started }, 'request errored');
     };
     res.on('close', done);
-    res.on('finish', done);
     res.on('error', done);
     next();
   };
