@@ -58,6 +58,15 @@ function describeLimiter(label: string, options: { redis: boolean }) {
       expect(remaining(other)).toBe(299);
     });
 
+    it("gives each of a key's concurrent requests a count of its own", async () => {
+      const tenant = await createTenant(t.ctx.db);
+      // Sent together, they reach the server in the same turns of its event loop: counted
+      // together, each must still see the remaining budget its own request left.
+      const responses = await Promise.all(Array.from({ length: 40 }, () => t.http.get('/api/v1/me').set(tenant.auth)));
+      expect(responses.map((response) => response.status)).toEqual(Array.from({ length: 40 }, () => 200));
+      expect(responses.map(remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, index) => LIMIT - 40 + index));
+    });
+
     it('counts a 100-row batch as one request', async () => {
       const tenant = await createTenant(t.ctx.db);
       const batch = await t.http.post('/api/v1/leads/batch').set(tenant.auth).send(hundredRows());
