@@ -3,6 +3,7 @@ import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
 import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import type { DeliveryBranch, EndpointKind } from '../db/schema.js';
+import { groupBy } from '../group-by.js';
 import { deliveryEndpoint, failingLongEnough, type HealthPolicy } from '../endpoints/repository.js';
 
 // Recording what an attempt did: to the delivery, its attempt log, the lead (a CRM record id)
@@ -127,8 +128,7 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
  * and the endpoints that now meet `policy`'s rule for disabling (not disabled here).
  */
 export async function recordAttempts(db: Executor, workerId: string, outcomes: readonly AttemptOutcome[], policy: HealthPolicy) {
-  const byWorkspace = new Map<number, AttemptOutcome[]>();
-  for (const outcome of outcomes) byWorkspace.set(outcome.workspaceId, [...(byWorkspace.get(outcome.workspaceId) ?? []), outcome]);
+  const byWorkspace = groupBy(outcomes, (outcome) => outcome.workspaceId);
   const recorded: number[] = [];
   const failing: FailingEndpoint[] = [];
   for (const [workspaceId, ofWorkspace] of byWorkspace) {

@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 import type { Lead } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
+import { groupBy } from '../group-by.js';
 import type { LeadRecord } from './columns.js';
 import { presentLead } from './present.js';
 import { findLeadRecords } from './read-repository.js';
@@ -22,7 +23,7 @@ export class LeadReads {
     this.loader = new DataLoader(
       async (refs) => {
         const found = new Map<string, LeadRecord>();
-        for (const [workspaceId, ids] of groupByWorkspace(refs)) {
+        for (const [workspaceId, ids] of leadIdsByWorkspace(refs)) {
           for (const record of await findLeadRecords(db, workspaceId, ids)) found.set(`${workspaceId}:${record.id}`, record);
         }
         return refs.map((ref) => found.get(`${ref.workspaceId}:${ref.leadId}`) ?? null);
@@ -43,20 +44,17 @@ export class LeadReads {
   }
 }
 
-function groupByWorkspace(refs: ReadonlyArray<LeadRef>): Map<number, number[]> {
-  const byWorkspace = new Map<number, number[]>();
-  for (const ref of refs) {
-    const ids = byWorkspace.get(ref.workspaceId);
-    if (ids) ids.push(ref.leadId);
-    else byWorkspace.set(ref.workspaceId, [ref.leadId]);
-  }
-  return byWorkspace;
-}
+const leadIdsByWorkspace = (refs: ReadonlyArray<LeadRef>) =>
+  groupBy(
+    refs,
+    (ref) => ref.workspaceId,
+    (ref) => ref.leadId,
+  );
 
 /** Leads by id, in the API's shape, one query per workspace involved. */
 export async function loadLeads(db: Executor, refs: ReadonlyArray<{ id: number; workspace_id: number }>): Promise<Map<number, Lead>> {
   const leads = new Map<number, Lead>();
-  for (const [workspaceId, ids] of groupByWorkspace(refs.map((ref) => ({ workspaceId: ref.workspace_id, leadId: ref.id })))) {
+  for (const [workspaceId, ids] of leadIdsByWorkspace(refs.map((ref) => ({ workspaceId: ref.workspace_id, leadId: ref.id })))) {
     for (const record of await findLeadRecords(db, workspaceId, [...new Set(ids)])) leads.set(record.id, presentLead(record));
   }
   return leads;

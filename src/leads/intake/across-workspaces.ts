@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Executor } from '../../db/connect.js';
+import { groupBy } from '../../group-by.js';
 import { insertNewLeadsAcrossWorkspaces, type NewLeadOf } from '../new-leads-repository.js';
 import { deleteLeads } from '../write-repository.js';
 import { planBulkRows, readyNewLead, type BulkPlan, type BulkRow } from './bulk-path.js';
@@ -57,17 +58,16 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
           db,
           ready.map(({ lead }) => lead),
         ).catch(setBasedFailure);
-  // A person a concurrent request created since the lookup: undone, and run again alone (it then matches).
-  const lost = new Map<number, Array<{ row: BulkRow; leadId: number }>>();
   for (const { ord, id, complete, record } of written) {
     const { run, row } = ready[ord]!;
     if (complete) results[run]![row.index] = { outcome: createdOutcome(row, id, runs[run]!.rows[row.index]!.wantsRecord ? record : undefined) };
-    else {
-      const rows = lost.get(run) ?? [];
-      rows.push({ row, leadId: id });
-      lost.set(run, rows);
-    }
   }
+  // A person a concurrent request created since the lookup: undone, and run again alone (it then matches).
+  const lost = groupBy(
+    written.filter(({ complete }) => !complete),
+    ({ ord }) => ready[ord]!.run,
+    ({ ord, id }) => ({ row: ready[ord]!.row, leadId: id }),
+  );
   for (const [position, rows] of lost) {
     const run = runs[position]!;
     await deleteLeads(

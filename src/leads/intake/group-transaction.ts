@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { inTransactionRetried } from '../../db/conflicts.js';
 import type { Db, Executor } from '../../db/connect.js';
+import { groupBy } from '../../group-by.js';
 import { claimKeys, reusedKey, type KeyedRequest } from '../../idempotency/claims.js';
 import { settleRecords } from '../../idempotency/repository.js';
 import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
@@ -86,13 +87,7 @@ interface Run {
  * the switches change.
  */
 function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonly number[]): Run[] {
-  const byWorkspace = new Map<number, number[]>();
-  for (const index of running) {
-    const workspaceId = requests[index]!.workspaceId;
-    const indexes = byWorkspace.get(workspaceId) ?? [];
-    indexes.push(index);
-    byWorkspace.set(workspaceId, indexes);
-  }
+  const byWorkspace = groupBy(running, (index) => requests[index]!.workspaceId);
   const runs: Run[] = [];
   for (const index of [...byWorkspace.values()].flat()) {
     const last = runs.at(-1);
