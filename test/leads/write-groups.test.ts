@@ -12,7 +12,7 @@ import { inTransactionRetried } from '../../src/db/conflicts.js';
 import { createTenant } from '../support/fixtures.js';
 import { lastOutboxId, outboxSince, postLead } from '../support/requests.js';
 import { readTestEnvironment } from '../support/env.js';
-import { statementsOf } from '../support/statements.js';
+import { lockWaitOf, statementsOf } from '../support/statements.js';
 
 // Group commit: concurrent POST /leads calls of one process run as one group, in one
 // transaction. Each test lines a group up for real: as many first requests as groups may run
@@ -354,6 +354,48 @@ describe('a group of several workspaces', () => {
     }
     const across = statements.filter((statement) => /AS k\(workspace_id, kind, value, n\)/.test(statement) || /AS r\(ord int, key_count int, workspace_id bigint/.test(statement));
     expect(across).toHaveLength(CITUS ? 0 : 2);
+  });
+
+  // The shared new-lead statement of a group across workspaces (plain PostgreSQL only) meets a
+  // person another writer created after the group's lookup.
+  (CITUS ? it.skip : it)('answers a person another writer created after the lookup as an update, in a group across workspaces; the other workspace is not touched', async () => {
+    const [first, second] = [await createTenant(t.ctx.db), await createTenant(t.ctx.db)];
+    const suffix = ++unique;
+    const raced = `raced${suffix}@gmail.com`;
+    const writer = await t.ctx.pool.connect();
+    try {
+      await writer.query('BEGIN');
+      const { rows } = await writer.query<{ id: string }>(`INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Winner', 'api', ARRAY[$2::text]) RETURNING id`, [
+        first.workspaceId,
+        raced,
+      ]);
+      const winner = Number(rows[0]!.id);
+      await writer.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', $2, $3)`, [first.workspaceId, raced, winner]);
+
+      // The group looks up (sees nothing committed), then its shared statement waits on the email key.
+      const [racing, bystander] = await asOneGroup(
+        [
+          () => postLead(t, first, { name: 'Loser', email: raced }).then((answer) => answer),
+          () => postLead(t, second, { name: 'Bystander', email: `bystander${suffix}@gmail.com` }).then((answer) => answer),
+        ],
+        async () => {
+          await lockWaitOf(t.ctx.pool, 'workspace_id bigint');
+          await writer.query('COMMIT');
+        },
+      );
+
+      expect(racing!.status).toBe(200);
+      expect(racing!.body.meta).toMatchObject({ status: 'updated', matched_on: raced });
+      expect(racing!.body.data).toMatchObject({ id: winner, name: 'Loser' });
+      // The lead the shared statement wrote for it was undone: the workspace holds the winner only.
+      expect(Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE workspace_id = ${first.workspaceId}`.execute(t.ctx.db)).rows[0]!.n)).toBe(1);
+      expect(bystander!.status).toBe(201);
+      expect(bystander!.body.meta).toMatchObject({ status: 'created' });
+      expect(await countLeadsNamed('Bystander')).toBe(1);
+    } finally {
+      await writer.query('ROLLBACK').catch(() => {});
+      writer.release();
+    }
   });
 });
 
