@@ -53,7 +53,6 @@ class RedisWithLocalFallback implements Store {
   init(options: Options): void {
     this.local.init(options);
     this.windowMs = options.windowMs;
-    this.redis.windowMs = options.windowMs;
   }
 
   async increment(key: string): Promise<IncrementResponse> {
@@ -65,24 +64,27 @@ class RedisWithLocalFallback implements Store {
   }
 
   private startBatch(key: string): IncrementBatch {
-    const batch: IncrementBatch = { size: 0, counted: Promise.resolve(null) };
+    const batch: IncrementBatch = {
+      size: 0,
+      // Sent once the turn's I/O callbacks have run, with the batch's final size.
+      counted: new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => {
+          this.batches.delete(key);
+          return this.client.rateLimitIncrementBy(this.redis.prefixKey(key), batch.size, this.windowMs);
+        })
+        .then(
+          ([totalHits, timeToExpire]) => ({ totalHits, resetTime: new Date(Date.now() + timeToExpire) }),
+          (error: unknown) => {
+            const now = Date.now();
+            if (now - this.lastWarning > 10_000) {
+              this.lastWarning = now;
+              this.logger.error({ err: error }, 'rate limit store unreachable; limiting per process until Redis answers again');
+            }
+            return null;
+          },
+        ),
+    };
     this.batches.set(key, batch);
-    batch.counted = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => {
-        this.batches.delete(key);
-        return this.client.rateLimitIncrementBy(this.redis.prefixKey(key), batch.size, this.windowMs);
-      })
-      .then(
-        ([totalHits, timeToExpire]) => ({ totalHits, resetTime: new Date(Date.now() + timeToExpire) }),
-        (error: unknown) => {
-          const now = Date.now();
-          if (now - this.lastWarning > 10_000) {
-            this.lastWarning = now;
-            this.logger.error({ err: error }, 'rate limit store unreachable; limiting per process until Redis answers again');
-          }
-          return null;
-        },
-      );
     return batch;
   }
 
