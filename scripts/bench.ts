@@ -273,6 +273,12 @@ async function main(): Promise<void> {
     const manyNewName = `3w POST /leads new person, ${WORKSPACES} workspaces`;
     const manyExistingName = `4w POST /leads existing person, ${WORKSPACES} workspaces`;
 
+    // Scenario 1 and its baseline, measured the same way by the full run and by `--only me`.
+    const meWorkload: Workload = { kind: 'get', path: '/api/v1/me' };
+    const measureConstant = () =>
+      withBaseline('constant', workspaceId, (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
+    const measureMe = () => measure('1 GET /me', base, token, meWorkload, pid);
+
     if (only) {
       const wanted = (name: OnlyScenario) => only.has(name);
       let meVsConstant: number | null = null;
@@ -280,10 +286,8 @@ async function main(): Promise<void> {
       const picked: ScenarioResult[] = [insert];
       // GET /me beside its own baseline, the constant JSON, measured just before it.
       if (wanted('me')) {
-        const constant = await withBaseline('constant', workspaceId, (url, baselinePid) =>
-          measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid),
-        );
-        const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
+        const constant = await measureConstant();
+        const me = await measureMe();
         picked.push(constant, me);
         meVsConstant = me.requestsPerSecond / Math.max(constant.requestsPerSecond, 1e-9);
       }
@@ -308,9 +312,7 @@ async function main(): Promise<void> {
       return;
     }
 
-    const constant = await withBaseline('constant', workspaceId, (url, baselinePid) =>
-      measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid),
-    );
+    const constant = await measureConstant();
     const insert = await withBaseline('insert', workspaceId, (url, baselinePid) => measure('baseline: express + pg INSERT', url, null, { kind: 'baseline-insert' }, baselinePid));
     const readBaseline = await withBaseline('read', workspaceId, (url, baselinePid) => measure('baseline: express + pg primary-key SELECT', url, null, readWorkload, baselinePid));
     const sameWork = await withBaseline('same-work', workspaceId, (url, baselinePid) =>
@@ -318,13 +320,13 @@ async function main(): Promise<void> {
     );
     const insertCeiling = await ceiling('insert', workspaceId);
 
-    const me = await measure('1 GET /me', base, token, { kind: 'get', path: '/api/v1/me' }, pid);
+    const me = await measureMe();
     // Here, while the database is quiet: before the intake scenarios give autovacuum work.
     const flood = await runFloodScenario({ url: base, token, benchUrl, connections, warmupSeconds, durationSeconds, floodRate, serverPid: pid, log });
     const read = await measure('2 GET /leads/{id}', base, token, readWorkload, pid);
     const created = await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid);
     const fixedRate = [
-      await atHalfRate(me, base, token, { kind: 'get', path: '/api/v1/me' }, pid),
+      await atHalfRate(me, base, token, meWorkload, pid),
       await atHalfRate(read, base, token, readWorkload, pid),
       await atHalfRate(created, base, token, { kind: 'new-lead', runId: `${runId}f`, phoneBase: 7_000_000_000 }, pid),
     ];
