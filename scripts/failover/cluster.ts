@@ -404,23 +404,35 @@ export async function startCluster(): Promise<HaCluster> {
   }
 }
 
+/** A process's state letter and parent from /proc/PID/stat, or null when it is gone. */
+async function statOf(pid: number | string): Promise<{ state: string; ppid: number } | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  if (!stat) return null;
+  // pid (comm) state ppid ...: comm may hold spaces, so split after its closing parenthesis.
+  const [state = '', ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { state, ppid: Number(ppid) };
+}
+
 /** The processes whose parent is `pid` (Linux /proc). */
 async function childrenOf(pid: number): Promise<number[]> {
   const found: number[] = [];
   for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // pid (comm) state ppid ...: comm may hold spaces, so split after its closing parenthesis.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (ppid === pid) found.push(Number(entry));
+    if (/^\d+$/.test(entry) && (await statOf(entry))?.ppid === pid) found.push(Number(entry));
   }
   return found;
 }
 
-/** When none of `pids` runs any more (polled every 20 ms, for up to 30 s). */
+/**
+ * When none of `pids` runs any more (polled every 20 ms, for up to 30 s). A zombie has exited:
+ * the killed postmaster's children are reparented to PID 1, which may reap them much later.
+ */
 async function exitOf(pids: number[]): Promise<number> {
+  const running = async (pid: number) => {
+    const stat = await statOf(pid);
+    return stat !== null && stat.state !== 'Z' && stat.state !== 'X';
+  };
   for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(20)) {
-    if (!pids.some((pid) => existsSync(`/proc/${pid}`))) break;
+    if (!(await Promise.all(pids.map(running))).includes(true)) break;
   }
   return Date.now();
 }
