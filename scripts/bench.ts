@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { runDeliveryScenario } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
-import { runFloodScenario } from './bench/flood.js';
+import { runFloodScenario, STATS_SETTLE_MS } from './bench/flood.js';
 import type { Workload } from './bench/load.js';
 import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
@@ -322,7 +322,18 @@ async function main(): Promise<void> {
 
     const me = await measureMe();
     // Here, while the database is quiet: before the intake scenarios give autovacuum work.
-    const flood = await runFloodScenario({ url: base, token, benchUrl, connections, warmupSeconds, durationSeconds, floodRate, serverPid: pid, log });
+    const flood = await runFloodScenario({
+      url: base,
+      token,
+      benchUrl,
+      connections,
+      warmupSeconds,
+      durationSeconds,
+      floodRate,
+      serverPid: pid,
+      settleMs: smoke ? 0 : STATS_SETTLE_MS,
+      log,
+    });
     const read = await measure('2 GET /leads/{id}', base, token, readWorkload, pid);
     const created = await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid);
     const fixedRate = [

@@ -24,8 +24,9 @@ export interface FloodResult {
 
 // PostgreSQL reports a busy connection's counters when it goes idle, but at most once a second;
 // what is left waits up to 10 s (PGSTAT_IDLE_INTERVAL). The counters are read only after
-// that long without database work, so every transaction lands on its side of the window.
-const STATS_SETTLE_MS = 11_000;
+// that long without database work, so every transaction lands on its side of the window
+// (`settleMs`: a smoke run, whose figures mean nothing, does not wait).
+export const STATS_SETTLE_MS = 11_000;
 
 /**
  * Scenario 8: GET /me with random well-formed keys that belong to no key. Measures how fast
@@ -41,13 +42,15 @@ export async function runFloodScenario(options: {
   durationSeconds: number;
   floodRate: number;
   serverPid: number;
+  settleMs: number;
   log: (message: string) => void;
 }): Promise<FloodResult> {
   const { url, token, connections, warmupSeconds, durationSeconds, floodRate, log } = options;
+  const settle = () => new Promise((resolve) => setTimeout(resolve, options.settleMs));
   const rss = new RssSampler(() => [options.serverPid]).start();
   const spec = (workload: LoadSpec['workload'], extra: Partial<LoadSpec> = {}): LoadSpec => ({ url, token: null, connections, warmupSeconds, durationSeconds, workload, ...extra });
 
-  log(`8 invalid-key flood: waiting ${STATS_SETTLE_MS / 1000}s for PostgreSQL's counters, then ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
+  log(`8 invalid-key flood: waiting ${options.settleMs / 1000}s for PostgreSQL's counters, then ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
   const database = await DatabaseWatch.open(options.benchUrl);
   let flood: LoadResult;
   let transactions: number;
@@ -104,8 +107,6 @@ export async function runFloodScenario(options: {
     serverPeakRssBytes: rss.stop(),
   };
 }
-
-const settle = () => new Promise((resolve) => setTimeout(resolve, STATS_SETTLE_MS));
 
 /** Rounds of one load as one: req/s over all of them, the median p50 and the highest p99. */
 function combined(runs: LoadResult[], secondsEach: number): LoadResult {
