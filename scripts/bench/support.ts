@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { procStatFields } from '../proc-stat.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import type { OpenLoopResult, OpenLoopSpec } from './open-loop.js';
 
@@ -36,13 +37,8 @@ export function rssOf(pid: number): number | null {
 
 /** CPU time a process has used so far in seconds (Linux /proc: user + system), or null. */
 export function cpuSecondsOf(pid: number): number | null {
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return null;
-  }
+  const fields = procStatFields(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND : null;
 }
 // USER_HZ, 100 on every Linux architecture node runs on.
 const CLOCK_TICKS_PER_SECOND = 100;

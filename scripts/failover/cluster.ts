@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { freePort } from '../../test/support/ports.js';
+import { procStatFields } from '../proc-stat.js';
 
 const PACKAGES = ['patroni', 'etcd-server', 'haproxy'];
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -404,22 +405,9 @@ export async function startCluster(): Promise<HaCluster> {
   }
 }
 
-/** A process's state letter and parent from /proc/PID/stat, or null when it is gone. */
-async function statOf(pid: number | string): Promise<{ state: string; ppid: number } | null> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  if (!stat) return null;
-  // pid (comm) state ppid ...: comm may hold spaces, so split after its closing parenthesis.
-  const [state = '', ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { state, ppid: Number(ppid) };
-}
-
 /** The processes whose parent is `pid` (Linux /proc). */
 async function childrenOf(pid: number): Promise<number[]> {
-  const found: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (/^\d+$/.test(entry) && (await statOf(entry))?.ppid === pid) found.push(Number(entry));
-  }
-  return found;
+  return (await readdir('/proc')).filter((entry) => /^\d+$/.test(entry) && Number(procStatFields(entry)?.[1]) === pid).map(Number);
 }
 
 /**
@@ -427,12 +415,12 @@ async function childrenOf(pid: number): Promise<number[]> {
  * the killed postmaster's children are reparented to PID 1, which may reap them much later.
  */
 async function exitOf(pids: number[]): Promise<number> {
-  const running = async (pid: number) => {
-    const stat = await statOf(pid);
-    return stat !== null && stat.state !== 'Z' && stat.state !== 'X';
+  const running = (pid: number) => {
+    const state = procStatFields(pid)?.[0];
+    return state !== undefined && state !== 'Z' && state !== 'X';
   };
   for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(20)) {
-    if (!(await Promise.all(pids.map(running))).includes(true)) break;
+    if (!pids.some(running)) break;
   }
   return Date.now();
 }
