@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { runDeliveryScenario } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
-import { runFloodScenario, STATS_SETTLE_MS } from './bench/flood.js';
+import { runFloodScenario } from './bench/flood.js';
 import type { Workload } from './bench/load.js';
 import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
@@ -331,7 +331,7 @@ async function main(): Promise<void> {
       durationSeconds,
       floodRate,
       serverPid: pid,
-      settleMs: smoke ? 0 : STATS_SETTLE_MS,
+      waitForCounters: !smoke,
       log,
     });
     const read = await measure('2 GET /leads/{id}', base, token, readWorkload, pid);

@@ -25,8 +25,8 @@ export interface FloodResult {
 // PostgreSQL reports a busy connection's counters when it goes idle, but at most once a second;
 // what is left waits up to 10 s (PGSTAT_IDLE_INTERVAL). The counters are read only after
 // that long without database work, so every transaction lands on its side of the window
-// (`settleMs`: a smoke run, whose figures mean nothing, does not wait).
-export const STATS_SETTLE_MS = 11_000;
+// (unless `waitForCounters` is off: a smoke run, whose figures mean nothing).
+const STATS_SETTLE_MS = 11_000;
 
 /**
  * Scenario 8: GET /me with random well-formed keys that belong to no key. Measures how fast
@@ -42,15 +42,16 @@ export async function runFloodScenario(options: {
   durationSeconds: number;
   floodRate: number;
   serverPid: number;
-  settleMs: number;
+  waitForCounters: boolean;
   log: (message: string) => void;
 }): Promise<FloodResult> {
   const { url, token, connections, warmupSeconds, durationSeconds, floodRate, log } = options;
-  const settle = () => new Promise((resolve) => setTimeout(resolve, options.settleMs));
+  const settleMs = options.waitForCounters ? STATS_SETTLE_MS : 0;
+  const settle = () => new Promise((resolve) => setTimeout(resolve, settleMs));
   const rss = new RssSampler(() => [options.serverPid]).start();
   const spec = (workload: LoadSpec['workload'], extra: Partial<LoadSpec> = {}): LoadSpec => ({ url, token: null, connections, warmupSeconds, durationSeconds, workload, ...extra });
 
-  log(`8 invalid-key flood: waiting ${options.settleMs / 1000}s for PostgreSQL's counters, then ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
+  log(`8 invalid-key flood: waiting ${settleMs / 1000}s for PostgreSQL's counters, then ${warmupSeconds}s warm-up + ${durationSeconds}s at ${connections} connections`);
   const database = await DatabaseWatch.open(options.benchUrl);
   let flood: LoadResult;
   let transactions: number;
