@@ -11,6 +11,8 @@ interface LeadRef {
   leadId: number;
 }
 
+const refKey = ({ workspaceId, leadId }: LeadRef) => `${workspaceId}:${leadId}`;
+
 /**
  * GET /leads/{id} coalesced: the reads that arrive within one turn of the event loop share one
  * statement per workspace (`id = ANY(...)`), each answered with its own lead. Nothing is
@@ -23,14 +25,19 @@ export class LeadReads {
     this.loader = new DataLoader(
       async (refs) => {
         const found = new Map<string, LeadRecord>();
-        for (const [workspaceId, ids] of leadIdsByWorkspace(refs)) {
-          for (const record of await findLeadRecords(db, workspaceId, ids)) found.set(`${workspaceId}:${record.id}`, record);
+        const byWorkspace = groupBy(
+          refs,
+          (ref) => ref.workspaceId,
+          (ref) => ref.leadId,
+        );
+        for (const [workspaceId, ids] of byWorkspace) {
+          for (const record of await findLeadRecords(db, workspaceId, ids)) found.set(refKey({ workspaceId, leadId: record.id }), record);
         }
-        return refs.map((ref) => found.get(`${ref.workspaceId}:${ref.leadId}`) ?? null);
+        return refs.map((ref) => found.get(refKey(ref)) ?? null);
       },
       {
         cache: false,
-        cacheKeyFn: (ref) => `${ref.workspaceId}:${ref.leadId}`,
+        cacheKeyFn: refKey,
         // Requests of one poll phase (each on its own socket) are read together: the batch runs once I/O callbacks are done.
         batchScheduleFn: (run) => setImmediate(run),
       },
@@ -44,17 +51,15 @@ export class LeadReads {
   }
 }
 
-const leadIdsByWorkspace = (refs: ReadonlyArray<LeadRef>) =>
-  groupBy(
-    refs,
-    (ref) => ref.workspaceId,
-    (ref) => ref.leadId,
-  );
-
 /** Leads by id, in the API's shape, one query per workspace involved. */
 export async function loadLeads(db: Executor, refs: ReadonlyArray<{ id: number; workspace_id: number }>): Promise<Map<number, Lead>> {
   const leads = new Map<number, Lead>();
-  for (const [workspaceId, ids] of leadIdsByWorkspace(refs.map((ref) => ({ workspaceId: ref.workspace_id, leadId: ref.id })))) {
+  const byWorkspace = groupBy(
+    refs,
+    (ref) => ref.workspace_id,
+    (ref) => ref.id,
+  );
+  for (const [workspaceId, ids] of byWorkspace) {
     for (const record of await findLeadRecords(db, workspaceId, [...new Set(ids)])) leads.set(record.id, presentLead(record));
   }
   return leads;
