@@ -3,7 +3,7 @@ import type { TestApp } from '../support/app.js';
 import { lockWaitOf, statementsOf } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { postLead } from '../support/requests.js';
+import { postBatch, postLead, sentNow } from '../support/requests.js';
 
 // A batch writes the rows that certainly create a new lead set-based and runs the others one
 // by one. Either way the result must be what sending the rows one by one to POST /leads gives:
@@ -138,16 +138,14 @@ describe('POST /leads/batch writes new people set-based', () => {
         [tenant.workspaceId],
       );
       await client.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', 'race@raceco.example', $2)`, [tenant.workspaceId, rows[0]!.id]);
-      const pending = t.http
-        .post('/api/v1/leads/batch')
-        .set(tenant.auth)
-        .send({
+      const pending = sentNow(
+        postBatch(t, tenant, {
           leads: [
             { name: 'Calm', email: 'calm@raceco.example' },
             { name: 'Racer', email: 'race@raceco.example', tags: ['raced'] },
           ],
-        })
-        .then((response) => response);
+        }),
+      );
       // Commit once the bulk statement waits on the key.
       await lockWaitOf(t.ctx.pool, 'jsonb_to_recordset');
       await client.query('COMMIT');

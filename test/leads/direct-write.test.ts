@@ -3,7 +3,7 @@ import type { TestApp } from '../support/app.js';
 import { lockWaitOf } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
-import { rowCount } from '../support/requests.js';
+import { postLead, rowCount, sentNow } from '../support/requests.js';
 
 // POST /leads writes a new person in one autocommit statement (no transaction). When another
 // request takes one of the person's keys between the lookup and that statement, the statement
@@ -40,11 +40,7 @@ describe('POST /leads racing another writer of the same person', () => {
       const before = { leads: await count('leads'), identities: await count('lead_identities'), tags: await count('lead_tags'), outbox: await count('outbox') };
 
       // Looks up (sees nothing committed), claims the phone, then waits on the email key.
-      const pending = t.http
-        .post('/api/v1/leads')
-        .set(tenant.auth)
-        .send({ name: 'Loser', email: 'race@direct.example', phone: '+1 415 555 0177', tags: ['racing'] })
-        .then((response) => response);
+      const pending = sentNow(postLead(t, tenant, { name: 'Loser', email: 'race@direct.example', phone: '+1 415 555 0177', tags: ['racing'] }));
       // Commit only once the direct statement (the one taking a lead id first) waits on the email key.
       await lockWaitOf(t.ctx.pool, 'pg_get_serial_sequence');
       await client.query('COMMIT');

@@ -6,7 +6,7 @@ import { eventually } from '../support/eventually.js';
 import { whileAnswersContaining, whileLeadsNamed } from '../support/faults.js';
 import type { Tenant } from '../support/fixtures.js';
 import { occupyGroups } from '../support/held-writes.js';
-import { postBatch, uniqueEmail } from '../support/requests.js';
+import { postBatch, sentNow, uniqueEmail } from '../support/requests.js';
 import { testBed } from '../support/test-bed.js';
 
 // One tenant's failing requests never fail another's. Concurrent POST /leads calls share a
@@ -32,13 +32,7 @@ const GENERIC_ROW_FAILURE = 'This row could not be processed because of an unexp
 
 /** Sent as JSON text, so NUL and lone surrogates arrive as a client's `\u` escapes. */
 const send = (tenant: Tenant, body: object, headers: Record<string, string> = {}) =>
-  t.http
-    .post('/api/v1/leads')
-    .set(tenant.auth)
-    .set(headers)
-    .set('Content-Type', 'application/json')
-    .send(JSON.stringify(body))
-    .then((response) => response);
+  sentNow(t.http.post('/api/v1/leads').set(tenant.auth).set(headers).set('Content-Type', 'application/json').send(JSON.stringify(body)));
 
 /** An answer without what differs between two workspaces: ids and timestamps. */
 function withoutIds(value: unknown): unknown {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { TestApp } from '../support/app.js';
 import { lockedLead, lockWaits } from '../support/held-writes.js';
 import type { Tenant } from '../support/fixtures.js';
-import { postBatch, postLead } from '../support/requests.js';
+import { postBatch, postLead, sentNow } from '../support/requests.js';
 import { testBed } from '../support/test-bed.js';
 
 // Two working groups may write the same rows at once, such as an existing lead both update.
@@ -50,12 +50,14 @@ describe('lock order of the merge statement', () => {
     expect(first.leadId).toBeLessThan(second.id);
 
     // The later lead first: both rows are updates of one run (one merge statement).
-    const batch = postBatch(t, tenant, {
-      leads: [
-        { name: 'Second 2', email: 'second@lock-order.example' },
-        { name: 'First 2', email: first.email },
-      ],
-    }).then((answer) => answer);
+    const batch = sentNow(
+      postBatch(t, tenant, {
+        leads: [
+          { name: 'Second 2', email: 'second@lock-order.example' },
+          { name: 'First 2', email: first.email },
+        ],
+      }),
+    );
     await lockWaits(t, 1);
     try {
       expect(await runsAtOnce('SELECT id FROM leads WHERE workspace_id = $1 AND id = $2 FOR UPDATE', [tenant.workspaceId, second.id])).toBe(true);

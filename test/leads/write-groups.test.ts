@@ -10,7 +10,7 @@ import { parseMetrics } from '../support/metrics.js';
 import { testBed } from '../support/test-bed.js';
 import { inTransactionRetried } from '../../src/db/conflicts.js';
 import { createTenant } from '../support/fixtures.js';
-import { lastOutboxId, outboxSince, postLead } from '../support/requests.js';
+import { lastOutboxId, outboxSince, postLead, sentNow } from '../support/requests.js';
 import { readTestEnvironment } from '../support/env.js';
 import { lockWaitOf, statementsOf } from '../support/statements.js';
 
@@ -33,7 +33,7 @@ beforeAll(() => {
 });
 
 type Body = Record<string, unknown>;
-const post = (body: Body, headers: Record<string, string> = {}) => postLead(t, tenant, body, headers).then((response) => response);
+const post = (body: Body, headers: Record<string, string> = {}) => sentNow(postLead(t, tenant, body, headers));
 
 let unique = 0;
 const person = (overrides: Body = {}): Body => {
@@ -337,7 +337,7 @@ describe('a group of several workspaces', () => {
     ];
     for (const [index, pair] of pairs.entries()) for (const who of pair) for (const body of setUp[index]!) expect((await postLead(t, who, body)).status).toBe(201);
 
-    const grouped = pairs.flatMap(([who], index) => calls[index]!.map((body) => () => postLead(t, who, body).then((answer) => answer)));
+    const grouped = pairs.flatMap(([who], index) => calls[index]!.map((body) => () => sentNow(postLead(t, who, body))));
     const { result: answers, statements } = await statementsOf(t.ctx.pool, () => asOneGroup(grouped));
     const alone: Response[] = [];
     for (const [index, [, twin]] of pairs.entries()) for (const body of calls[index]!) alone.push(await postLead(t, twin, body));
@@ -374,10 +374,7 @@ describe('a group of several workspaces', () => {
 
       // The group looks up (sees nothing committed), then its shared statement waits on the email key.
       const [racing, bystander] = await asOneGroup(
-        [
-          () => postLead(t, first, { name: 'Loser', email: raced }).then((answer) => answer),
-          () => postLead(t, second, { name: 'Bystander', email: `bystander${suffix}@gmail.com` }).then((answer) => answer),
-        ],
+        [() => sentNow(postLead(t, first, { name: 'Loser', email: raced })), () => sentNow(postLead(t, second, { name: 'Bystander', email: `bystander${suffix}@gmail.com` }))],
         async () => {
           await lockWaitOf(t.ctx.pool, 'workspace_id bigint');
           await writer.query('COMMIT');

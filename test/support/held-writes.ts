@@ -5,7 +5,7 @@ import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
 import type { Tenant } from './fixtures.js';
-import { postLead, uniqueEmail } from './requests.js';
+import { postLead, sentNow, uniqueEmail } from './requests.js';
 
 // Writes a test holds up for as long as it needs: a lead whose row a connection of the test
 // keeps locked, so any write that updates that lead waits in its transaction until released.
@@ -90,8 +90,7 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
 export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
   const beside = WORKING_GROUPS > 1 && t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL;
   const gates = await Promise.all(Array.from({ length: beside ? 2 : 1 }, () => lockedLead(t, tenant)));
-  // then(): supertest sends a request only once it is awaited.
-  const block = (gate: LockedLead) => postLead(t, tenant, { name: 'Blocker', email: gate.email }).then((response) => response);
+  const block = (gate: LockedLead) => sentNow(postLead(t, tenant, { name: 'Blocker', email: gate.email }));
   const blockers = [block(gates[0]!)];
   await lockWaits(t, 1);
   if (beside) {

@@ -1,10 +1,18 @@
 import { sql } from 'kysely';
+import type { Response, Test } from 'supertest';
 import type { Db } from '../../src/db/connect.js';
 import type { TestApp } from './app.js';
 import type { Tenant } from './fixtures.js';
 
 // The requests and reads most tests make, in one place: the two write routes as a tenant,
 // values no other request of the file uses, and row counts.
+
+/**
+ * The request on the wire at once, as a promise of its answer: supertest sends a request only
+ * when it is awaited (or its `then` is called), and a test that lines requests up, or holds one
+ * while it checks something, needs it sent now.
+ */
+export const sentNow = (request: Test): Promise<Response> => request.then((response) => response);
 
 /** POST /leads as the tenant; `headers` adds e.g. an Idempotency-Key. */
 export const postLead = (t: TestApp, tenant: Tenant, body: object, headers: Record<string, string> = {}) => t.http.post('/api/v1/leads').set(tenant.auth).set(headers).send(body);
