@@ -3,6 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { bundleCli, CLI_BUNDLE } from './bundle-cli.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const stamp = path.join(root, 'dist', '.build-stamp');
@@ -19,9 +20,12 @@ function newestMtime(dir) {
 }
 
 const sources = ['src', 'generated'].map((dir) => newestMtime(path.join(root, dir)));
-const inputs = Math.max(...sources, statSync(path.join(root, 'tsconfig.json')).mtimeMs, statSync(path.join(root, 'tsconfig.build.json')).mtimeMs);
-if (!existsSync(stamp) || statSync(stamp).mtimeMs < inputs) {
-  process.stderr.write('Building (tsc)...\n');
+const settings = ['tsconfig.json', 'tsconfig.build.json', 'scripts/bundle-cli.mjs'].map((file) => statSync(path.join(root, file)).mtimeMs);
+const inputs = Math.max(...sources, ...settings);
+// A build from before the CLI was bundled has a stamp but no bundle.
+if (!existsSync(stamp) || !existsSync(CLI_BUNDLE) || statSync(stamp).mtimeMs < inputs) {
+  process.stderr.write('Building (tsc, then the CLI bundle)...\n');
   execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: ['ignore', 2, 2] });
+  await bundleCli();
   writeFileSync(stamp, new Date().toISOString());
 }

@@ -120,7 +120,7 @@ export class CliFailed extends Error {
 
 /** Runs the compiled admin CLI and returns its JSON; CliFailed (with its stderr) on a non-zero exit. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<any> {
-  const child = spawnChild([path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], env, { stdout: 'pipe', stderr: 'pipe' });
+  const child = spawnChild([path.join(ROOT, 'dist', 'src', 'cli.mjs'), ...args], env, { stdout: 'pipe', stderr: 'pipe' });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => {

@@ -56,7 +56,7 @@ describe('sign-in links', () => {
 /** `user set-password --id U` with the password on standard input. */
 function setPassword(userId: number, password: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.resolve('dist/src/cli/main.js'), 'user', 'set-password', '--id', String(userId)], {
+    const child = spawn(process.execPath, [path.resolve('dist/src/cli.mjs'), 'user', 'set-password', '--id', String(userId)], {
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'warn' },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

@@ -50,7 +50,7 @@ describe('a start that cannot work', () => {
       expect(result.stderr).toMatch(/EMBEDDED_PG_PORT/);
       expect(result.stderr).not.toMatch(STACK_TRACE);
     }
-    const cli = await run('cli/main.js', env, ['demo']);
+    const cli = await run('cli.mjs', env, ['demo']);
     expect(cli.code).not.toBe(0);
     expect(cli.stdout).toBe('');
     expect(JSON.parse(cli.stderr.trim().split('\n').pop()!)).toEqual({

@@ -17,7 +17,7 @@ const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.met
 /** Runs the compiled admin CLI as `npm run --silent cli --` does (global setup built it); `input` is its standard input (empty when undefined). */
 export function runCli(args: string[], env: Record<string, string>, input?: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'src', 'cli', 'main.js'), ...args], {
+    const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'src', 'cli.mjs'), ...args], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
