@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { sql } from 'kysely';
 import { SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { cliJson } from '../support/cli.js';
+import { cliJson, runCli } from '../support/cli.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { addUser, CONSOLE_ORIGIN, form, http, linkToken, passwordSignIn, sessionCookie, signInByLink } from './support.js';
 
@@ -54,25 +52,8 @@ describe('sign-in links', () => {
 });
 
 /** `user set-password --id U` with the password on standard input. */
-function setPassword(userId: number, password: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.resolve('dist/src/cli.mjs'), 'user', 'set-password', '--id', String(userId)], {
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'warn' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(`${password}\n`);
-  });
-}
+const setPassword = (userId: number, password: string) =>
+  runCli(['user', 'set-password', '--id', String(userId)], { DATABASE_URL: app.databaseUrl, LOG_LEVEL: 'warn' }, `${password}\n`);
 
 describe('passwords', () => {
   it('are set from standard input and sign in; a wrong one and an unknown email get the same answer', async () => {
