@@ -11,7 +11,7 @@ COPY openapi ./openapi
 COPY generated ./generated
 COPY src ./src
 COPY scripts ./scripts
-RUN npm run build && node -e "require('fs').writeFileSync('dist/.build-stamp', new Date().toISOString())" && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
 WORKDIR /app
