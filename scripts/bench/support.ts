@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { runCli as runCompiledCli } from '../../test/support/cli.js';
 import { procStatFields } from '../proc-stat.js';
 import type { LoadResult, LoadSpec } from './load.js';
 import type { OpenLoopResult, OpenLoopSpec } from './open-loop.js';
@@ -118,20 +119,11 @@ export class CliFailed extends Error {
   }
 }
 
-/** Runs the compiled admin CLI and returns its JSON; CliFailed (with its stderr) on a non-zero exit. */
+/** Runs the compiled admin CLI (as the tests do) and returns its JSON; CliFailed (with its stderr) on a non-zero exit. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<any> {
-  const child = spawnChild([path.join(ROOT, 'dist', 'src', 'cli.mjs'), ...args], env, { stdout: 'pipe', stderr: 'pipe' });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr!.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [code] = await once(child, 'exit');
-  if (code !== 0) throw new CliFailed(args, code as number | null, stderr);
-  return JSON.parse(stdout);
+  const result = await runCompiledCli(args, env);
+  if (result.code !== 0) throw new CliFailed(args, result.code, result.stderr);
+  return result.json;
 }
 
 /** One fixed-rate run in its own process (see open-loop.ts). */
