@@ -1,6 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
+import { companyJson } from '../companies/columns.js';
 import type { Placeholders } from '../db/prepared.js';
 import { jsonParameter, type JsonbParameter } from '../db/sql.js';
+import { tagJson, tagOrder } from '../tags/columns.js';
 import { newLeadEventInputs, type NewLeadEvent, type NewLeadEventInputs } from '../outbox/repository.js';
 import type { MatchKey } from './lookup-repository.js';
 
@@ -69,4 +71,32 @@ export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: 
     tagIds: tags.map((tag) => tag.tagId),
     ...newLeadEventInputs(items.flatMap((item, ord) => item.events.map((event) => ({ ord, event })))),
   };
+}
+
+/**
+ * The CTEs `company_records` and `tag_records` a set statement's answer reads its leads'
+ * companies and tags from (through CTEs of their own, never a subquery correlated with the
+ * written rows: Citus runs the final SELECT over the CTEs' results on the coordinator).
+ * `companies`: a FROM item with the wanted `company_id`s; `tags`: one with the wanted `tag_id`s;
+ * both with `workspace_id` when the scope is `across`, where each is one primary-key probe (the
+ * JSON rows' count is unknown to the planner).
+ */
+export function leadRecordSources(scope: WorkspaceScope, wanted: { companies: string; tags: string }) {
+  if (scope.across)
+    return sql`company_records AS (
+      SELECT c.id, ${companyJson('c', scope.of('c'))} AS company
+      FROM (SELECT DISTINCT workspace_id, company_id FROM ${sql.raw(wanted.companies)} WHERE company_id IS NOT NULL) AS wanted
+      CROSS JOIN LATERAL (SELECT * FROM companies WHERE workspace_id = wanted.workspace_id AND id = wanted.company_id OFFSET 0) AS c
+    ), tag_records AS (
+      SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position
+      FROM (SELECT DISTINCT workspace_id, tag_id FROM ${sql.raw(wanted.tags)}) AS wanted
+      CROSS JOIN LATERAL (SELECT * FROM tags WHERE workspace_id = wanted.workspace_id AND id = wanted.tag_id OFFSET 0) AS t
+    )`;
+  return sql`company_records AS (
+      SELECT c.id, ${companyJson('c', scope.of('c'))} AS company FROM companies AS c
+      WHERE c.workspace_id = ${scope.of('c')} AND c.id IN (SELECT company_id FROM ${sql.raw(wanted.companies)})
+    ), tag_records AS (
+      SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
+      WHERE t.workspace_id = ${scope.of('t')} AND t.id IN (SELECT tag_id FROM ${sql.raw(wanted.tags)})
+    )`;
 }

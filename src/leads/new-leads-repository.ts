@@ -1,14 +1,21 @@
 import { sql } from 'kysely';
-import { companyJson } from '../companies/columns.js';
 import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import type { CompanyRow, TagRow } from '../db/schema.js';
 import { newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
-import { tagJson, tagOrder } from '../tags/columns.js';
 import { missingTagsInsert } from '../tags/repository.js';
 import { leadColumns, NEW_LEAD_COLUMNS, type LeadRecord, type LeadValues } from './columns.js';
-import { claimMatchKeys, eachRowsWorkspace, leadRowsInput, oneWorkspace, type LeadRows, type LeadRowsInput, type WorkspaceScope } from './lead-rows-repository.js';
+import {
+  claimMatchKeys,
+  eachRowsWorkspace,
+  leadRecordSources,
+  leadRowsInput,
+  oneWorkspace,
+  type LeadRows,
+  type LeadRowsInput,
+  type WorkspaceScope,
+} from './lead-rows-repository.js';
 import type { MatchKey } from './lookup-repository.js';
 
 // The statements that create leads: every new lead is written by the one new-lead statement,
@@ -58,26 +65,7 @@ function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
       FROM ids LEFT JOIN complete USING (ord) LEFT JOIN lead ON lead.id = ids.id`
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
   const records = (scope: WorkspaceScope) =>
-    !options.records
-      ? sql``
-      : scope.across
-        ? // One primary-key probe per company and tag (the JSON rows' count is unknown to the planner).
-          sql`, company_records AS (
-      SELECT c.id, ${companyJson('c', scope.of('c'))} AS company
-      FROM (SELECT DISTINCT workspace_id, company_id FROM r WHERE company_id IS NOT NULL) AS wanted
-      CROSS JOIN LATERAL (SELECT * FROM companies WHERE workspace_id = wanted.workspace_id AND id = wanted.company_id OFFSET 0) AS c
-    ), tag_records AS (
-      SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position
-      FROM (SELECT DISTINCT ids.workspace_id, tag_rows.tag_id FROM tag_rows JOIN ids USING (ord)) AS wanted
-      CROSS JOIN LATERAL (SELECT * FROM tags WHERE workspace_id = wanted.workspace_id AND id = wanted.tag_id OFFSET 0) AS t
-    )`
-        : sql`, company_records AS (
-      SELECT c.id, ${companyJson('c', scope.of('c'))} AS company FROM companies AS c
-      WHERE c.workspace_id = ${scope.of('c')} AND c.id IN (SELECT company_id FROM r)
-    ), tag_records AS (
-      SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
-      WHERE t.workspace_id = ${scope.of('t')} AND t.id IN (SELECT tag_id FROM tag_rows)
-    )`;
+    options.records ? sql`, ${leadRecordSources(scope, { companies: 'r', tags: scope.across ? 'tag_rows JOIN ids USING (ord)' : 'tag_rows' })}` : sql``;
   return new PreparedStatement<Input, Row>(
     (input) => {
       const scope = scopeOf(input);

@@ -1,14 +1,12 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
-import { companyJson } from '../companies/columns.js';
-import { PreparedStatement } from '../db/prepared.js';
+import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
 import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
-import { tagJson, tagOrder } from '../tags/columns.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
-import { claimMatchKeys, leadRowsInput, oneWorkspace, type LeadRowsInput } from './lead-rows-repository.js';
+import { claimMatchKeys, eachRowsWorkspace, leadRecordSources, leadRowsInput, oneWorkspace, type LeadRows, type WorkspaceScope } from './lead-rows-repository.js';
 
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
@@ -43,7 +41,10 @@ export type MergedLead = LeadRecord & { ord: number };
  * planner can read (it takes any JSON recordset for a hundred rows and would scan the whole
  * workspace's leads, or every workspace's lead_tags, to join them).
  */
-type MergeInput = LeadRowsInput & { leadIds: number[] };
+type MergeRows = LeadRows & { leadIds: number[] };
+type MergeInput = MergeRows & { workspaceId: number };
+/** Across workspaces: also every workspace the rows are of, which the planner can read. */
+type MergeAcrossInput = MergeRows & { workspaceIds: number[] };
 
 const MERGE_SOURCE_COLUMNS = sql.raw(
   [
@@ -80,10 +81,15 @@ const appendedList = (column: 'emails' | 'phones', max: number) =>
  * is left out of the answer (and nothing of its row is written): the caller matches that row
  * again. Each lead comes back as stored right after, as findLeadRecords reads it.
  */
-const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
-  (input) => sql`
+function mergeStatement<Input extends MergeRows>(scopeOf: (input: Placeholders<Input>) => { scope: WorkspaceScope; workspaces: RawBuilder<unknown> }) {
+  return new PreparedStatement<Input, MergedLead>((input) => {
+    const { scope, workspaces } = scopeOf(input);
+    const sourceColumns = scope.across ? sql`workspace_id bigint, ${MERGE_SOURCE_COLUMNS}` : MERGE_SOURCE_COLUMNS;
+    // Across workspaces the rows of each part carry their lead's workspace; of one, it is the parameter.
+    const workspaceOf = (alias: string) => (scope.across ? sql`${sql.ref(`${alias}.workspace_id`)}, ` : sql``);
+    return sql`
   WITH r AS (
-    SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${MERGE_SOURCE_COLUMNS})
+    SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
   ), merged AS (
     UPDATE leads AS l SET
       name = m.name,
@@ -99,64 +105,84 @@ const MERGE_INTO_LEADS = new PreparedStatement<MergeInput, MergedLead>(
       custom_fields = l.custom_fields || m.custom_fields,
       updated_at = now()
     FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
-    WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.leadIds}::bigint[]) AND l.id = m.lead_id
+    WHERE l.workspace_id = ${scope.of('m')} AND l.id = ANY(${input.leadIds}::bigint[]) AND l.id = m.lead_id
     RETURNING m.ord, l.*
   ), claimed AS (
-    ${claimMatchKeys(input, sql`merged`, oneWorkspace(input.workspaceId))}
+    ${claimMatchKeys(input, sql`merged`, scope)}
   ), tag_rows AS (
     SELECT * FROM unnest(${input.tagOrds}::int[], ${input.tagIds}::bigint[]) WITH ORDINALITY AS t(ord, tag_id, n)
   ), tagged AS (
     INSERT INTO lead_tags (workspace_id, lead_id, tag_id)
-    SELECT ${input.workspaceId}, merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
+    SELECT ${scope.of('merged')}, merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
     ORDER BY merged.id, tag_rows.tag_id
     ON CONFLICT (lead_id, tag_id, workspace_id) DO NOTHING
     RETURNING lead_id, tag_id
   ), queued AS (
     INSERT INTO outbox (workspace_id, topic, payload)
-    SELECT ${input.workspaceId}, e.topic, e.payload FROM (
-      SELECT merged.ord, 1 AS part, given.n, given.topic, given.payload
+    SELECT ${scope.of('e')}, e.topic, e.payload FROM (
+      SELECT ${workspaceOf('merged')}merged.ord, 1 AS part, given.n, given.topic, given.payload
       FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS given(ord, topic, payload, n)
       JOIN merged USING (ord)
       UNION ALL
-      SELECT merged.ord, 2, tag_rows.n, 'lead.tag_added', jsonb_build_object('lead_id', tagged.lead_id, 'tag_id', tagged.tag_id)
+      SELECT ${workspaceOf('merged')}merged.ord, 2, tag_rows.n, 'lead.tag_added', jsonb_build_object('lead_id', tagged.lead_id, 'tag_id', tagged.tag_id)
       FROM tagged JOIN merged ON merged.id = tagged.lead_id JOIN tag_rows ON tag_rows.ord = merged.ord AND tag_rows.tag_id = tagged.tag_id
     ) AS e
     ORDER BY e.ord, e.part, e.n
   ), lead_tag_rows AS (
     -- The statement's snapshot does not see its own inserts: the tags it attached are added to those the leads had.
-    SELECT lt.lead_id, lt.tag_id FROM lead_tags AS lt WHERE lt.workspace_id = ${input.workspaceId} AND lt.lead_id = ANY(${input.leadIds}::bigint[])
+    SELECT ${workspaceOf('lt')}lt.lead_id, lt.tag_id FROM lead_tags AS lt
+    WHERE lt.workspace_id ${workspaces} AND lt.lead_id = ANY(${input.leadIds}::bigint[])
     UNION
-    SELECT merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
-  ), tag_records AS (
-    SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
-    WHERE t.workspace_id = ${input.workspaceId} AND t.id IN (SELECT tag_id FROM lead_tag_rows)
-  ), company_records AS (
-    SELECT c.id, ${companyJson('c', input.workspaceId)} AS company FROM companies AS c
-    WHERE c.workspace_id = ${input.workspaceId} AND c.id IN (SELECT company_id FROM merged)
-  )
+    SELECT ${workspaceOf('merged')}merged.id, tag_rows.tag_id FROM tag_rows JOIN merged USING (ord)
+  ), ${leadRecordSources(scope, { companies: 'merged', tags: 'lead_tag_rows' })}
   -- Companies and tags through CTEs of their own, never a subquery correlated with the written rows: Citus runs this SELECT over the CTEs' results on the coordinator.
   SELECT merged.ord, ${leadColumns('merged')},
     coalesce((SELECT json_agg(tr.tag ORDER BY tr.position) FROM tag_records AS tr
       WHERE tr.id IN (SELECT ltr.tag_id FROM lead_tag_rows AS ltr WHERE ltr.lead_id = merged.id)), '[]'::json) AS tags,
     (SELECT cr.company FROM company_records AS cr WHERE cr.id = merged.company_id) AS company
   FROM merged
-  ORDER BY merged.ord`,
-);
+  ORDER BY merged.ord`;
+  });
+}
+
+/** Merges of one workspace's leads: every statement Citus runs names its workspace. */
+const MERGE_INTO_LEADS = mergeStatement<MergeInput>((input) => ({ scope: oneWorkspace(input.workspaceId), workspaces: sql`= ${input.workspaceId}` }));
+/** MERGE_INTO_LEADS over the leads of several workspaces, each row's workspace its own (plain PostgreSQL only). */
+const MERGE_INTO_LEADS_ACROSS = mergeStatement<MergeAcrossInput>((input) => ({ scope: eachRowsWorkspace, workspaces: sql`= ANY(${input.workspaceIds}::bigint[])` }));
 
 /** Merges intake rows into existing leads, in one statement (see MERGE_INTO_LEADS); each lead's `ord` is its position in `merges`. */
 export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
-  return MERGE_INTO_LEADS.execute(db, {
-    workspaceId,
+  return MERGE_INTO_LEADS.execute(db, { workspaceId, ...mergeRows(merges) });
+}
+
+/** A merge into a lead of one of several workspaces. */
+export type LeadMergeOf = LeadMerge & { workspaceId: number };
+
+/**
+ * Merges into the leads of several workspaces in one statement (as mergeIntoLeads; `ord`: the
+ * lead's position in `merges`). It names no single workspace: plain PostgreSQL only.
+ */
+export async function mergeIntoLeadsAcrossWorkspaces(db: Executor, merges: readonly LeadMergeOf[]): Promise<MergedLead[]> {
+  if (merges.length === 0) return [];
+  return MERGE_INTO_LEADS_ACROSS.execute(db, {
+    ...mergeRows(merges, (merge) => ({ workspace_id: merge.workspaceId })),
+    workspaceIds: [...new Set(merges.map((merge) => merge.workspaceId))],
+  });
+}
+
+/** The merge statement's rows (see MergeInput); `extra`: more of a row's columns. */
+function mergeRows<Merge extends LeadMerge>(merges: readonly Merge[], extra: (merge: Merge) => object = () => ({})): MergeRows {
+  return {
     ...leadRowsInput(merges, (merge) => {
       const {
         locations: [location],
         ...values
       } = merge.values;
-      return { lead_id: merge.leadId, fill_company_only: merge.fillCompanyOnly, ...values, ...(location ? { location, locations: [location] } : {}) };
+      return { ...extra(merge), lead_id: merge.leadId, fill_company_only: merge.fillCompanyOnly, ...values, ...(location ? { location, locations: [location] } : {}) };
     }),
     leadIds: merges.map((merge) => merge.leadId),
-  });
+  };
 }
 
 export type LeadRef = Pick<LeadRow, 'id' | 'workspace_id'>;

@@ -2,18 +2,20 @@ import type { Logger } from 'pino';
 import type { Executor } from '../../db/connect.js';
 import { groupBy } from '../../group-by.js';
 import { insertNewLeadsAcrossWorkspaces, type NewLeadOf } from '../new-leads-repository.js';
-import { deleteLeads } from '../write-repository.js';
-import { planBulkRows, readyNewLead, type BulkPlan, type BulkRow } from './bulk-path.js';
+import { deleteLeads, mergeIntoLeadsAcrossWorkspaces } from '../write-repository.js';
+import { planBulkRows, readyMerge, readyNewLead, type BulkPlan, type BulkRow, type ReadyMerge } from './bulk-path.js';
 import { createdOutcome, failsTheTransaction, runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
+import { updatedOutcome } from './row-intake.js';
 import { lookupsAcrossWorkspaces } from './lookup.js';
 import type { IntakeOptions } from './options.js';
 
 // The runs of several workspaces in one write group, on plain PostgreSQL. Each workspace's run
 // through the intake engine costs statements of its own (a lookup, a write), so a group of ten
 // workspaces' calls would send ten of each where one workspace's ten calls send one: here
-// their lookups are one statement, and the new people of every run that only creates people
-// whose companies and tags exist are one statement too. Any other run goes through the engine
-// as before, with its part of the shared lookup. On Citus every statement must name its
+// their lookups are one statement, the new people of every run that only creates people whose
+// companies and tags exist are one statement too, and so are the updates of every run that only
+// updates the people it matches with companies and tags that exist. Any other run goes through
+// the engine as before, with its part of the shared lookup. On Citus every statement must name its
 // workspace (one shard): there the group runs each workspace on its own (group-transaction.ts).
 
 /** One workspace's run of a group: no other run of the group is of its workspace, and none is a dry run. */
@@ -36,6 +38,7 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
 
   const results: RowResult[][] = runs.map(() => []);
   const ready: Array<{ run: number; row: BulkRow; lead: NewLeadOf }> = [];
+  const merges: Array<ReadyMerge & { run: number }> = [];
   const onTheirOwn: Array<{ position: number; planned: BulkPlan }> = [];
   for (const [position, run] of runs.entries()) {
     const planned = await planBulkRows(
@@ -46,10 +49,27 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
       lookups.get(run.workspaceId),
     );
     const leads = planned.plan.map(readyNewLead);
+    const merged = planned.plan.map(readyMerge);
     if (leads.every((lead) => lead !== null))
       leads.forEach((lead, index) => ready.push({ run: position, row: planned.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
+    else if (merged.every((merge) => merge !== null)) merged.forEach((merge) => merges.push({ run: position, ...merge }));
     else onTheirOwn.push({ position, planned });
   }
+
+  /** Runs rows of a run again one by one: their person was created, or their lead deleted, by a concurrent request since the lookup. */
+  const runAgainAlone = async (position: number, rows: readonly BulkRow[]) => {
+    const run = runs[position]!;
+    const again = await runIntake(
+      db,
+      run.workspaceId,
+      rows.map((row) => run.rows[row.index]!),
+      run.options,
+      false,
+      log,
+      false,
+    );
+    rows.forEach((row, index) => (results[position]![row.index] = again[index]!));
+  };
 
   const written =
     ready.length === 0
@@ -69,23 +89,36 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
     ({ ord, id }) => ({ row: ready[ord]!.row, leadId: id }),
   );
   for (const [position, rows] of lost) {
-    const run = runs[position]!;
     await deleteLeads(
       db,
-      run.workspaceId,
+      runs[position]!.workspaceId,
       rows.map(({ leadId }) => leadId),
     );
-    const again = await runIntake(
-      db,
-      run.workspaceId,
-      rows.map(({ row }) => run.rows[row.index]!),
-      run.options,
-      false,
-      log,
-      false,
+    await runAgainAlone(
+      position,
+      rows.map(({ row }) => row),
     );
-    rows.forEach(({ row }, index) => (results[position]![row.index] = again[index]!));
   }
+
+  const updated =
+    merges.length === 0
+      ? []
+      : await mergeIntoLeadsAcrossWorkspaces(
+          db,
+          merges.map(({ run, merge }) => ({ ...merge, workspaceId: runs[run]!.workspaceId })),
+        ).catch(setBasedFailure);
+  for (const { ord, ...record } of updated) {
+    const { run, row, warnings } = merges[ord]!;
+    results[run]![row.index] = { outcome: updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] }) };
+  }
+  // A lead a concurrent request deleted since the lookup: nothing of its row was written; it runs again alone (it then matches again).
+  const found = new Set(updated.map(({ ord }) => ord));
+  const vanished = groupBy(
+    merges.filter((_, ord) => !found.has(ord)),
+    ({ run }) => run,
+    ({ row }) => row,
+  );
+  for (const [position, rows] of vanished) await runAgainAlone(position, rows);
 
   for (const { position, planned } of onTheirOwn) {
     const run = runs[position]!;

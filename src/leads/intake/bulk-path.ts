@@ -9,7 +9,7 @@ import { insertCompaniesAndTags, insertNewLeads, type NewLeadWrite } from '../ne
 import type { PreparedLead } from './prepare.js';
 import { checkReferences, leadValues, mergeOfRow, type References } from './row-intake.js';
 import { strongestMatch, type StrongestMatch } from './match.js';
-import { mergeIntoLeads } from '../write-repository.js';
+import { mergeIntoLeads, type LeadMerge } from '../write-repository.js';
 import type { IntakeOptions } from './options.js';
 
 // The bulk path of the intake engine (intake-engine.ts): consecutive rows that certainly
@@ -105,12 +105,33 @@ const newLeadWrite = (row: BulkRow, companyId: number | null, tagIds: readonly n
 });
 
 /**
+ * The company id of a bulk row whose company (if any) and tags all exist, so its statement needs
+ * nothing written before it; undefined for any other row.
+ */
+const companyWhenAllExist = (row: BulkRow): number | null | undefined =>
+  row.references.missingTagNames.length > 0 ? undefined : row.company === null ? null : 'id' in row.company ? row.company.id : undefined;
+
+/**
  * A bulk row that creates a person whose company and tags all exist, as the new-lead statement
  * writes it with nothing written before it; null for any other row.
  */
 export function readyNewLead(row: BulkRow | null): NewLeadWrite | null {
-  if (row?.kind !== 'create' || (row.company !== null && !('id' in row.company)) || row.references.missingTagNames.length > 0) return null;
-  return newLeadWrite(row, row.company?.id ?? null, row.references.tagIds, []);
+  if (row?.kind !== 'create') return null;
+  const companyId = companyWhenAllExist(row);
+  return companyId === undefined ? null : newLeadWrite(row, companyId, row.references.tagIds, []);
+}
+
+/** A bulk row that updates the lead it matches, as the merge statement writes it (with its warnings). */
+export type ReadyMerge = { row: UpdateRow; merge: LeadMerge; warnings: string[] };
+
+/**
+ * A bulk row that updates the lead it matches with a company and tags that all exist, as the
+ * merge statement writes it with nothing written before it; null for any other row.
+ */
+export function readyMerge(row: BulkRow | null): ReadyMerge | null {
+  if (row?.kind !== 'update') return null;
+  const companyId = companyWhenAllExist(row);
+  return companyId === undefined ? null : { row, ...mergeOfRow(row.match, row.lead, row.matches, { companyId, tagIds: row.references.tagIds, events: [] }) };
 }
 
 const newDomainOf = (row: BulkRow) => (row.company && 'newDomain' in row.company ? row.company.newDomain : null);
