@@ -79,23 +79,24 @@ export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: 
  * written rows: Citus runs the final SELECT over the CTEs' results on the coordinator).
  * `companies`: a FROM item with the wanted `company_id`s; `tags`: one with the wanted `tag_id`s;
  * both with `workspace_id` when the scope is `across`, where each is one primary-key probe (the
- * JSON rows' count is unknown to the planner).
+ * JSON rows' count is unknown to the planner). MATERIALIZED: each is read once per written lead,
+ * and PostgreSQL would otherwise inline it there and run its probes once per lead.
  */
 export function leadRecordSources(scope: WorkspaceScope, wanted: { companies: string; tags: string }) {
   if (scope.across)
-    return sql`company_records AS (
+    return sql`company_records AS MATERIALIZED (
       SELECT c.id, ${companyJson('c', scope.of('c'))} AS company
       FROM (SELECT DISTINCT workspace_id, company_id FROM ${sql.raw(wanted.companies)} WHERE company_id IS NOT NULL) AS wanted
       CROSS JOIN LATERAL (SELECT * FROM companies WHERE workspace_id = wanted.workspace_id AND id = wanted.company_id OFFSET 0) AS c
-    ), tag_records AS (
+    ), tag_records AS MATERIALIZED (
       SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position
       FROM (SELECT DISTINCT workspace_id, tag_id FROM ${sql.raw(wanted.tags)}) AS wanted
       CROSS JOIN LATERAL (SELECT * FROM tags WHERE workspace_id = wanted.workspace_id AND id = wanted.tag_id OFFSET 0) AS t
     )`;
-  return sql`company_records AS (
+  return sql`company_records AS MATERIALIZED (
       SELECT c.id, ${companyJson('c', scope.of('c'))} AS company FROM companies AS c
       WHERE c.workspace_id = ${scope.of('c')} AND c.id IN (SELECT company_id FROM ${sql.raw(wanted.companies)})
-    ), tag_records AS (
+    ), tag_records AS MATERIALIZED (
       SELECT t.id, ${tagJson('t')} AS tag, row_number() OVER (ORDER BY ${tagOrder('t')}) AS position FROM tags AS t
       WHERE t.workspace_id = ${scope.of('t')} AND t.id IN (SELECT tag_id FROM ${sql.raw(wanted.tags)})
     )`;
