@@ -176,8 +176,10 @@ export interface LookupsAcross {
 
 /**
  * BATCH_LOOKUP for the runs of several workspaces in one statement: each reference is looked
- * for in its own workspace, by the same indexes, one probe each. It names no single workspace, so on Citus it
- * would ask every shard: it runs on plain PostgreSQL only (group-transaction.ts).
+ * for in its own workspace, by the same indexes, one probe each (LATERAL: joined by hash, the
+ * planner would read every workspace's tags and lower-case each name, on every call). It names
+ * no single workspace, so on Citus it would ask every shard: it runs on plain PostgreSQL only
+ * (group-transaction.ts).
  */
 export const LOOKUPS_ACROSS_WORKSPACES = new PreparedStatement<LookupsAcrossInput, LookupsAcross>(
   (input) => sql`
@@ -187,7 +189,7 @@ export const LOOKUPS_ACROSS_WORKSPACES = new PreparedStatement<LookupsAcrossInpu
         SELECT r.workspace_id, r.id FROM unnest(${input.tagIdWorkspaces}::bigint[], ${input.tagIds}::bigint[]) AS r(workspace_id, id)
         UNION
         SELECT named.workspace_id, named.id FROM unnest(${input.tagNameWorkspaces}::bigint[], ${input.tagNames}::text[]) AS r(workspace_id, name)
-          JOIN tags AS named ON named.workspace_id = r.workspace_id AND lower(named.name) = r.name
+          CROSS JOIN LATERAL (SELECT workspace_id, id FROM tags WHERE workspace_id = r.workspace_id AND lower(name) = r.name OFFSET 0) AS named
       ) AS wanted
       CROSS JOIN LATERAL (SELECT * FROM tags WHERE workspace_id = wanted.workspace_id AND id = wanted.id OFFSET 0) AS t
     ) AS tags,
@@ -199,7 +201,7 @@ export const LOOKUPS_ACROSS_WORKSPACES = new PreparedStatement<LookupsAcrossInpu
         SELECT r.workspace_id, r.id FROM unnest(${input.companyIdWorkspaces}::bigint[], ${input.companyIds}::bigint[]) AS r(workspace_id, id)
         UNION
         SELECT by_domain.workspace_id, by_domain.id FROM unnest(${input.domainWorkspaces}::bigint[], ${input.domains}::text[]) AS r(workspace_id, domain)
-          JOIN companies AS by_domain ON by_domain.workspace_id = r.workspace_id AND by_domain.domain = r.domain
+          CROSS JOIN LATERAL (SELECT workspace_id, id FROM companies WHERE workspace_id = r.workspace_id AND domain = r.domain OFFSET 0) AS by_domain
       ) AS wanted
       CROSS JOIN LATERAL (SELECT * FROM companies WHERE workspace_id = wanted.workspace_id AND id = wanted.id OFFSET 0) AS c
     ) AS companies
