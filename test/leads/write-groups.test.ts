@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
+import type pg from 'pg';
 import type { Response } from 'supertest';
 import type { TestApp } from '../support/app.js';
 import { whileAnswersContaining, whileLeadsNamed } from '../support/faults.js';
@@ -72,6 +73,31 @@ async function asOneGroup(requests: Array<() => Promise<Response>>, whileRunning
   const after = await groupSizes();
   expect({ groups: after.groups - before.groups, requests: after.requests - before.requests }).toEqual({ groups: 1, requests: requests.length });
   return settled;
+}
+
+/**
+ * asOneGroup while another writer's transaction is open: `hold` runs that writer's statements,
+ * left uncommitted (what it returns comes back beside the answers); once a statement of the
+ * group containing `waitsIn` waits on the writer's locks, the writer commits.
+ */
+async function asOneGroupBesideWriter<Held>(
+  hold: (writer: pg.PoolClient) => Promise<Held>,
+  waitsIn: string,
+  requests: Array<() => Promise<Response>>,
+): Promise<{ held: Held; answers: Response[] }> {
+  const writer = await t.ctx.pool.connect();
+  try {
+    await writer.query('BEGIN');
+    const held = await hold(writer);
+    const answers = await asOneGroup(requests, async () => {
+      await lockWaitOf(t.ctx.pool, waitsIn);
+      await writer.query('COMMIT');
+    });
+    return { held, answers };
+  } finally {
+    await writer.query('ROLLBACK').catch(() => {});
+    writer.release();
+  }
 }
 
 const countLeadsNamed = async (name: string) => Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE name = ${name}`.execute(t.ctx.db)).rows[0]!.n);
@@ -380,37 +406,32 @@ describe('a group of several workspaces', () => {
     const [first, second] = [await createTenant(t.ctx.db), await createTenant(t.ctx.db)];
     const suffix = ++unique;
     const raced = `raced${suffix}@gmail.com`;
-    const writer = await t.ctx.pool.connect();
-    try {
-      await writer.query('BEGIN');
-      const { rows } = await writer.query<{ id: string }>(`INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Winner', 'api', ARRAY[$2::text]) RETURNING id`, [
-        first.workspaceId,
-        raced,
-      ]);
-      const winner = Number(rows[0]!.id);
-      await writer.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', $2, $3)`, [first.workspaceId, raced, winner]);
+    // The group looks up (sees nothing committed), then its shared statement waits on the email key.
+    const {
+      held: winner,
+      answers: [racing, bystander],
+    } = await asOneGroupBesideWriter(
+      async (writer) => {
+        const { rows } = await writer.query<{ id: string }>(`INSERT INTO leads (workspace_id, name, source, emails) VALUES ($1, 'Winner', 'api', ARRAY[$2::text]) RETURNING id`, [
+          first.workspaceId,
+          raced,
+        ]);
+        const winner = Number(rows[0]!.id);
+        await writer.query(`INSERT INTO lead_identities (workspace_id, kind, value, lead_id) VALUES ($1, 'email', $2, $3)`, [first.workspaceId, raced, winner]);
+        return winner;
+      },
+      'workspace_id bigint',
+      [() => sentNow(postLead(t, first, { name: 'Loser', email: raced })), () => sentNow(postLead(t, second, { name: 'Bystander', email: `bystander${suffix}@gmail.com` }))],
+    );
 
-      // The group looks up (sees nothing committed), then its shared statement waits on the email key.
-      const [racing, bystander] = await asOneGroup(
-        [() => sentNow(postLead(t, first, { name: 'Loser', email: raced })), () => sentNow(postLead(t, second, { name: 'Bystander', email: `bystander${suffix}@gmail.com` }))],
-        async () => {
-          await lockWaitOf(t.ctx.pool, 'workspace_id bigint');
-          await writer.query('COMMIT');
-        },
-      );
-
-      expect(racing!.status).toBe(200);
-      expect(racing!.body.meta).toMatchObject({ status: 'updated', matched_on: raced });
-      expect(racing!.body.data).toMatchObject({ id: winner, name: 'Loser' });
-      // The lead the shared statement wrote for it was undone: the workspace holds the winner only.
-      expect(Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE workspace_id = ${first.workspaceId}`.execute(t.ctx.db)).rows[0]!.n)).toBe(1);
-      expect(bystander!.status).toBe(201);
-      expect(bystander!.body.meta).toMatchObject({ status: 'created' });
-      expect(await countLeadsNamed('Bystander')).toBe(1);
-    } finally {
-      await writer.query('ROLLBACK').catch(() => {});
-      writer.release();
-    }
+    expect(racing!.status).toBe(200);
+    expect(racing!.body.meta).toMatchObject({ status: 'updated', matched_on: raced });
+    expect(racing!.body.data).toMatchObject({ id: winner, name: 'Loser' });
+    // The lead the shared statement wrote for it was undone: the workspace holds the winner only.
+    expect(Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE workspace_id = ${first.workspaceId}`.execute(t.ctx.db)).rows[0]!.n)).toBe(1);
+    expect(bystander!.status).toBe(201);
+    expect(bystander!.body.meta).toMatchObject({ status: 'created' });
+    expect(await countLeadsNamed('Bystander')).toBe(1);
   });
   // The shared merge of a group across workspaces (plain PostgreSQL only) meets a lead another
   // writer deleted after the group's lookup.
@@ -422,34 +443,25 @@ describe('a group of several workspaces', () => {
       const doomed = await postLead(t, first, { name: 'Doomed', email: `gone${suffix}@gmail.com` });
       expect(doomed.status).toBe(201);
       expect((await postLead(t, second, { name: 'Kept', email: `kept${suffix}@gmail.com` })).status).toBe(201);
-      const writer = await t.ctx.pool.connect();
-      try {
-        await writer.query('BEGIN');
-        await writer.query('DELETE FROM leads WHERE workspace_id = $1 AND id = $2', [first.workspaceId, doomed.body.data.id]);
+      // The group looks up (the lead is still there), then its shared merge waits on the lead's row.
+      const {
+        answers: [again, kept],
+      } = await asOneGroupBesideWriter(
+        (writer) => writer.query('DELETE FROM leads WHERE workspace_id = $1 AND id = $2', [first.workspaceId, doomed.body.data.id]),
+        'workspace_id bigint, ord int, lead_id bigint',
+        [
+          () => sentNow(postLead(t, first, { name: 'Doomed 2', email: `gone${suffix}@gmail.com` })),
+          () => sentNow(postLead(t, second, { name: 'Kept 2', email: `kept${suffix}@gmail.com` })),
+        ],
+      );
 
-        // The group looks up (the lead is still there), then its shared merge waits on the lead's row.
-        const [again, kept] = await asOneGroup(
-          [
-            () => sentNow(postLead(t, first, { name: 'Doomed 2', email: `gone${suffix}@gmail.com` })),
-            () => sentNow(postLead(t, second, { name: 'Kept 2', email: `kept${suffix}@gmail.com` })),
-          ],
-          async () => {
-            await lockWaitOf(t.ctx.pool, 'workspace_id bigint, ord int, lead_id bigint');
-            await writer.query('COMMIT');
-          },
-        );
-
-        expect(again!.status).toBe(201);
-        expect(again!.body.meta).toMatchObject({ status: 'created', matched_on: null });
-        expect(again!.body.data.id).not.toBe(doomed.body.data.id);
-        expect(await countLeadsNamed('Doomed 2')).toBe(1);
-        expect(kept!.status).toBe(200);
-        expect(kept!.body.meta).toMatchObject({ status: 'updated', matched_on: `kept${suffix}@gmail.com` });
-        expect(kept!.body.data.name).toBe('Kept 2');
-      } finally {
-        await writer.query('ROLLBACK').catch(() => {});
-        writer.release();
-      }
+      expect(again!.status).toBe(201);
+      expect(again!.body.meta).toMatchObject({ status: 'created', matched_on: null });
+      expect(again!.body.data.id).not.toBe(doomed.body.data.id);
+      expect(await countLeadsNamed('Doomed 2')).toBe(1);
+      expect(kept!.status).toBe(200);
+      expect(kept!.body.meta).toMatchObject({ status: 'updated', matched_on: `kept${suffix}@gmail.com` });
+      expect(kept!.body.data.name).toBe('Kept 2');
     },
   );
 });
