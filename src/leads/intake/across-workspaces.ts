@@ -4,8 +4,7 @@ import { groupBy } from '../../group-by.js';
 import { insertNewLeadsAcrossWorkspaces, type NewLeadOf } from '../new-leads-repository.js';
 import { deleteLeads, mergeIntoLeadsAcrossWorkspaces } from '../write-repository.js';
 import { planBulkRows, readyMerge, readyNewLead, type BulkPlan, type BulkRow, type ReadyMerge } from './bulk-path.js';
-import { createdOutcome, failsTheTransaction, runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
-import { updatedOutcome } from './row-intake.js';
+import { createdOutcome, failsTheTransaction, mergedOutcome, runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
 import { lookupsAcrossWorkspaces } from './lookup.js';
 import type { IntakeOptions } from './options.js';
 
@@ -49,10 +48,11 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
       lookups.get(run.workspaceId),
     );
     const leads = planned.plan.map(readyNewLead);
-    const merged = planned.plan.map(readyMerge);
+    // Merges are planned only for a run of nothing but updates: no other run can share the merge.
+    const merged = planned.plan.every((row) => row?.kind === 'update') ? planned.plan.map(readyMerge) : null;
     if (leads.every((lead) => lead !== null))
       leads.forEach((lead, index) => ready.push({ run: position, row: planned.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
-    else if (merged.every((merge) => merge !== null)) merged.forEach((merge) => merges.push({ run: position, ...merge }));
+    else if (merged?.every((merge): merge is ReadyMerge => merge !== null)) merged.forEach((merge) => merges.push({ run: position, ...merge }));
     else onTheirOwn.push({ position, planned });
   }
 
@@ -109,7 +109,7 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
         ).catch(setBasedFailure);
   for (const { ord, ...record } of updated) {
     const { run, row, warnings } = merges[ord]!;
-    results[run]![row.index] = { outcome: updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] }) };
+    results[run]![row.index] = { outcome: mergedOutcome(row, warnings, record) };
   }
   // A lead a concurrent request deleted since the lookup: nothing of its row was written; it runs again alone (it then matches again).
   const found = new Set(updated.map(({ ord }) => ord));

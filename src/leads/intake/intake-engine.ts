@@ -6,7 +6,7 @@ import { inSavepoint } from '../../db/savepoint.js';
 import { enqueue } from '../../outbox/repository.js';
 import { planBulkRows, writeBulkRows, type BulkPlan, type BulkRow } from './bulk-path.js';
 import type { IntakeLookup } from '../lookup-repository.js';
-import { nothingMatched } from './match.js';
+import { nothingMatched, type StrongestMatch } from './match.js';
 import type { PreparedLead } from './prepare.js';
 import { findLeadRecords } from '../read-repository.js';
 import type { LeadRecord } from '../columns.js';
@@ -150,6 +150,10 @@ export const createdOutcome = (row: BulkRow, leadId: number, record: LeadRecord 
   record,
 });
 
+/** The outcome of a bulk row that updated the lead it matched (`record`: the lead as stored right after the merge). */
+export const mergedOutcome = (row: { match: StrongestMatch }, warnings: string[], record: LeadRecord): RowOutcome =>
+  updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] });
+
 /**
  * Writes a run of bulk rows: first the companies and tags they need that do not exist yet,
  * then every new lead with its match keys, tags and events in one statement, then every
@@ -179,7 +183,7 @@ async function writeRun(
       lost.push(row);
     }
   }
-  for (const { row, record, warnings } of merged) results[row.index] = { outcome: updatedOutcome(row.match, warnings, record, { companyId: null, tagIds: [] }) };
+  for (const { row, record, warnings } of merged) results[row.index] = { outcome: mergedOutcome(row, warnings, record) };
   lost.push(...vanished);
   if (lost.length === 0) return;
   // A concurrent request created one of these people after the lookup, or deleted the lead one
