@@ -22,6 +22,7 @@ import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
 import {
   adminQuery,
+  cpuSecondsOf,
   freePort,
   killAllChildren,
   nodeFlagsOf,
@@ -126,13 +127,17 @@ async function measure(name: string, url: string, token: string | null, workload
   const rss = new RssSampler(() => (rssPid ? [rssPid] : [])).start();
   const metricsUrl = token ? serviceMetricsUrl : null;
   const groupsBefore = metricsUrl ? await snapshotGroups(metricsUrl) : null;
+  const cpuBefore = rssPid ? cpuSecondsOf(rssPid) : null;
   const result = await runLoad({ url, token, connections, warmupSeconds, durationSeconds: duration, workload });
+  const cpuAfter = rssPid ? cpuSecondsOf(rssPid) : null;
   const serverPeakRssBytes = rss.stop();
+  const serverCpuMicrosecondsPerAnswer =
+    cpuBefore !== null && cpuAfter !== null && result.answersIncludingWarmup > 0 ? ((cpuAfter - cpuBefore) * 1e6) / result.answersIncludingWarmup : null;
   // Requests still in flight when the load stopped finish before the next scenario starts.
   if (idlePool) await waitForIdleDatabase(idlePool);
   await new Promise((resolve) => setTimeout(resolve, 500));
   const groupSizes = metricsUrl && groupsBefore ? groupSizesBetween(groupsBefore, await snapshotGroups(metricsUrl)) : undefined;
-  return { name, ...result, serverPeakRssBytes, groupSizes };
+  return { name, ...result, serverPeakRssBytes, serverCpuMicrosecondsPerAnswer, groupSizes };
 }
 
 /**
@@ -447,7 +452,8 @@ function reportOnly(scenarios: ScenarioResult[], insert: ScenarioResult): void {
       scenario.groupSizes && scenario.groupSizes.groups > 0
         ? `; ${scenario.groupSizes.groups} groups, mean ${(scenario.groupSizes.requests / scenario.groupSizes.groups).toFixed(1)}, of one request ${scenario.groupSizes.buckets['1'] ?? 0}`
         : '';
-    return `${scenario.name}: ${scenario.requestsPerSecond.toFixed(0)} req/s, p50 ${scenario.p50} ms, p99 ${scenario.p99} ms, ${ratio.toFixed(2)}x INSERT${groups}`;
+    const cpu = scenario.serverCpuMicrosecondsPerAnswer == null ? '' : `, server CPU ${scenario.serverCpuMicrosecondsPerAnswer.toFixed(0)} us/answer`;
+    return `${scenario.name}: ${scenario.requestsPerSecond.toFixed(0)} req/s, p50 ${scenario.p50} ms, p99 ${scenario.p99} ms, ${ratio.toFixed(2)}x INSERT${cpu}${groups}`;
   });
   process.stdout.write(`\n${lines.join('\n')}\n`);
 }

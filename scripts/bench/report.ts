@@ -11,6 +11,8 @@ import type { OpenLoopResult } from './open-loop.js';
 export interface ScenarioResult extends LoadResult {
   name: string;
   serverPeakRssBytes: number;
+  /** CPU time (user + system) of the server process per answer, warm-up included; null when it cannot be read. */
+  serverCpuMicrosecondsPerAnswer?: number | null;
   leadsPerSecond?: number;
   /** Write scenarios: how many requests the service's groups held. */
   groupSizes?: GroupSizes;
@@ -144,10 +146,11 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
     `${scenario.p99}`,
     `${scenario.errors + scenario.timeouts}/${scenario.non2xx}`,
     mb(scenario.serverPeakRssBytes),
+    scenario.serverCpuMicrosecondsPerAnswer == null ? '' : scenario.serverCpuMicrosecondsPerAnswer.toFixed(0),
   ]);
   rows.push(
     delivery.skipped
-      ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '']
+      ? [`7 delivery (${delivery.events} events)`, `skipped: ${delivery.skipped}`, '', '', '', '', '']
       : [
           `7 delivery (${delivery.events} events, ${delivery.workers} workers)`,
           `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s`,
@@ -155,9 +158,10 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
           '',
           `dup ${delivery.duplicates} / lost ${delivery.lost}`,
           `${mb(delivery.workerPeakRssBytes)} (worker)`,
+          delivery.workerCpuMicrosecondsPerDelivery.toFixed(0),
         ],
   );
-  const table = markdownTable(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS'], rows);
+  const table = markdownTable(['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors/non-2xx', 'peak RSS', 'CPU us/answer'], rows);
   const fixedRateTable = markdownTable(
     ['fixed rate (open model): half the maximum, or as named', 'rate/s', 'answered/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'errors/non-2xx', 'peak RSS'],
     [...run.fixedRate, run.lowRate].map((fixed) => [
