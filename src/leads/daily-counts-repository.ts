@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import { PreparedStatement } from '../db/prepared.js';
 
 // Every statement of lead_daily_counts (migration 0015): what the intake did per workspace
 // and UTC day, for the console's overview. Counted per row the engine ran for a real write
@@ -21,6 +22,27 @@ export type Outcome = keyof IntakeTally;
 /** Days kept: the overview shows 30; housekeeping deletes older rows. */
 export const DAILY_COUNTS_KEPT_DAYS = 90;
 
+interface AddDailyCountsInput {
+  workspaceIds: number[];
+  created: number[];
+  updated: number[];
+  skipped: number[];
+  failed: number[];
+}
+
+// Every write group sends it: named, so PostgreSQL parses it once per connection and Kysely
+// builds it once (db/prepared.ts).
+const ADD_DAILY_COUNTS = new PreparedStatement<AddDailyCountsInput, never>(
+  (input) => sql`
+    INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
+    SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, created, updated, skipped, failed
+    FROM unnest(${input.workspaceIds}::bigint[], ${input.created}::int[], ${input.updated}::int[],
+      ${input.skipped}::int[], ${input.failed}::int[]) WITH ORDINALITY AS c(workspace_id, created, updated, skipped, failed, n)
+    ORDER BY n
+    ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
+      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`,
+);
+
 /**
  * Adds each workspace's tally to its row of the transaction's UTC day, in one statement.
  * Rows are written in workspace order, so concurrent transactions wait on each other's row
@@ -30,14 +52,13 @@ export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, 
   const entries = [...tallies].sort(([a], [b]) => a - b);
   if (entries.length === 0) return;
   const column = (outcome: Outcome) => entries.map(([, tally]) => tally[outcome]);
-  await sql`
-    INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
-    SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, created, updated, skipped, failed
-    FROM unnest(${entries.map(([workspaceId]) => workspaceId)}::bigint[], ${column('created')}::int[], ${column('updated')}::int[],
-      ${column('skipped')}::int[], ${column('failed')}::int[]) WITH ORDINALITY AS c(workspace_id, created, updated, skipped, failed, n)
-    ORDER BY n
-    ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
-      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`.execute(db);
+  await ADD_DAILY_COUNTS.execute(db, {
+    workspaceIds: entries.map(([workspaceId]) => workspaceId),
+    created: column('created'),
+    updated: column('updated'),
+    skipped: column('skipped'),
+    failed: column('failed'),
+  });
 }
 
 /** Per UTC day of the last `days`, oldest first; zero for a day nothing was counted. */
