@@ -74,6 +74,8 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
           }
         : false,
       validateSecurity: false,
+      // The document takes JSON bodies only (jsonBody refuses any other type first): no multer step.
+      fileUploader: false,
       validateApiSpec: ctx.validateResponses,
     });
   const validate = validator(true);
