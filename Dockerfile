@@ -5,6 +5,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 # The client package is an npm workspace: npm ci needs its package.json.
 COPY src/client/package.json ./src/client/
+# Upstream fixes carried until released (patch-package, on install; see scripts/patches/).
+COPY scripts/patches ./scripts/patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY openapi ./openapi
