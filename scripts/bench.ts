@@ -444,7 +444,7 @@ async function main(): Promise<void> {
   }
 }
 
-/** `--only`: each scenario's req/s, p50, p99, write groups and ratio to the INSERT baseline of the same run. */
+/** `--only`: each scenario's req/s, p50, p99, server CPU per answer, peak RSS, write groups and ratio to the INSERT baseline of the same run. */
 function reportOnly(scenarios: ScenarioResult[], insert: ScenarioResult): void {
   const lines = scenarios.map((scenario) => {
     const ratio = scenario.requestsPerSecond / Math.max(insert.requestsPerSecond, 1e-9);
@@ -453,7 +453,8 @@ function reportOnly(scenarios: ScenarioResult[], insert: ScenarioResult): void {
         ? `; ${scenario.groupSizes.groups} groups, mean ${(scenario.groupSizes.requests / scenario.groupSizes.groups).toFixed(1)}, of one request ${scenario.groupSizes.buckets['1'] ?? 0}`
         : '';
     const cpu = scenario.serverCpuMicrosecondsPerAnswer == null ? '' : `, server CPU ${scenario.serverCpuMicrosecondsPerAnswer.toFixed(0)} us/answer`;
-    return `${scenario.name}: ${scenario.requestsPerSecond.toFixed(0)} req/s, p50 ${scenario.p50} ms, p99 ${scenario.p99} ms, ${ratio.toFixed(2)}x INSERT${cpu}${groups}`;
+    const rss = scenario.serverPeakRssBytes > 0 ? `, peak RSS ${(scenario.serverPeakRssBytes / 1024 ** 2).toFixed(0)} MB` : '';
+    return `${scenario.name}: ${scenario.requestsPerSecond.toFixed(0)} req/s, p50 ${scenario.p50} ms, p99 ${scenario.p99} ms, ${ratio.toFixed(2)}x INSERT${cpu}${rss}${groups}`;
   });
   process.stdout.write(`\n${lines.join('\n')}\n`);
 }
