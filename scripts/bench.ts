@@ -22,7 +22,6 @@ import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
 import {
   adminQuery,
-  cpuSecondsOf,
   freePort,
   killAllChildren,
   nodeFlagsOf,
@@ -30,6 +29,7 @@ import {
   RssSampler,
   runCli,
   runLoad,
+  runLoadMeasuringCpu,
   runOpenLoop,
   spawnChild,
   spawnTsx,
@@ -127,12 +127,11 @@ async function measure(name: string, url: string, token: string | null, workload
   const rss = new RssSampler(() => (rssPid ? [rssPid] : [])).start();
   const metricsUrl = token ? serviceMetricsUrl : null;
   const groupsBefore = metricsUrl ? await snapshotGroups(metricsUrl) : null;
-  const cpuBefore = rssPid ? cpuSecondsOf(rssPid) : null;
-  const result = await runLoad({ url, token, connections, warmupSeconds, durationSeconds: duration, workload });
-  const cpuAfter = rssPid ? cpuSecondsOf(rssPid) : null;
+  const { result, cpuMicrosecondsPerAnswer: serverCpuMicrosecondsPerAnswer } = await runLoadMeasuringCpu(
+    { url, token, connections, warmupSeconds, durationSeconds: duration, workload },
+    rssPid,
+  );
   const serverPeakRssBytes = rss.stop();
-  const serverCpuMicrosecondsPerAnswer =
-    cpuBefore !== null && cpuAfter !== null && result.answersIncludingWarmup > 0 ? ((cpuAfter - cpuBefore) * 1e6) / result.answersIncludingWarmup : null;
   // Requests still in flight when the load stopped finish before the next scenario starts.
   if (idlePool) await waitForIdleDatabase(idlePool);
   await new Promise((resolve) => setTimeout(resolve, 500));

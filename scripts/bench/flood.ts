@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
-import { cpuSecondsOf, RssSampler, runLoad } from './support.js';
+import { cpuSecondsOf, RssSampler, runLoad, runLoadMeasuringCpu } from './support.js';
 
 export interface FloodResult {
   /** The flood alone, as fast as it is answered. */
@@ -55,15 +55,13 @@ export async function runFloodScenario(options: {
   const database = await DatabaseWatch.open(options.benchUrl);
   let flood: LoadResult;
   let transactions: number;
-  let cpuSeconds: number;
+  let serviceCpuMicrosecondsPerAnswer: number | null;
   let databaseCpuSeconds: number | null;
   try {
     await settle();
     const transactionsBefore = await database.transactions();
-    const cpuBefore = cpuSecondsOf(options.serverPid) ?? 0;
     const databaseCpuBefore = await database.serverCpuSeconds();
-    flood = await runLoad(spec({ kind: 'made-up-keys' }));
-    cpuSeconds = (cpuSecondsOf(options.serverPid) ?? 0) - cpuBefore;
+    ({ result: flood, cpuMicrosecondsPerAnswer: serviceCpuMicrosecondsPerAnswer } = await runLoadMeasuringCpu(spec({ kind: 'made-up-keys' }), options.serverPid));
     databaseCpuSeconds = DatabaseWatch.cpuBetween(databaseCpuBefore, await database.serverCpuSeconds());
     await settle();
     transactions = await database.transactionsSince(transactionsBefore);
@@ -98,7 +96,7 @@ export async function runFloodScenario(options: {
     flood,
     transactions,
     transactionsPerAnswer: transactions / Math.max(flood.answersIncludingWarmup, 1),
-    serviceCpuMicrosecondsPerAnswer: (cpuSeconds * 1e6) / Math.max(flood.answersIncludingWarmup, 1),
+    serviceCpuMicrosecondsPerAnswer: serviceCpuMicrosecondsPerAnswer ?? 0,
     databaseCpuMicrosecondsPerAnswer: databaseCpuSeconds === null ? null : (databaseCpuSeconds * 1e6) / Math.max(flood.answersIncludingWarmup, 1),
     validAlone,
     validWithFlood,

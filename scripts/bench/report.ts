@@ -12,7 +12,7 @@ export interface ScenarioResult extends LoadResult {
   name: string;
   serverPeakRssBytes: number;
   /** CPU time (user + system) of the server process per answer, warm-up included; null when it cannot be read. */
-  serverCpuMicrosecondsPerAnswer?: number | null;
+  serverCpuMicrosecondsPerAnswer: number | null;
   leadsPerSecond?: number;
   /** Write scenarios: how many requests the service's groups held. */
   groupSizes?: GroupSizes;

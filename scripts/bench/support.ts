@@ -136,6 +136,18 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   return runJsonChild('scripts/bench/load.ts', spec);
 }
 
+/**
+ * One load run, and the CPU time (user + system) the server process `pid` used per answer
+ * meanwhile, warm-up included; null when it cannot be read.
+ */
+export async function runLoadMeasuringCpu(spec: LoadSpec, pid: number | null): Promise<{ result: LoadResult; cpuMicrosecondsPerAnswer: number | null }> {
+  const before = pid === null ? null : cpuSecondsOf(pid);
+  const result = await runLoad(spec);
+  const after = pid === null ? null : cpuSecondsOf(pid);
+  const cpuMicrosecondsPerAnswer = before !== null && after !== null && result.answersIncludingWarmup > 0 ? ((after - before) * 1e6) / result.answersIncludingWarmup : null;
+  return { result, cpuMicrosecondsPerAnswer };
+}
+
 /** Runs a bench script in its own process with a JSON argument and returns the JSON it prints. */
 async function runJsonChild<T>(file: string, spec: unknown): Promise<T> {
   const child = spawnTsx(file, [JSON.stringify(spec)], {}, { stdout: 'pipe' });
