@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
 
@@ -30,23 +30,31 @@ interface AddDailyCountsInput {
   failed: number[];
 }
 
-// Every write group sends it: named, so PostgreSQL parses it once per connection and Kysely
-// builds it once (db/prepared.ts).
-const ADD_DAILY_COUNTS = new PreparedStatement<AddDailyCountsInput, never>(
-  (input) => sql`
+/**
+ * Adds rows of counts to their workspaces' rows of the UTC day: `counts` is a FROM item named
+ * `c` with workspace_id, created, updated, skipped and failed. Rows are written in workspace
+ * order, so concurrent transactions wait on each other's row locks instead of deadlocking.
+ */
+export const addToDailyCounts = (counts: RawBuilder<unknown>) => sql`
     INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
-    SELECT workspace_id, (now() AT TIME ZONE 'UTC')::date, created, updated, skipped, failed
-    FROM unnest(${input.workspaceIds}::bigint[], ${input.created}::int[], ${input.updated}::int[],
-      ${input.skipped}::int[], ${input.failed}::int[]) WITH ORDINALITY AS c(workspace_id, created, updated, skipped, failed, n)
-    ORDER BY n
+    SELECT c.workspace_id, (now() AT TIME ZONE 'UTC')::date, c.created, c.updated, c.skipped, c.failed
+    FROM ${counts}
+    ORDER BY c.workspace_id
     ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
-      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`,
+      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`;
+
+// Every write group's transaction sends it: named, so PostgreSQL parses it once per connection
+// and Kysely builds it once (db/prepared.ts).
+const ADD_DAILY_COUNTS = new PreparedStatement<AddDailyCountsInput, never>((input) =>
+  addToDailyCounts(
+    sql`unnest(${input.workspaceIds}::bigint[], ${input.created}::int[], ${input.updated}::int[], ${input.skipped}::int[], ${input.failed}::int[])
+      AS c(workspace_id, created, updated, skipped, failed)`,
+  ),
 );
 
 /**
- * Adds each workspace's tally to its row of the transaction's UTC day, in one statement.
- * Rows are written in workspace order, so concurrent transactions wait on each other's row
- * locks instead of deadlocking. Run it last in the transaction: the row lock is held to commit.
+ * Adds each workspace's tally to its row of the transaction's UTC day, in one statement. Run
+ * it last in the transaction: the row lock is held to commit.
  */
 export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, IntakeTally>): Promise<void> {
   const entries = [...tallies].sort(([a], [b]) => a - b);

@@ -43,16 +43,26 @@ export type LeadRows = {
 /**
  * Claims each row's match keys for its lead (`leads`: a CTE of the run's leads with `ord` and
  * `id`, and `workspace_id` when the scope is `across`), in key order so that concurrent runs
- * take their locks alike; a key another lead holds stays with it.
+ * take their locks alike. `held`: a key another lead holds stays with it (`stays`), or fails
+ * the statement (`fails`, a unique violation: the statement then writes nothing).
  */
-export function claimMatchKeys(input: Placeholders<Pick<LeadRowsInput, 'keyOrds' | 'keyKinds' | 'keyValues'>>, leads: RawBuilder<unknown>, scope: WorkspaceScope) {
+export function claimMatchKeys(
+  input: Placeholders<Pick<LeadRowsInput, 'keyOrds' | 'keyKinds' | 'keyValues'>>,
+  leads: RawBuilder<unknown>,
+  scope: WorkspaceScope,
+  held: 'stays' | 'fails' = 'stays',
+) {
   const alias = 'claiming';
   return sql`INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
       SELECT ${scope.of(alias)}, k.kind, k.value, ${sql.ref(alias)}.id
       FROM unnest(${input.keyOrds}::int[], ${input.keyKinds}::text[], ${input.keyValues}::text[]) AS k(ord, kind, value)
       JOIN ${leads} AS ${sql.ref(alias)} USING (ord)
-      ORDER BY ${scope.across ? sql`${scope.of(alias)}, ` : sql``}k.kind, k.value
-      ON CONFLICT (workspace_id, kind, value) DO NOTHING`;
+      ORDER BY ${scope.across ? sql`${scope.of(alias)}, ` : sql``}k.kind, k.value${
+        held === 'stays'
+          ? sql`
+      ON CONFLICT (workspace_id, kind, value) DO NOTHING`
+          : sql``
+      }`;
 }
 
 /** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */

@@ -17,6 +17,7 @@ import {
   type WorkspaceScope,
 } from './lead-rows-repository.js';
 import type { MatchKey } from './lookup-repository.js';
+import { addToDailyCounts } from './daily-counts-repository.js';
 
 // The statements that create leads: every new lead is written by the one new-lead statement,
 // after the companies and tags a batch's new leads need.
@@ -47,13 +48,16 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * complete leads get their tags and events.
  *
  * It runs inside a transaction and inserts every lead row: the caller deletes the
- * incomplete ones and matches them again.
+ * incomplete ones and matches them again. With `commitsAlone` it runs with no transaction
+ * around it instead: a key another lead holds fails it (it writes nothing, and the caller runs
+ * its leads the transactional way), so every lead it writes is complete, and it adds its leads
+ * to the day's counts itself (created; the claims are read first, so the counts' row lock is taken last).
  * With `records`, each row of the answer is also the lead as findLeadRecords reads it right
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
 function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
   scopeOf: (input: Placeholders<Input>) => WorkspaceScope,
-  options: { records: boolean; named: boolean },
+  options: { records: boolean; named: boolean; commitsAlone?: boolean },
 ) {
   // The records read companies and tags through CTEs of their own, never a subquery correlated
   // with the written rows: Citus runs the final SELECT over the CTEs' results on the coordinator.
@@ -66,6 +70,13 @@ function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
     : sql`ids.ord, ids.id, complete.id IS NOT NULL AS complete FROM ids LEFT JOIN complete USING (ord)`;
   const records = (scope: WorkspaceScope) =>
     options.records ? sql`, ${leadRecordSources(scope, { companies: 'r', tags: scope.across ? 'tag_rows JOIN ids USING (ord)' : 'tag_rows' })}` : sql``;
+  const counted = (scope: WorkspaceScope) =>
+    options.commitsAlone
+      ? sql`, counted AS (
+      ${addToDailyCounts(sql`(SELECT ${scope.of('complete')}::bigint AS workspace_id, count(*) AS created, 0 AS updated, 0 AS skipped, 0 AS failed
+        FROM complete GROUP BY 1) AS c`)}
+    )`
+      : sql``;
   return new PreparedStatement<Input, Row>(
     (input) => {
       const scope = scopeOf(input);
@@ -83,7 +94,7 @@ function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
       ORDER BY r.ord
       RETURNING *
     ), claimed AS (
-      ${claimMatchKeys(input, sql`ids`, scope)}
+      ${claimMatchKeys(input, sql`ids`, scope, options.commitsAlone ? 'fails' : 'stays')}
       RETURNING lead_id
     ), claimed_count AS (
       SELECT lead_id, count(*) AS n FROM claimed GROUP BY lead_id
@@ -98,7 +109,7 @@ function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
       ON CONFLICT DO NOTHING
     ), queued AS (
       ${newLeadEvents(scope.of('l'), 'complete', input)}
-    )${records(scope)}
+    )${counted(scope)}${records(scope)}
     SELECT ${answer}
     ORDER BY ids.ord`;
     },
@@ -124,6 +135,24 @@ export const NEW_LEAD_RECORDS = newLeadsStatement<NewLeadsInput, WrittenLead & L
 /** NEW_LEAD_RECORDS over the runs of several workspaces, each row's workspace its own (plain PostgreSQL only); prepared once too. */
 const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true });
 
+/** NEW_LEAD_RECORDS and NEW_LEAD_RECORDS_ACROSS committing on their own, the day's counts with them. */
+const NEW_LEAD_RECORDS_ALONE = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>(oneWorkspaceOf, { records: true, named: true, commitsAlone: true });
+const NEW_LEAD_RECORDS_ACROSS_ALONE = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true, commitsAlone: true });
+
+/**
+ * New leads of one or more workspaces in one statement that commits on its own (no
+ * transaction around it; see newLeadsStatement's `commitsAlone`), each returned as stored, the
+ * day's counts added. It fails, writing nothing, when another lead holds one of their keys.
+ * Leads of several workspaces: plain PostgreSQL only (insertNewLeadsAcrossWorkspaces).
+ */
+export async function insertNewLeadsCommitted(db: Executor, leads: readonly NewLeadOf[]) {
+  const workspaceId = leads[0]!.workspaceId;
+  const rows = leads.every((lead) => lead.workspaceId === workspaceId)
+    ? await NEW_LEAD_RECORDS_ALONE.execute(db, newLeadsInput(workspaceId, leads))
+    : await NEW_LEAD_RECORDS_ACROSS_ALONE.execute(db, acrossInput(leads));
+  return withRecords(rows);
+}
+
 /**
  * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
  * comes back as stored too, which saves POST /leads the read-back round trip. Incomplete
@@ -148,13 +177,10 @@ export type NewLeadOf = NewLeadWrite & { workspaceId: number };
  * PostgreSQL only.
  */
 export async function insertNewLeadsAcrossWorkspaces(db: Executor, leads: readonly NewLeadOf[]) {
-  return withRecords(
-    await NEW_LEAD_RECORDS_ACROSS.execute(
-      db,
-      leadRowsInput(leads, (lead) => ({ workspace_id: lead.workspaceId, ...newLeadRow(lead) })),
-    ),
-  );
+  return withRecords(await NEW_LEAD_RECORDS_ACROSS.execute(db, acrossInput(leads)));
 }
+
+const acrossInput = (leads: readonly NewLeadOf[]) => leadRowsInput(leads, (lead) => ({ workspace_id: lead.workspaceId, ...newLeadRow(lead) }));
 
 const withRecords = (rows: ReadonlyArray<WrittenLead & LeadRecord>) =>
   rows.map((row) => {

@@ -400,6 +400,28 @@ describe('a group of several workspaces', () => {
     expect(across).toHaveLength(CITUS ? 0 : 3);
   });
 
+  it("writes new people of several workspaces with one lookup and one statement that commits on its own and counts each workspace's day (plain PostgreSQL; on Citus each workspace in the group's transaction)", async () => {
+    const tenants = [await createTenant(t.ctx.db), await createTenant(t.ctx.db), await createTenant(t.ctx.db)];
+    const suffix = ++unique;
+    const createdToday = async (workspaceId: number) =>
+      Number((await sql<{ n: string }>`SELECT coalesce(sum(created), 0) AS n FROM lead_daily_counts WHERE workspace_id = ${workspaceId}`.execute(t.ctx.db)).rows[0]!.n);
+    const calls = tenants.flatMap((who, index) =>
+      ['a', 'b'].map((letter) => () => sentNow(postLead(t, who, { name: `Alone ${index}${letter}`, email: `alone${suffix}-${index}${letter}@gmail.com` }))),
+    );
+    const { result: answers, statements } = await statementsOf(t.ctx.pool, () => asOneGroup(calls));
+
+    expect(answers.map((answer) => [answer.status, answer.body.meta.status, answer.body.data.name])).toEqual(
+      tenants.flatMap((_, index) => ['a', 'b'].map((letter) => [201, 'created', `Alone ${index}${letter}`])),
+    );
+    for (const [index, who] of tenants.entries()) {
+      expect((await t.http.get(`/api/v1/leads/${answers[2 * index]!.body.data.id}`).set(who.auth)).status).toBe(200);
+      expect(await createdToday(who.workspaceId)).toBe(2);
+    }
+    const written = statements.filter((statement) => statement.includes('AS r(ord int, key_count int, workspace_id bigint'));
+    expect(written).toHaveLength(CITUS ? 0 : 1);
+    for (const statement of written) expect(statement).toMatch(/INSERT INTO lead_daily_counts/);
+  });
+
   // The shared new-lead statement of a group across workspaces (plain PostgreSQL only) meets a
   // person another writer created after the group's lookup.
   (CITUS ? it.skip : it)('answers a person another writer created after the lookup as an update, in a group across workspaces; the other workspace is not touched', async () => {
@@ -427,7 +449,7 @@ describe('a group of several workspaces', () => {
     expect(racing!.status).toBe(200);
     expect(racing!.body.meta).toMatchObject({ status: 'updated', matched_on: raced });
     expect(racing!.body.data).toMatchObject({ id: winner, name: 'Loser' });
-    // The lead the shared statement wrote for it was undone: the workspace holds the winner only.
+    // Nothing the group wrote for it stayed (its statement failed whole, or its lead was undone): the workspace holds the winner only.
     expect(Number((await sql<{ n: string }>`SELECT count(*) AS n FROM leads WHERE workspace_id = ${first.workspaceId}`.execute(t.ctx.db)).rows[0]!.n)).toBe(1);
     expect(bystander!.status).toBe(201);
     expect(bystander!.body.meta).toMatchObject({ status: 'created' });

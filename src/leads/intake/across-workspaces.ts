@@ -28,32 +28,40 @@ const setBasedFailure = (error: unknown) => {
   throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
 };
 
-/** Runs every run inside the caller's transaction, as runIntake would one by one; returns each run's results. */
-export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly WorkspaceRun[], log: Logger): Promise<RowResult[][]> {
-  const lookups = await lookupsAcrossWorkspaces(
-    db,
-    runs.map((run) => ({ workspaceId: run.workspaceId, leads: run.rows.map((row) => row.lead) })),
-  ).catch(setBasedFailure);
+/**
+ * Runs every run inside the caller's transaction, as runIntake would one by one; returns each
+ * run's results. `planned`: each run's plan by workspace, when the caller read their lookup
+ * (new-people-alone.ts's lookUpRuns).
+ */
+export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly WorkspaceRun[], log: Logger, planned?: ReadonlyMap<number, BulkPlan>): Promise<RowResult[][]> {
+  const lookups = planned
+    ? null
+    : await lookupsAcrossWorkspaces(
+        db,
+        runs.map((run) => ({ workspaceId: run.workspaceId, leads: run.rows.map((row) => row.lead) })),
+      ).catch(setBasedFailure);
 
   const results: RowResult[][] = runs.map(() => []);
   const ready: Array<{ run: number; row: BulkRow; lead: NewLeadOf }> = [];
   const merges: Array<ReadyMerge & { run: number }> = [];
   const onTheirOwn: Array<{ position: number; planned: BulkPlan }> = [];
   for (const [position, run] of runs.entries()) {
-    const planned = await planBulkRows(
-      db,
-      run.workspaceId,
-      run.rows.map((row) => row.lead),
-      run.options,
-      lookups.get(run.workspaceId),
-    );
-    const leads = planned.plan.map(readyNewLead);
+    const plan =
+      planned?.get(run.workspaceId) ??
+      (await planBulkRows(
+        db,
+        run.workspaceId,
+        run.rows.map((row) => row.lead),
+        run.options,
+        lookups!.get(run.workspaceId),
+      ));
+    const leads = plan.plan.map(readyNewLead);
     // Merges are planned only for a run of nothing but updates: no other run can share the merge.
-    const merged = planned.plan.every((row) => row?.kind === 'update') ? planned.plan.map(readyMerge) : null;
+    const merged = plan.plan.every((row) => row?.kind === 'update') ? plan.plan.map(readyMerge) : null;
     if (leads.every((lead) => lead !== null))
-      leads.forEach((lead, index) => ready.push({ run: position, row: planned.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
+      leads.forEach((lead, index) => ready.push({ run: position, row: plan.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
     else if (merged?.every((merge): merge is ReadyMerge => merge !== null)) merged.forEach((merge) => merges.push({ run: position, ...merge }));
-    else onTheirOwn.push({ position, planned });
+    else onTheirOwn.push({ position, planned: plan });
   }
 
   /** Runs rows of a run again one by one: their person was created, or their lead deleted, by a concurrent request since the lookup. */

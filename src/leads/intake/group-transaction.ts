@@ -4,8 +4,11 @@ import type { Db, Executor } from '../../db/connect.js';
 import { groupBy } from '../../group-by.js';
 import { claimKeys, reusedKey, type KeyedRequest } from '../../idempotency/claims.js';
 import { settleRecords } from '../../idempotency/repository.js';
+import { isUnavailable } from '../../db/availability.js';
 import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
-import { runIntakeAcrossWorkspaces } from './across-workspaces.js';
+import { runIntakeAcrossWorkspaces, type WorkspaceRun } from './across-workspaces.js';
+import type { BulkPlan } from './bulk-path.js';
+import { lookUpRuns, writeNewPeople } from './new-people-alone.js';
 import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
 import { sameOptions, type IntakeOptions } from './options.js';
 
@@ -14,7 +17,8 @@ import { sameOptions, type IntakeOptions } from './options.js';
 // shaped and stored, one commit. Each request gets exactly the answer it would have got
 // alone: its own claim, its rows' results shaped by its own operation, its own refusal. What
 // the rows did is added to each workspace's daily counts by the same transaction, so the
-// counts hold exactly the writes that were committed.
+// counts hold exactly the writes that were committed. A group of new people only needs no
+// transaction: one statement writes and counts them (new-people-alone.ts).
 
 /** One write request, as the engine takes it. */
 export interface WriteRequest<Body> {
@@ -43,12 +47,15 @@ export const RUN_AGAIN = Symbol('run again');
 export type GroupOutcome = Settled | typeof RUN_AGAIN;
 
 /**
- * Runs the requests as one transaction and returns each one's outcome, in their order. A
+ * Runs the requests as one transaction and returns each one's outcome, in their order; a
+ * group whose lookup is read first (lookedUpFirst) and finds only new people to create is
+ * written by one statement instead, and runs as a transaction only when that fails. A
  * set-based write that failed as a whole reruns the transaction one row at a time, so only
  * the row at fault fails. Throws when the transaction itself fails (the database went away,
  * or a failure no row's savepoint contains): the caller decides whose failure it is.
- * `commits`: called when every statement but the COMMIT is done (the write groups start the
- * next group then); it may be called again when the transaction runs again. `acrossWorkspaces`:
+ * `commits`: called when every statement but the COMMIT is done, or once the one statement
+ * has committed (the write groups start the next group then); it may be called again when the
+ * transaction runs again. `acrossWorkspaces`:
  * runs of several workspaces may share statements (runIntakeAcrossWorkspaces; never on Citus).
  */
 export async function runGroupTransaction(
@@ -57,9 +64,32 @@ export async function runGroupTransaction(
   log: Logger,
   { commits = () => {}, acrossWorkspaces = false }: { commits?: () => void; acrossWorkspaces?: boolean } = {},
 ): Promise<GroupOutcome[]> {
+  const runs = lookedUpFirst(requests, acrossWorkspaces);
+  let planned: Map<number, BulkPlan> | undefined;
+  if (runs) {
+    const workspaceRuns = runs.map(workspaceRunOf(requests));
+    const lookedUp = await lookUpRuns(db, workspaceRuns).catch((error: unknown) => {
+      if (isUnavailable(error)) throw error;
+      return null; // the transaction reads it again, and settles the failure
+    });
+    if (lookedUp?.newPeople) {
+      const results = await writeNewPeople(db, workspaceRuns, lookedUp.newPeople).catch((error: unknown) => {
+        if (isUnavailable(error)) throw error;
+        log.debug({ err: error, requests: requests.length }, 'the write of new people failed as a whole (written since the lookup?); running the group as a transaction');
+        return null;
+      });
+      if (results) {
+        commits();
+        const settled: Settled[] = new Array(requests.length);
+        runs.forEach((run, position) => answerRun(requests, run, results[position]!, settled));
+        return settled;
+      }
+    } else planned = lookedUp?.plans;
+  }
+
   const run = (setBased: boolean) =>
     inTransactionRetried(db, async (trx) => {
-      const outcomes = await runGroup(trx, requests, log, { setBased, acrossWorkspaces });
+      const outcomes = await runGroup(trx, requests, log, { setBased, acrossWorkspaces, planned: setBased ? planned : undefined });
       commits();
       return outcomes;
     });
@@ -70,6 +100,20 @@ export async function runGroupTransaction(
     log.warn({ err: error.cause, requests: requests.length }, 'set-based write of leads failed; running the group again one row at a time');
     return run(false);
   }
+}
+
+/**
+ * The group's runs when its lookup is read before any transaction (new-people-alone.ts): no
+ * request sends an Idempotency-Key (its claim decides first whether the request runs at all),
+ * none is a dry run, every row is answered with its lead (POST /leads), each workspace has one
+ * run, and several workspaces only where runs of several workspaces may share statements.
+ * Otherwise null.
+ */
+function lookedUpFirst(requests: ReadonlyArray<WriteRequest<unknown>>, acrossWorkspaces: boolean): Run[] | null {
+  if (!requests.every((request) => request.idempotency === null && !request.dryRun && request.rows.every((row) => row.wantsRecord))) return null;
+  const runs = runsOf(requests, [...requests.keys()]);
+  const workspaces = new Set(runs.map((run) => run.first.workspaceId));
+  return workspaces.size === runs.length && (runs.length === 1 || acrossWorkspaces) ? runs : null;
 }
 
 /** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
@@ -116,14 +160,38 @@ function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, resul
   for (const result of results) tally['outcome' in result ? result.outcome.status : 'failed'] += 1;
 }
 
+/** A run as the intake engine takes it: its workspace, its members' rows in order, its switches. */
+const workspaceRunOf =
+  (requests: ReadonlyArray<WriteRequest<unknown>>) =>
+  ({ first, members }: Run): WorkspaceRun => ({ workspaceId: first.workspaceId, rows: members.flatMap((index) => requests[index]!.rows), options: first.options });
+
+/** Shapes each member's share of the run's row results into its answer (or its refusal). */
+function answerRun(requests: ReadonlyArray<WriteRequest<unknown>>, { members }: Run, results: readonly RowResult[], settled: Array<Settled | undefined>): void {
+  let offset = 0;
+  for (const index of members) {
+    const request = requests[index]!;
+    const own = results.slice(offset, offset + request.rows.length);
+    offset += request.rows.length;
+    try {
+      settled[index] = { result: { ...request.answer(own), replayed: false } };
+    } catch (error) {
+      settled[index] = { error };
+    }
+  }
+}
+
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;
 
-/** `setBased` off runs every row alone; `acrossWorkspaces` lets runs of several workspaces share statements too. */
+/**
+ * `setBased` off runs every row alone; `acrossWorkspaces` lets runs of several workspaces share
+ * statements too; `planned`: each run's plan by workspace, when its lookup was read before the
+ * transaction (lookedUpFirst: then every request runs, one run per workspace).
+ */
 async function runGroup(
   trx: Executor,
   requests: ReadonlyArray<WriteRequest<unknown>>,
   log: Logger,
-  { setBased, acrossWorkspaces }: { setBased: boolean; acrossWorkspaces: boolean },
+  { setBased, acrossWorkspaces, planned }: { setBased: boolean; acrossWorkspaces: boolean; planned: ReadonlyMap<number, BulkPlan> | undefined },
 ): Promise<GroupOutcome[]> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
   // A key sent again within the group follows its first request, as it would have waited on its claim.
@@ -149,21 +217,10 @@ async function runGroup(
   });
 
   const tallies = new Map<number, IntakeTally>();
-  const settleRun = ({ first, members }: Run, results: readonly RowResult[]) => {
-    if (!first.dryRun) tallyRows(tallies, first.workspaceId, results);
-    let offset = 0;
-    for (const index of members) {
-      const request = requests[index]!;
-      const own = results.slice(offset, offset + request.rows.length);
-      offset += request.rows.length;
-      try {
-        settled[index] = { result: { ...request.answer(own), replayed: false } };
-      } catch (error) {
-        settled[index] = { error };
-      }
-    }
+  const settleRun = (run: Run, results: readonly RowResult[]) => {
+    if (!run.first.dryRun) tallyRows(tallies, run.first.workspaceId, results);
+    answerRun(requests, run, results, settled);
   };
-  const rowsOf = ({ members }: Run) => members.flatMap((index) => requests[index]!.rows);
 
   const runs = runsOf(
     requests,
@@ -171,17 +228,13 @@ async function runGroup(
   );
   const shared = setBased && acrossWorkspaces ? runsAcrossWorkspaces(runs) : [];
   if (shared.length > 0) {
-    const results = await runIntakeAcrossWorkspaces(
-      trx,
-      shared.map((run) => ({ workspaceId: run.first.workspaceId, rows: rowsOf(run), options: run.first.options })),
-      log,
-    );
+    const results = await runIntakeAcrossWorkspaces(trx, shared.map(workspaceRunOf(requests)), log, planned);
     shared.forEach((run, position) => settleRun(run, results[position]!));
   }
   for (const run of runs) {
     if (shared.includes(run)) continue;
     const { first } = run;
-    settleRun(run, await runIntake(trx, first.workspaceId, rowsOf(run), first.options, first.dryRun, log, setBased));
+    settleRun(run, await runIntake(trx, first.workspaceId, workspaceRunOf(requests)(run).rows, first.options, first.dryRun, log, setBased, planned?.get(first.workspaceId)));
   }
 
   // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).

@@ -1,0 +1,68 @@
+import type { Executor } from '../../db/connect.js';
+import { insertNewLeadsCommitted, type NewLeadOf } from '../new-leads-repository.js';
+import type { WorkspaceRun } from './across-workspaces.js';
+import { planBulkRows, readyNewLead, type BulkPlan, type BulkRow } from './bulk-path.js';
+import { createdOutcome, type RowResult } from './intake-engine.js';
+import { lookupForBatch, lookupsAcrossWorkspaces } from './lookup.js';
+
+// A write group whose rows all create people whose companies and tags exist (what POST /leads
+// mostly is under load) needs no transaction: after its lookup, one statement writes every
+// lead, its keys, tags and events and the day's counts, and commits on its own. Two round trips
+// where the group's transaction costs five (BEGIN, lookup, write, day's counts, COMMIT). The
+// lookup is read before any transaction, so a group that turns out to need one (an existing
+// person, a tag to create) runs it with the lookup already read (group-transaction.ts).
+
+/** A row that creates a person, by its run and as the new-lead statement writes it. */
+export interface NewPerson {
+  run: number;
+  row: BulkRow;
+  lead: NewLeadOf;
+}
+
+/**
+ * The lookup of a group's runs (each of a workspace no other run is of; several workspaces
+ * only on plain PostgreSQL), read in one statement: each run's plan by workspace, and the
+ * people to create when every row of every run creates one whose company and tags exist
+ * (otherwise null).
+ */
+export async function lookUpRuns(db: Executor, runs: readonly WorkspaceRun[]): Promise<{ plans: Map<number, BulkPlan>; newPeople: NewPerson[] | null }> {
+  const leadsOf = (run: WorkspaceRun) => run.rows.map((row) => row.lead);
+  const lookups =
+    runs.length === 1
+      ? new Map([[runs[0]!.workspaceId, await lookupForBatch(db, runs[0]!.workspaceId, leadsOf(runs[0]!))]])
+      : await lookupsAcrossWorkspaces(
+          db,
+          runs.map((run) => ({ workspaceId: run.workspaceId, leads: leadsOf(run) })),
+        );
+  const plans = new Map<number, BulkPlan>();
+  let newPeople: NewPerson[] | null = [];
+  for (const [position, run] of runs.entries()) {
+    const planned = await planBulkRows(db, run.workspaceId, leadsOf(run), run.options, lookups.get(run.workspaceId));
+    plans.set(run.workspaceId, planned);
+    const leads = planned.plan.map(readyNewLead);
+    if (newPeople && leads.every((lead) => lead !== null))
+      leads.forEach((lead, index) => newPeople!.push({ run: position, row: planned.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
+    else newPeople = null;
+  }
+  return { plans, newPeople };
+}
+
+/**
+ * Writes the people lookUpRuns found to create, committed by one statement; returns each
+ * run's results. Throws when the statement fails, having written nothing (a key another writer
+ * took since the lookup, a company or tag deleted meanwhile): the group then runs the
+ * transactional way, which settles each row.
+ */
+export async function writeNewPeople(db: Executor, runs: readonly WorkspaceRun[], people: readonly NewPerson[]): Promise<RowResult[][]> {
+  const written = await insertNewLeadsCommitted(
+    db,
+    people.map(({ lead }) => lead),
+  );
+  const results: RowResult[][] = runs.map(() => []);
+  // Every lead is complete: a key held elsewhere fails the statement instead.
+  for (const { ord, id, record } of written) {
+    const { run, row } = people[ord]!;
+    results[run]![row.index] = { outcome: createdOutcome(row, id, record) };
+  }
+  return results;
+}
