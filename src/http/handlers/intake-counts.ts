@@ -1,5 +1,5 @@
 import type { BatchResponse, LeadWriteResponse } from '../../../generated/api.js';
-import type { WriteResult } from '../../leads/intake/group-transaction.js';
+import type { WriteResult } from '../../leads/intake/write-request.js';
 import { DuplicateRejected, RowRejected } from '../../leads/intake/rejections.js';
 import type { IntakeMetrics } from '../../metrics/metrics.js';
 

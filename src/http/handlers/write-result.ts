@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { WriteResult } from '../../leads/intake/group-transaction.js';
+import type { WriteResult } from '../../leads/intake/write-request.js';
 import type { Idempotency } from '../../leads/intake/intake-service.js';
 
 /** The Idempotency-Key of a POST (its length was checked against the document by the request validator) and the body it covers. */

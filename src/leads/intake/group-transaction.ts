@@ -1,16 +1,16 @@
 import type { Logger } from 'pino';
 import { inTransactionRetried } from '../../db/conflicts.js';
 import type { Db, Executor } from '../../db/connect.js';
-import { groupBy } from '../../group-by.js';
-import { claimKeys, reusedKey, type KeyedRequest } from '../../idempotency/claims.js';
+import { claimKeys, reusedKey } from '../../idempotency/claims.js';
 import { settleRecords } from '../../idempotency/repository.js';
 import { isUnavailable } from '../../db/availability.js';
 import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
-import { runIntakeAcrossWorkspaces, type WorkspaceRun } from './across-workspaces.js';
+import { runIntakeAcrossWorkspaces } from './across-workspaces.js';
+import { answerRun, lookedUpFirst, runsAcrossWorkspaces, runsOf, workspaceRunOf, type Run } from './group-runs.js';
 import type { BulkPlan } from './bulk-path.js';
 import { lookUpRuns, writeNewPeople } from './new-people-alone.js';
-import { runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
-import { sameOptions, type IntakeOptions } from './options.js';
+import { runIntake, SetBasedWriteFailed, type RowResult } from './intake-engine.js';
+import type { Settled, WriteRequest, WriteResult } from './write-request.js';
 
 // The transaction of one write group (src/leads/intake/write-groups.ts): every request's
 // Idempotency-Key claimed, their rows run through the intake engine, each request's answer
@@ -20,28 +20,6 @@ import { sameOptions, type IntakeOptions } from './options.js';
 // counts hold exactly the writes that were committed. A group of new people only needs no
 // transaction: one statement writes and counts them (new-people-alone.ts).
 
-/** One write request, as the engine takes it. */
-export interface WriteRequest<Body> {
-  workspaceId: number;
-  /** The API key that sent it: the unit of fairness between callers. */
-  apiKeyId: number;
-  /** The request's Idempotency-Key (scoped to its API key) and the fingerprint of its body, when it sent one. */
-  idempotency: KeyedRequest | null;
-  rows: IntakeRow[];
-  options: IntakeOptions;
-  dryRun: boolean;
-  /** Shapes the rows' results into the operation's answer; throws the operation's refusal. */
-  answer(results: RowResult[]): { status: number; body: Body };
-}
-
-export interface WriteResult<Body> {
-  status: number;
-  body: Body;
-  /** The stored answer of an earlier request with the same Idempotency-Key. */
-  replayed: boolean;
-}
-
-export type Settled = { result: WriteResult<unknown> } | { error: unknown };
 /** A request that shared its Idempotency-Key with an earlier one of its group that did not succeed: it runs in the next group. */
 export const RUN_AGAIN = Symbol('run again');
 export type GroupOutcome = Settled | typeof RUN_AGAIN;
@@ -102,82 +80,11 @@ export async function runGroupTransaction(
   }
 }
 
-/**
- * The group's runs when its lookup is read before any transaction (new-people-alone.ts): no
- * request sends an Idempotency-Key (its claim decides first whether the request runs at all),
- * none is a dry run, every row is answered with its lead (POST /leads), each workspace has one
- * run, and several workspaces only where runs of several workspaces may share statements.
- * Otherwise null.
- */
-function lookedUpFirst(requests: ReadonlyArray<WriteRequest<unknown>>, acrossWorkspaces: boolean): Run[] | null {
-  if (!requests.every((request) => request.idempotency === null && !request.dryRun && request.rows.every((row) => row.wantsRecord))) return null;
-  const runs = runsOf(requests, [...requests.keys()]);
-  const workspaces = new Set(runs.map((run) => run.first.workspaceId));
-  return workspaces.size === runs.length && (runs.length === 1 || acrossWorkspaces) ? runs : null;
-}
-
-/** Same workspace and switches: rows of consecutive such requests run through the engine as one set. */
-const sameRun = (a: WriteRequest<unknown>, b: WriteRequest<unknown>) => a.workspaceId === b.workspaceId && a.dryRun === b.dryRun && sameOptions(a.options, b.options);
-
-/** Requests whose rows run through the engine as one set: their indexes, and the first, whose workspace and switches they share. */
-interface Run {
-  first: WriteRequest<unknown>;
-  members: number[];
-}
-
-/**
- * The requests to run (indexes, in arrival order) as runs: a workspace's requests together, in
- * their order (another workspace's requests between them change nothing for them), split where
- * the switches change.
- */
-function runsOf(requests: ReadonlyArray<WriteRequest<unknown>>, running: readonly number[]): Run[] {
-  const byWorkspace = groupBy(running, (index) => requests[index]!.workspaceId);
-  const runs: Run[] = [];
-  for (const index of [...byWorkspace.values()].flat()) {
-    const last = runs.at(-1);
-    if (last && sameRun(last.first, requests[index]!)) last.members.push(index);
-    else runs.push({ first: requests[index]!, members: [index] });
-  }
-  return runs;
-}
-
-/**
- * The runs that go through runIntakeAcrossWorkspaces together: those of a workspace no other
- * run of the group is of, dry runs aside (each of their rows is undone on its own). None unless
- * at least two: one workspace's run costs the same either way.
- */
-function runsAcrossWorkspaces(runs: readonly Run[]): Run[] {
-  const runsOfWorkspace = new Map<number, number>();
-  for (const { first } of runs) runsOfWorkspace.set(first.workspaceId, (runsOfWorkspace.get(first.workspaceId) ?? 0) + 1);
-  const shared = runs.filter(({ first }) => !first.dryRun && runsOfWorkspace.get(first.workspaceId) === 1);
-  return shared.length >= 2 ? shared : [];
-}
-
 /** Adds the rows' outcomes to the workspace's tally: a row without an outcome failed (refused or unexpectedly). */
 function tallyRows(tallies: Map<number, IntakeTally>, workspaceId: number, results: readonly RowResult[]): void {
   let tally = tallies.get(workspaceId);
   if (!tally) tallies.set(workspaceId, (tally = { created: 0, updated: 0, skipped: 0, failed: 0 }));
   for (const result of results) tally['outcome' in result ? result.outcome.status : 'failed'] += 1;
-}
-
-/** A run as the intake engine takes it: its workspace, its members' rows in order, its switches. */
-const workspaceRunOf =
-  (requests: ReadonlyArray<WriteRequest<unknown>>) =>
-  ({ first, members }: Run): WorkspaceRun => ({ workspaceId: first.workspaceId, rows: members.flatMap((index) => requests[index]!.rows), options: first.options });
-
-/** Shapes each member's share of the run's row results into its answer (or its refusal). */
-function answerRun(requests: ReadonlyArray<WriteRequest<unknown>>, { members }: Run, results: readonly RowResult[], settled: Array<Settled | undefined>): void {
-  let offset = 0;
-  for (const index of members) {
-    const request = requests[index]!;
-    const own = results.slice(offset, offset + request.rows.length);
-    offset += request.rows.length;
-    try {
-      settled[index] = { result: { ...request.answer(own), replayed: false } };
-    } catch (error) {
-      settled[index] = { error };
-    }
-  }
 }
 
 const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${request.idempotency.apiKeyId}\u0000${request.idempotency.key}`;

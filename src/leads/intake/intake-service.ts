@@ -7,7 +7,7 @@ import { presentLead } from '../present.js';
 import { DuplicateRejected } from './rejections.js';
 import type { RowOutcome } from './row-intake.js';
 import { switchesOf } from './options.js';
-import type { WriteRequest, WriteResult } from './group-transaction.js';
+import type { WriteRequest, WriteResult } from './write-request.js';
 import type { WriteGroups } from './write-groups.js';
 
 // Lead intake as the two POST operations ask for it: each call is a write request run by the

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import { isUnavailable } from '../../db/availability.js';
 import type { Db } from '../../db/connect.js';
 import type { FairSlots } from '../../db/fair-slots.js';
-import { RUN_AGAIN, runGroupTransaction, type GroupOutcome, type Settled, type WriteRequest, type WriteResult } from './group-transaction.js';
+import { RUN_AGAIN, runGroupTransaction, type GroupOutcome } from './group-transaction.js';
+import type { Settled, WriteRequest, WriteResult } from './write-request.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
 // one group: one transaction (src/leads/intake/group-transaction.ts), their rows through the intake

@@ -1,0 +1,30 @@
+import type { KeyedRequest } from '../../idempotency/claims.js';
+import type { IntakeRow, RowResult } from './intake-engine.js';
+import type { IntakeOptions } from './options.js';
+
+// What the write groups take and give back: one write request as the intake engine takes it,
+// and its answer (src/leads/intake/write-groups.ts, group-transaction.ts).
+
+/** One write request, as the engine takes it. */
+export interface WriteRequest<Body> {
+  workspaceId: number;
+  /** The API key that sent it: the unit of fairness between callers. */
+  apiKeyId: number;
+  /** The request's Idempotency-Key (scoped to its API key) and the fingerprint of its body, when it sent one. */
+  idempotency: KeyedRequest | null;
+  rows: IntakeRow[];
+  options: IntakeOptions;
+  dryRun: boolean;
+  /** Shapes the rows' results into the operation's answer; throws the operation's refusal. */
+  answer(results: RowResult[]): { status: number; body: Body };
+}
+
+export interface WriteResult<Body> {
+  status: number;
+  body: Body;
+  /** The stored answer of an earlier request with the same Idempotency-Key. */
+  replayed: boolean;
+}
+
+/** How a request of a group ended: its answer, or the error it is answered with. */
+export type Settled = { result: WriteResult<unknown> } | { error: unknown };
