@@ -141,8 +141,7 @@ async function runGroup(
   for (const run of runs) {
     if (shared.includes(run)) continue;
     const { first } = run;
-    const { workspaceId, rows, options } = workspaceRunOf(requests)(run);
-    settleRun(run, await runIntake(trx, workspaceId, rows, options, first.dryRun, log, setBased, planned?.get(workspaceId)));
+    settleRun(run, await runIntake(trx, first.workspaceId, workspaceRunOf(requests)(run).rows, first.options, first.dryRun, log, setBased, planned?.get(first.workspaceId)));
   }
 
   // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).
