@@ -58,6 +58,20 @@ function describeLimiter(label: string, options: { redis: boolean }) {
       expect(remaining(other)).toBe(299);
     });
 
+    it("names each key's own quota partition in RateLimit-Policy, the same on each of its answers", async () => {
+      const first = await createTenant(t.ctx.db);
+      const second = await createTenant(t.ctx.db);
+      const partitionOf = async (tenant: Tenant) => {
+        const response = await t.http.get('/api/v1/me').set(tenant.auth);
+        const match = /;\s*pk=:([A-Za-z0-9+/=]+):/.exec(response.headers['ratelimit-policy'] ?? '');
+        if (!match) throw new Error(`no partition key in RateLimit-Policy: ${response.headers['ratelimit-policy']}`);
+        return match[1];
+      };
+      const firstKey = await partitionOf(first);
+      expect(await partitionOf(second)).not.toBe(firstKey);
+      expect(await partitionOf(first)).toBe(firstKey);
+    });
+
     it("gives each of a key's concurrent requests a count of its own", async () => {
       const tenant = await createTenant(t.ctx.db);
       // Sent together, they reach the server in the same turns of its event loop: counted
