@@ -424,7 +424,7 @@ async function main(): Promise<void> {
       .map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`);
     for (const fixed of [...fixedRate, lowRate]) {
       if (fixed.errors > 0 || fixed.non2xx > 0 || fixed.requests === 0)
-        broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
+        broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors ${JSON.stringify(fixed.errorReasons)}, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
     }
     const floodBroken = flood.non401 > 0 || [flood.flood, flood.floodDuringValid].some((run) => run.errors > 0 || run.timeouts > 0 || run.requests === 0);
     if (floodBroken)

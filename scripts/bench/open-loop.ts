@@ -30,6 +30,8 @@ export interface OpenLoopResult {
   max: number;
   non2xx: number;
   errors: number;
+  /** Why requests failed (the error's code, else its message), with how many each. */
+  errorReasons: Record<string, number>;
   /** How late the generator sent its requests at worst (ms): large values mean it could not keep up. */
   maxSendLagMs: number;
 }
@@ -66,6 +68,7 @@ async function runFor(spec: OpenLoopSpec, agent: http.Agent, seconds: number) {
   let answered = 0;
   let non2xx = 0;
   let errors = 0;
+  const errorReasons: Record<string, number> = {};
   let maxSendLagMs = 0;
   const pending: Array<Promise<void>> = [];
   const started = performance.now();
@@ -82,8 +85,10 @@ async function runFor(spec: OpenLoopSpec, agent: http.Agent, seconds: number) {
             latencies[answered++] = performance.now() - due;
             if (status < 200 || status > 299) non2xx += 1;
           },
-          () => {
+          (error: NodeJS.ErrnoException) => {
             errors += 1;
+            const reason = error.code ?? error.message;
+            errorReasons[reason] = (errorReasons[reason] ?? 0) + 1;
           },
         ),
       );
@@ -106,6 +111,7 @@ async function runFor(spec: OpenLoopSpec, agent: http.Agent, seconds: number) {
     max: answered === 0 ? 0 : Number(sorted[answered - 1]!.toFixed(2)),
     non2xx,
     errors,
+    errorReasons,
     maxSendLagMs: Number(maxSendLagMs.toFixed(2)),
   } satisfies OpenLoopResult;
 }
