@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Executor } from '../../db/connect.js';
 import { groupBy } from '../../group-by.js';
-import { insertNewLeadsAcrossWorkspaces, type NewLeadOf } from '../new-leads-repository.js';
+import { insertNewLeadsAcrossWorkspaces } from '../new-leads-repository.js';
 import { deleteLeads, mergeIntoLeadsAcrossWorkspaces } from '../write-repository.js';
-import { planBulkRows, readyMerge, readyNewLead, type BulkPlan, type BulkRow, type ReadyMerge } from './bulk-path.js';
+import { planBulkRows, readyMerge, readyNewLeads, type BulkPlan, type BulkRow, type ReadyMerge, type ReadyNewLead } from './bulk-path.js';
 import { createdOutcome, failsTheTransaction, mergedOutcome, runIntake, SetBasedWriteFailed, type IntakeRow, type RowResult } from './intake-engine.js';
-import { lookupsAcrossWorkspaces } from './lookup.js';
+import { lookupForBatch, lookupsAcrossWorkspaces } from './lookup.js';
 import type { IntakeOptions } from './options.js';
 
 // The runs of several workspaces in one write group, on plain PostgreSQL. Each workspace's run
@@ -29,37 +29,40 @@ const setBasedFailure = (error: unknown) => {
 };
 
 /**
+ * Each run's plan (planBulkRows) by workspace, from one lookup of every run's rows (one
+ * statement; a single run's is lookupForBatch, which names its workspace).
+ */
+export async function planRuns(db: Executor, runs: readonly WorkspaceRun[]): Promise<Map<number, BulkPlan>> {
+  const leadsOf = (run: WorkspaceRun) => run.rows.map((row) => row.lead);
+  const lookups =
+    runs.length === 1
+      ? new Map([[runs[0]!.workspaceId, await lookupForBatch(db, runs[0]!.workspaceId, leadsOf(runs[0]!))]])
+      : await lookupsAcrossWorkspaces(
+          db,
+          runs.map((run) => ({ workspaceId: run.workspaceId, leads: leadsOf(run) })),
+        );
+  const plans = new Map<number, BulkPlan>();
+  for (const run of runs) plans.set(run.workspaceId, await planBulkRows(db, run.workspaceId, leadsOf(run), run.options, lookups.get(run.workspaceId)));
+  return plans;
+}
+
+/**
  * Runs every run inside the caller's transaction, as runIntake would one by one; returns each
- * run's results. `planned`: each run's plan by workspace, when the caller read their lookup
- * (new-people-alone.ts's lookUpRuns).
+ * run's results. `planned`: the runs' plans (planRuns), when the caller read them already.
  */
 export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly WorkspaceRun[], log: Logger, planned?: ReadonlyMap<number, BulkPlan>): Promise<RowResult[][]> {
-  const lookups = planned
-    ? null
-    : await lookupsAcrossWorkspaces(
-        db,
-        runs.map((run) => ({ workspaceId: run.workspaceId, leads: run.rows.map((row) => row.lead) })),
-      ).catch(setBasedFailure);
+  const plans = planned ?? (await planRuns(db, runs).catch(setBasedFailure));
 
   const results: RowResult[][] = runs.map(() => []);
-  const ready: Array<{ run: number; row: BulkRow; lead: NewLeadOf }> = [];
+  const ready: Array<ReadyNewLead & { run: number }> = [];
   const merges: Array<ReadyMerge & { run: number }> = [];
   const onTheirOwn: Array<{ position: number; planned: BulkPlan }> = [];
   for (const [position, run] of runs.entries()) {
-    const plan =
-      planned?.get(run.workspaceId) ??
-      (await planBulkRows(
-        db,
-        run.workspaceId,
-        run.rows.map((row) => row.lead),
-        run.options,
-        lookups!.get(run.workspaceId),
-      ));
-    const leads = plan.plan.map(readyNewLead);
+    const plan = plans.get(run.workspaceId)!;
+    const people = readyNewLeads(plan, run.workspaceId);
     // Merges are planned only for a run of nothing but updates: no other run can share the merge.
     const merged = plan.plan.every((row) => row?.kind === 'update') ? plan.plan.map(readyMerge) : null;
-    if (leads.every((lead) => lead !== null))
-      leads.forEach((lead, index) => ready.push({ run: position, row: plan.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
+    if (people) ready.push(...people.map((person) => ({ run: position, ...person })));
     else if (merged?.every((merge): merge is ReadyMerge => merge !== null)) merged.forEach((merge) => merges.push({ run: position, ...merge }));
     else onTheirOwn.push({ position, planned: plan });
   }

@@ -5,7 +5,7 @@ import { findTagsByNames } from '../../tags/repository.js';
 import { companyHasDetails } from './company-resolution.js';
 import type { BatchLookup, IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { lookupForBatch, rowLookup } from './lookup.js';
-import { insertCompaniesAndTags, insertNewLeads, type NewLeadWrite } from '../new-leads-repository.js';
+import { insertCompaniesAndTags, insertNewLeads, type NewLeadOf, type NewLeadWrite } from '../new-leads-repository.js';
 import type { PreparedLead } from './prepare.js';
 import { checkReferences, leadValues, mergeOfRow, type References } from './row-intake.js';
 import { strongestMatch, type StrongestMatch } from './match.js';
@@ -119,6 +119,20 @@ export function readyNewLead(row: BulkRow | null): NewLeadWrite | null {
   if (row?.kind !== 'create') return null;
   const companyId = companyWhenAllExist(row);
   return companyId === undefined ? null : newLeadWrite(row, companyId, row.references.tagIds, []);
+}
+
+/** A bulk row that creates a person, as the new-lead statement writes it with its workspace. */
+export type ReadyNewLead = { row: BulkRow; lead: NewLeadOf };
+
+/** Every row of a run's plan as readyNewLead writes it, in the run `workspaceId`; null unless every row is one. */
+export function readyNewLeads({ plan }: BulkPlan, workspaceId: number): ReadyNewLead[] | null {
+  const ready: ReadyNewLead[] = [];
+  for (const row of plan) {
+    const lead = readyNewLead(row);
+    if (!lead) return null;
+    ready.push({ row: row!, lead: { ...lead, workspaceId } });
+  }
+  return ready;
 }
 
 /** A bulk row that updates the lead it matches, as the merge statement writes it (with its warnings). */

@@ -141,7 +141,8 @@ async function runGroup(
   for (const run of runs) {
     if (shared.includes(run)) continue;
     const { first } = run;
-    settleRun(run, await runIntake(trx, first.workspaceId, workspaceRunOf(requests)(run).rows, first.options, first.dryRun, log, setBased, planned?.get(first.workspaceId)));
+    const { workspaceId, rows, options } = workspaceRunOf(requests)(run);
+    settleRun(run, await runIntake(trx, workspaceId, rows, options, first.dryRun, log, setBased, planned?.get(workspaceId)));
   }
 
   // Only answers below 400 are kept; a refused request's claim goes (errors are never stored).

@@ -1,9 +1,8 @@
 import type { Executor } from '../../db/connect.js';
-import { insertNewLeadsCommitted, type NewLeadOf } from '../new-leads-repository.js';
-import type { WorkspaceRun } from './across-workspaces.js';
-import { planBulkRows, readyNewLead, type BulkPlan, type BulkRow } from './bulk-path.js';
+import { insertNewLeadsCommitted } from '../new-leads-repository.js';
+import { planRuns, type WorkspaceRun } from './across-workspaces.js';
+import { readyNewLeads, type BulkPlan, type ReadyNewLead } from './bulk-path.js';
 import { createdOutcome, type RowResult } from './intake-engine.js';
-import { lookupForBatch, lookupsAcrossWorkspaces } from './lookup.js';
 
 // A write group whose rows all create people whose companies and tags exist (what POST /leads
 // mostly is under load) needs no transaction: after its lookup, one statement writes every
@@ -13,11 +12,7 @@ import { lookupForBatch, lookupsAcrossWorkspaces } from './lookup.js';
 // person, a tag to create) runs it with the lookup already read (group-transaction.ts).
 
 /** A row that creates a person, by its run and as the new-lead statement writes it. */
-export interface NewPerson {
-  run: number;
-  row: BulkRow;
-  lead: NewLeadOf;
-}
+export type NewPerson = ReadyNewLead & { run: number };
 
 /**
  * The lookup of a group's runs (each of a workspace no other run is of; several workspaces
@@ -26,23 +21,12 @@ export interface NewPerson {
  * (otherwise null).
  */
 export async function lookUpRuns(db: Executor, runs: readonly WorkspaceRun[]): Promise<{ plans: Map<number, BulkPlan>; newPeople: NewPerson[] | null }> {
-  const leadsOf = (run: WorkspaceRun) => run.rows.map((row) => row.lead);
-  const lookups =
-    runs.length === 1
-      ? new Map([[runs[0]!.workspaceId, await lookupForBatch(db, runs[0]!.workspaceId, leadsOf(runs[0]!))]])
-      : await lookupsAcrossWorkspaces(
-          db,
-          runs.map((run) => ({ workspaceId: run.workspaceId, leads: leadsOf(run) })),
-        );
-  const plans = new Map<number, BulkPlan>();
-  let newPeople: NewPerson[] | null = [];
+  const plans = await planRuns(db, runs);
+  const newPeople: NewPerson[] = [];
   for (const [position, run] of runs.entries()) {
-    const planned = await planBulkRows(db, run.workspaceId, leadsOf(run), run.options, lookups.get(run.workspaceId));
-    plans.set(run.workspaceId, planned);
-    const leads = planned.plan.map(readyNewLead);
-    if (newPeople && leads.every((lead) => lead !== null))
-      leads.forEach((lead, index) => newPeople!.push({ run: position, row: planned.plan[index]!, lead: { ...lead, workspaceId: run.workspaceId } }));
-    else newPeople = null;
+    const people = readyNewLeads(plans.get(run.workspaceId)!, run.workspaceId);
+    if (!people) return { plans, newPeople: null };
+    newPeople.push(...people.map((person) => ({ run: position, ...person })));
   }
   return { plans, newPeople };
 }
