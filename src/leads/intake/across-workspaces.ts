@@ -24,6 +24,9 @@ export interface WorkspaceRun {
   options: IntakeOptions;
 }
 
+/** A row that creates a person, by its run and as the new-lead statement writes it. */
+export type NewPerson = ReadyNewLead & { run: number };
+
 const setBasedFailure = (error: unknown) => {
   throw failsTheTransaction(error) ? error : new SetBasedWriteFailed(error);
 };
@@ -54,7 +57,7 @@ export async function runIntakeAcrossWorkspaces(db: Executor, runs: readonly Wor
   const plans = planned ?? (await planRuns(db, runs).catch(setBasedFailure));
 
   const results: RowResult[][] = runs.map(() => []);
-  const ready: Array<ReadyNewLead & { run: number }> = [];
+  const ready: NewPerson[] = [];
   const merges: Array<ReadyMerge & { run: number }> = [];
   const onTheirOwn: Array<{ position: number; planned: BulkPlan }> = [];
   for (const [position, run] of runs.entries()) {

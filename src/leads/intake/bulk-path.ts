@@ -115,7 +115,7 @@ const companyWhenAllExist = (row: BulkRow): number | null | undefined =>
  * A bulk row that creates a person whose company and tags all exist, as the new-lead statement
  * writes it with nothing written before it; null for any other row.
  */
-export function readyNewLead(row: BulkRow | null): NewLeadWrite | null {
+function readyNewLead(row: BulkRow | null): NewLeadWrite | null {
   if (row?.kind !== 'create') return null;
   const companyId = companyWhenAllExist(row);
   return companyId === undefined ? null : newLeadWrite(row, companyId, row.references.tagIds, []);

@@ -3,12 +3,11 @@ import { inTransactionRetried } from '../../db/conflicts.js';
 import type { Db, Executor } from '../../db/connect.js';
 import { claimKeys, reusedKey } from '../../idempotency/claims.js';
 import { settleRecords } from '../../idempotency/repository.js';
-import { isUnavailable } from '../../db/availability.js';
 import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
 import { runIntakeAcrossWorkspaces } from './across-workspaces.js';
 import { answerRun, lookedUpFirst, runsAcrossWorkspaces, runsOf, workspaceRunOf, type Run } from './group-runs.js';
 import type { BulkPlan } from './bulk-path.js';
-import { lookUpRuns, writeNewPeople } from './new-people-alone.js';
+import { writeNewPeopleAlone } from './new-people-alone.js';
 import { runIntake, SetBasedWriteFailed, type RowResult } from './intake-engine.js';
 import type { Settled, WriteRequest, WriteResult } from './write-request.js';
 
@@ -43,27 +42,12 @@ export async function runGroupTransaction(
   { commits = () => {}, acrossWorkspaces = false }: { commits?: () => void; acrossWorkspaces?: boolean } = {},
 ): Promise<GroupOutcome[]> {
   const runs = lookedUpFirst(requests, acrossWorkspaces);
-  let planned: Map<number, BulkPlan> | undefined;
-  if (runs) {
-    const workspaceRuns = runs.map(workspaceRunOf(requests));
-    const lookedUp = await lookUpRuns(db, workspaceRuns).catch((error: unknown) => {
-      if (isUnavailable(error)) throw error;
-      return null; // the transaction reads it again, and settles the failure
-    });
-    if (lookedUp?.newPeople) {
-      const results = await writeNewPeople(db, workspaceRuns, lookedUp.newPeople).catch((error: unknown) => {
-        if (isUnavailable(error)) throw error;
-        log.debug({ err: error, requests: requests.length }, 'the write of new people failed as a whole (written since the lookup?); running the group as a transaction');
-        return null;
-      });
-      if (results) {
-        commits();
-        const settled: Settled[] = new Array(requests.length);
-        runs.forEach((run, position) => answerRun(requests, run, results[position]!, settled));
-        return settled;
-      }
-    } else planned = lookedUp?.plans;
+  const alone = runs ? await writeNewPeopleAlone(db, requests, runs, log) : {};
+  if ('settled' in alone) {
+    commits();
+    return alone.settled;
   }
+  const { planned } = alone;
 
   const run = (setBased: boolean) =>
     inTransactionRetried(db, async (trx) => {
