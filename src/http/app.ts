@@ -62,6 +62,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
   const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
   const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited());
   const inFlight = perKeyConcurrencyLimit(ctx.config.CONCURRENT_REQUESTS_PER_KEY, () => ctx.metrics.http.concurrencyLimited());
+  ctx.metrics.http.watchRequestsInProgress(inFlight.inProgress);
   const validator = (validateRequests: boolean) =>
     OpenApiValidator.middleware({
       apiSpec: OPENAPI_PATH,
@@ -104,7 +105,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
         timeOperation(ctx.metrics.http, operation.operationId),
         auth,
         limit,
-        inFlight,
+        inFlight.handler,
         ...operation.requiredScopes.map((scope) => requireScope(scope)),
         ...(operation.hasJsonBody ? jsonBody : []),
         rejectUnknownQueryParameters(operation),

@@ -20,6 +20,7 @@ import { IdempotencyConflict } from '../idempotency/claims.js';
 import { DuplicateRejected, RowRejected } from '../leads/intake/rejections.js';
 import { WriteQueueFull } from '../leads/intake/write-groups.js';
 import { IDEMPOTENCY_KEY_MAX_LENGTH, REQUEST_BODY_MAX_BYTES } from '../limits.js';
+import { ClientGone, isBodyAborted } from './middleware/client-gone.js';
 import { validationErrorsFromValidator } from './validation-errors.js';
 
 /** Every error body the OpenAPI document gives. */
@@ -118,9 +119,14 @@ interface HttpLikeError {
 // The single place where anything thrown becomes an HTTP answer: contract errors keep
 // their shape, body-parser and validator errors are mapped onto the spec's shapes, the
 // database being unreachable is a 503 (reported through `onUnavailable`, which logs it once
-// per outage), and anything else is a logged 500 that reveals nothing.
+// per outage), a client that went away gets nothing (there is no one to answer; logged at
+// info, as clients do that), and anything else is a logged 500 that reveals nothing.
 export function errorHandler(logger: Logger, onUnavailable: (error: unknown) => void = () => {}): ErrorRequestHandler<ParamsDictionary, ErrorBody> {
   return (error: unknown, req, res, next) => {
+    if (error instanceof ClientGone || isBodyAborted(error)) {
+      (req.log ?? logger).info('client went away before its answer');
+      return;
+    }
     if (res.headersSent) return next(error);
     const answer = error instanceof ApiError ? error : fromDomain(error);
     if (answer) {

@@ -18,6 +18,8 @@ export interface HttpMetrics {
   operation(operationId: string): (status: number, seconds: number) => void;
   rateLimited(): void;
   concurrencyLimited(): void;
+  /** Reports the requests the per-key concurrency limit counts in progress, read on every scrape. */
+  watchRequestsInProgress(read: () => number): void;
 }
 
 /** What the two intake operations did with each row; `outcome` as in docs/operations.md. */
@@ -97,6 +99,16 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
     'http_concurrency_limited_requests_total',
     'Requests refused with 429 because their API key had CONCURRENT_REQUESTS_PER_KEY requests in progress in this process.',
   );
+
+  const inProgressReaders: Array<() => number> = [];
+  new Gauge({
+    name: `${PREFIX}http_requests_in_progress`,
+    help: 'Public API requests of authenticated keys this process works on now (what CONCURRENT_REQUESTS_PER_KEY bounds per key); 0 at rest.',
+    registers,
+    collect() {
+      this.set(inProgressReaders.reduce((sum, read) => sum + read(), 0));
+    },
+  });
 
   const intakeRows = counter('intake_rows_total', 'Lead rows written by POST /leads and POST /leads/batch (dry runs and replays excluded), by outcome.', ['operation', 'outcome']);
   const replays = counter('idempotent_replays_total', 'Write requests answered with the stored answer of an earlier one with the same Idempotency-Key.', ['operation']);
@@ -186,6 +198,9 @@ export function createMetrics(options: { processMetrics: boolean }): Metrics {
       operation: timeOperation,
       rateLimited: () => rateLimited.inc(),
       concurrencyLimited: () => concurrencyLimited.inc(),
+      watchRequestsInProgress: (read) => {
+        inProgressReaders.push(read);
+      },
     },
     intake: {
       rows: (operationId, outcome, count = 1) => {

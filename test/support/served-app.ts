@@ -61,7 +61,7 @@ export async function serveApp(options: { databaseUrl: string; env?: Record<stri
     },
   });
   const config = loadConfig({ LOG_LEVEL: 'warn', WORKER: 'off', PUBLIC_URL: 'http://localhost:3000', ...options.env });
-  const logger = pino({ level: 'warn' }, stream);
+  const logger = pino({ level: config.LOG_LEVEL }, stream);
   const database = await ProcessDatabase.open({ ...config, DATABASE_URL: options.databaseUrl }, logger);
   const ctx = await createContext(config, { database, logger, validateResponses: true });
   const server: Server = createApp(ctx).listen(0, '127.0.0.1');

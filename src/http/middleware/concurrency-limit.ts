@@ -8,8 +8,15 @@ import { authOf } from './auth.js';
 // requests cannot take what other keys' requests need. Runs after the rate limit, whose
 // RateLimit headers the 429 carries like every other answer.
 
-export function perKeyConcurrencyLimit(limit: number, onLimited: () => void): RequestHandler {
+export interface ConcurrencyLimit {
+  handler: RequestHandler;
+  /** Requests holding a slot in this process now, every key's together. */
+  inProgress(): number;
+}
+
+export function perKeyConcurrencyLimit(limit: number, onLimited: () => void): ConcurrencyLimit {
   const inFlight = new Map<number, number>();
+  let inProgress = 0;
   const refusal = new ApiError(
     429,
     {
@@ -19,7 +26,7 @@ export function perKeyConcurrencyLimit(limit: number, onLimited: () => void): Re
     { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) },
   );
 
-  return (req, res, next) => {
+  const handler: RequestHandler = (req, res, next) => {
     const key = authOf(req).apiKeyId;
     const count = inFlight.get(key) ?? 0;
     if (count >= limit) {
@@ -27,12 +34,17 @@ export function perKeyConcurrencyLimit(limit: number, onLimited: () => void): Re
       throw refusal;
     }
     inFlight.set(key, count + 1);
-    // A response emits 'close' once: after 'finish', or alone when the client went away first.
+    inProgress += 1;
+    // A response emits 'close' once: after 'finish', or alone when the client goes away. One
+    // that has closed never emits it again: inOrder stops a request whose client has gone
+    // before this step, so here it has not closed yet.
     res.on('close', () => {
+      inProgress -= 1;
       const left = inFlight.get(key)! - 1;
       if (left === 0) inFlight.delete(key);
       else inFlight.set(key, left);
     });
     next();
   };
+  return { handler, inProgress: () => inProgress };
 }

@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { ClientGone, clientGone } from './client-gone.js';
 
 type Steps = ReadonlyArray<RequestHandler | readonly RequestHandler[]>;
 
@@ -9,6 +10,10 @@ type Steps = ReadonlyArray<RequestHandler | readonly RequestHandler[]>;
  * express's router pays a layer (a match, a dispatch, a try/catch and a promise check) per
  * handler of a route; an API route has seven to ten steps and the cheapest routes (GET /me)
  * spend a visible share of their time there, so each operation is bound as one handler.
+ *
+ * A request whose client has gone stops before its next step (ClientGone goes to the error
+ * handlers): steps after an await (authentication, the rate limit) then never take a slot
+ * for it, nor run a handler on a body that never arrived.
  */
 export function inOrder(steps: Steps): RequestHandler {
   const flat = steps.flat();
@@ -22,6 +27,10 @@ export function inOrder(steps: Steps): RequestHandler {
       const step = flat[index++];
       if (!step) {
         done();
+        return;
+      }
+      if (clientGone(res)) {
+        done(new ClientGone());
         return;
       }
       try {
