@@ -14,7 +14,8 @@ import { FairSlots } from './db/fair-slots.js';
 import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
-import { WriteGroups } from './leads/intake/write-groups.js';
+import { runGroupTransaction } from './leads/intake/group-transaction.js';
+import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';
 
@@ -102,11 +103,10 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     logger,
     pool,
     db,
-    writeGroups: new WriteGroups(db, logger, {
+    writeGroups: new WriteGroups(async (requests, commits) => runGroupTransaction(db, requests, logger, { commits, acrossWorkspaces: !(await onCitus()) }), logger, {
       queueLimit: config.WRITE_QUEUE_LIMIT,
-      slots: FairSlots.forPool(config.DATABASE_POOL_SIZE),
+      slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, RUNNING_GROUPS),
       groupRan: metrics.intake.groupRan,
-      acrossWorkspaces: async () => !(await onCitus()),
     }),
     leadReads: new LeadReads(db),
     metrics,

@@ -14,9 +14,9 @@ export class FairSlots<Key> {
     readonly perKey: number,
   ) {}
 
-  /** Slots for a pool of `poolSize` connections: all but three for such work, half of those at most for one caller. */
-  static forPool<Key>(poolSize: number): FairSlots<Key> {
-    const total = Math.max(1, poolSize - 3);
+  /** Slots for a pool of `poolSize` connections: all but `reserved` (kept for other work) for such work, half of those at most for one caller. */
+  static forPool<Key>(poolSize: number, reserved: number): FairSlots<Key> {
+    const total = Math.max(1, poolSize - reserved);
     return new FairSlots<Key>(total, Math.ceil(total / 2));
   }
 

@@ -9,7 +9,7 @@ import { answerRun, lookedUpFirst, runsAcrossWorkspaces, runsOf, workspaceRunOf,
 import type { BulkPlan } from './bulk-path.js';
 import { writeNewPeopleAlone } from './new-people-alone.js';
 import { runIntake, SetBasedWriteFailed, type RowResult } from './intake-engine.js';
-import type { Settled, WriteRequest, WriteResult } from './write-request.js';
+import { RUN_AGAIN, type GroupOutcome, type Settled, type WriteRequest, type WriteResult } from './write-request.js';
 
 // The transaction of one write group (src/leads/intake/write-groups.ts): every request's
 // Idempotency-Key claimed, their rows run through the intake engine, each request's answer
@@ -18,10 +18,6 @@ import type { Settled, WriteRequest, WriteResult } from './write-request.js';
 // the rows did is added to each workspace's daily counts by the same transaction, so the
 // counts hold exactly the writes that were committed. A group of new people only needs no
 // transaction: one statement writes and counts them (new-people-alone.ts).
-
-/** A request that shared its Idempotency-Key with an earlier one of its group that did not succeed: it runs in the next group. */
-export const RUN_AGAIN = Symbol('run again');
-export type GroupOutcome = Settled | typeof RUN_AGAIN;
 
 /**
  * Runs the requests as one transaction and returns each one's outcome, in their order; a

@@ -1,12 +1,10 @@
 import type { Logger } from 'pino';
 import { isUnavailable } from '../../db/availability.js';
-import type { Db } from '../../db/connect.js';
 import type { FairSlots } from '../../db/fair-slots.js';
-import { RUN_AGAIN, runGroupTransaction, type GroupOutcome } from './group-transaction.js';
-import type { Settled, WriteRequest, WriteResult } from './write-request.js';
+import { RUN_AGAIN, type GroupOutcome, type RunGroup, type Settled, type WriteRequest, type WriteResult } from './write-request.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
-// one group: one transaction (src/leads/intake/group-transaction.ts), their rows through the intake
+// one group: one transaction (the RunGroup it is given: src/leads/intake/group-transaction.ts), their rows through the intake
 // engine as one set, one commit. A request that arrives when no group is working starts one at
 // once (no timer, no added latency at low load). Requests arriving while a group works wait:
 // the next group forms from them while that group commits (its statements done, its COMMIT on
@@ -48,8 +46,6 @@ export interface WriteGroupsOptions {
   slots: FairSlots<number>;
   /** A group ran (metrics; its halves run again after a failure are not counted again). */
   groupRan(requests: number): void;
-  /** Whether runs of several workspaces may share statements: not on Citus (see group-transaction.ts). */
-  acrossWorkspaces(): Promise<boolean>;
 }
 
 interface Member {
@@ -66,7 +62,7 @@ export class WriteGroups {
   private working = 0;
 
   constructor(
-    private readonly db: Db,
+    private readonly runGroup: RunGroup,
     private readonly log: Logger,
     private readonly options: WriteGroupsOptions,
   ) {}
@@ -173,11 +169,9 @@ export class WriteGroups {
     if (!isolating) this.options.groupRan(group.length);
     let outcomes: GroupOutcome[];
     try {
-      outcomes = await runGroupTransaction(
-        this.db,
+      outcomes = await this.runGroup(
         group.map((member) => member.request),
-        this.log,
-        { commits, acrossWorkspaces: await this.options.acrossWorkspaces() },
+        commits ?? (() => {}),
       );
     } catch (error) {
       if (group.length === 1 || isUnavailable(error)) {

@@ -28,3 +28,14 @@ export interface WriteResult<Body> {
 
 /** How a request of a group ended: its answer, or the error it is answered with. */
 export type Settled = { result: WriteResult<unknown> } | { error: unknown };
+
+/** A request that shared its Idempotency-Key with an earlier one of its group that did not succeed: it runs in the next group. */
+export const RUN_AGAIN = Symbol('run again');
+export type GroupOutcome = Settled | typeof RUN_AGAIN;
+
+/**
+ * Runs one group's requests together and returns each one's outcome, in their order; throws
+ * when the group as a whole failed. `commits`: called when the group's statements are done
+ * and its commit is on the way (it may be called again when the group's work runs again).
+ */
+export type RunGroup = (requests: ReadonlyArray<WriteRequest<unknown>>, commits: () => void) => Promise<GroupOutcome[]>;
