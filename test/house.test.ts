@@ -62,7 +62,9 @@ describe('the house', () => {
   it(`has no file in src/ over ${MAX_LINES} lines`, () => {
     expect(sourceFiles.length).toBeGreaterThan(0);
     const lineCount = (file: string) => readFileSync(path.join(ROOT, file), 'utf8').replace(/\n$/, '').split('\n').length;
-    const tooLong = sourceFiles.map((file) => ({ file, lines: lineCount(file) })).filter(({ lines }) => lines > MAX_LINES);
+    // src/queries/ is written by `npm run queries` (each statement's SQL laid out line by line), not by hand.
+    const written = sourceFiles.filter((file) => !file.startsWith(`src${path.sep}queries${path.sep}`));
+    const tooLong = written.map((file) => ({ file, lines: lineCount(file) })).filter(({ lines }) => lines > MAX_LINES);
     expect(tooLong).toEqual([]);
   });
 });

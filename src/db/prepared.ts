@@ -21,6 +21,22 @@ class InputSlot {
   constructor(readonly name: string) {}
 }
 
+/**
+ * Which statement this is: its repository (a path under src/, without `.ts`) and its name
+ * there. Every statement's text is checked in under src/queries/ by this id (npm run queries),
+ * so a change to a statement shows in review as a diff of SQL.
+ */
+export interface StatementId {
+  repository: string;
+  name: string;
+}
+
+/** Every prepared statement built so far in this process, by the modules that define them. */
+const built: Array<{ id: StatementId; text: string }> = [];
+
+/** The statements every module loaded so far has built (each is built once, when its module loads). */
+export const preparedStatements = (): ReadonlyArray<{ id: StatementId; text: string }> => built;
+
 /** The statement's inputs as placeholders for its builder: `${input.name}` becomes `$n`. */
 export type Placeholders<Input> = { readonly [K in keyof Input]-?: RawBuilder<Input[K]> };
 
@@ -36,7 +52,11 @@ export class PreparedStatement<Input extends object, Row> {
    * `named: false` for a statement over a varying number of rows (a batch's 1 to 1,000): sent
    * unnamed, PostgreSQL plans it for each call's actual arrays instead of a generic plan.
    */
-  constructor(build: (input: Placeholders<Input>) => RawBuilder<unknown>, options: { named: boolean } = { named: true }) {
+  constructor(
+    readonly id: StatementId,
+    build: (input: Placeholders<Input>) => RawBuilder<unknown>,
+    options: { named: boolean } = { named: true },
+  ) {
     const placeholders = new Proxy({}, { get: (_target, name) => sql.val(new InputSlot(String(name))) }) as Placeholders<Input>;
     const compiled = new PostgresQueryCompiler().compileQuery(build(placeholders).toOperationNode(), { queryId: 'prepared' });
     this.slots = compiled.parameters.map((parameter) => {
@@ -48,6 +68,7 @@ export class PreparedStatement<Input extends object, Row> {
     this.node = compiled.query;
     this.name = `prepared_${createHash('sha256').update(this.text).digest('hex').slice(0, 16)}`;
     if (options.named) nameStatement(this.text, this.name);
+    built.push({ id, text: this.text });
   }
 
   /** The parameters of one call, in the order of the text's `$n`. */

@@ -6,6 +6,8 @@ import type { DeliveryBranch, EndpointKind } from '../db/schema.js';
 import { groupBy } from '../group-by.js';
 import { deliveryEndpoint, failingLongEnough, type HealthPolicy } from '../endpoints/repository.js';
 
+const REPOSITORY = 'deliveries/attempt-repository';
+
 // Recording what an attempt did: to the delivery, its attempt log, the lead (a CRM record id)
 // and the health of its endpoint. Claiming comes before: src/deliveries/claim-repository.ts.
 
@@ -63,6 +65,7 @@ const endpoint = deliveryEndpoint('d');
  * and stays healthy is only looked up.
  */
 const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[]; failing: FailingEndpoint[] }>(
+  { repository: REPOSITORY, name: 'RECORD_ATTEMPTS' },
   (input) => sql`
   WITH input AS (
     -- recorded_at: Citus refuses now() inside CASE or COALESCE in a modification; a column is fine.

@@ -5,6 +5,8 @@ import type { DeliveryRow } from '../db/schema.js';
 import { deliveryEndpoint } from '../endpoints/repository.js';
 import { openDelivery } from './repository.js';
 
+const REPOSITORY = 'deliveries/claim-repository';
+
 /** A claimed delivery: the stored row, when its slot comes, and whether its endpoint is disabled. */
 export type ClaimedDelivery = DeliveryRow & {
   /** Milliseconds until the slot its endpoint's cap gave it (0: go at once). */
@@ -60,8 +62,9 @@ const endpoint = deliveryEndpoint('d');
  * are not claimed: no attempt is spent, and the claim goes on with other endpoints' work.
  * An endpoint without a row (no cap, no pause) costs a lookup and nothing else.
  */
-function claimStatement(only: boolean) {
+function claimStatement(name: string, only: boolean) {
   return new PreparedStatement<ClaimInput, ClaimedDelivery & { deferred: number }>(
+    { repository: REPOSITORY, name },
     (input) => sql`
     WITH locked_due AS (
       SELECT d.id, d.next_attempt_at, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
@@ -130,8 +133,8 @@ function claimStatement(only: boolean) {
   );
 }
 
-const CLAIM_DUE = claimStatement(false);
-const CLAIM_ONE = claimStatement(true);
+const CLAIM_DUE = claimStatement('CLAIM_DUE', false);
+const CLAIM_ONE = claimStatement('CLAIM_ONE', true);
 
 /**
  * Claims due deliveries for this worker under a lease and commits the claim at once, so no

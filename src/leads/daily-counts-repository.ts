@@ -2,6 +2,8 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
 
+const REPOSITORY = 'leads/daily-counts-repository';
+
 // Every statement of lead_daily_counts (migration 0015): what the intake did per workspace
 // and UTC day, for the console's overview. Counted per row the engine ran for a real write
 // (dry runs, replays and requests refused before the engine never count):
@@ -45,7 +47,7 @@ export const addToDailyCounts = (counts: RawBuilder<unknown>) => sql`
 
 // Every write group's transaction sends it: named, so PostgreSQL parses it once per connection
 // and Kysely builds it once (db/prepared.ts).
-const ADD_DAILY_COUNTS = new PreparedStatement<AddDailyCountsInput, never>((input) =>
+const ADD_DAILY_COUNTS = new PreparedStatement<AddDailyCountsInput, never>({ repository: REPOSITORY, name: 'ADD_DAILY_COUNTS' }, (input) =>
   addToDailyCounts(
     sql`unnest(${input.workspaceIds}::bigint[], ${input.created}::int[], ${input.updated}::int[], ${input.skipped}::int[], ${input.failed}::int[])
       AS c(workspace_id, created, updated, skipped, failed)`,

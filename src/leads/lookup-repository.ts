@@ -4,6 +4,8 @@ import { PreparedStatement } from '../db/prepared.js';
 import type { CompanyRow, IdentityKind } from '../db/schema.js';
 import { tagJson, type StoredTag } from '../tags/columns.js';
 
+const REPOSITORY = 'leads/lookup-repository';
+
 // What lead intake reads before it writes, as statements: the tags a payload names, the
 // existing leads holding its match keys and its company candidates, one statement per request
 // or per batch. What to look for and what the answer means: src/leads/intake/lookup.ts.
@@ -75,6 +77,7 @@ const referencedTags = (workspaceId: Input<number>, ids: Input<number[]>, lowerN
     WHERE workspace_id = ${workspaceId} AND (id = ANY(${ids}::bigint[]) OR lower(name) = ANY(${lowerNames}::text[])))`;
 
 const IDENTITY_MATCHES = new PreparedStatement<{ workspaceId: number; kinds: string[]; values: string[] }, IdentityMatch>(
+  { repository: REPOSITORY, name: 'IDENTITY_MATCHES' },
   (input) => sql`
   SELECT m.kind, m.value, m.lead_id FROM ${identityMatchRows(keysOfOneWorkspace(input.kinds, input.values), input.workspaceId)} AS m ORDER BY m.n
 `,
@@ -104,6 +107,7 @@ export interface IntakeLookupInput {
  * predicates, same indexes); a part with nothing to look for finds nothing.
  */
 export const INTAKE_LOOKUP = new PreparedStatement<IntakeLookupInput, IntakeLookup>(
+  { repository: REPOSITORY, name: 'INTAKE_LOOKUP' },
   (input) => sql`
   SELECT
     ${referencedTags(input.workspaceId, input.tagIds, input.tagNames)} AS tags,
@@ -133,6 +137,7 @@ export interface BatchLookupInput {
 
 /** The reads of a whole batch as one statement: what INTAKE_LOOKUP reads, for every row at once. */
 export const BATCH_LOOKUP = new PreparedStatement<BatchLookupInput, BatchLookup>(
+  { repository: REPOSITORY, name: 'BATCH_LOOKUP' },
   (input) => sql`
   SELECT
     ${referencedTags(input.workspaceId, input.tagIds, input.tagNames)} AS tags,
@@ -182,6 +187,7 @@ export interface LookupsAcross {
  * (group-transaction.ts).
  */
 export const LOOKUPS_ACROSS_WORKSPACES = new PreparedStatement<LookupsAcrossInput, LookupsAcross>(
+  { repository: REPOSITORY, name: 'LOOKUPS_ACROSS_WORKSPACES' },
   (input) => sql`
   SELECT
     (SELECT coalesce(json_agg(json_build_object('workspace_id', t.workspace_id, 'tag', ${tagJson('t')})), '[]'::json)

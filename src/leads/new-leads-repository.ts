@@ -19,6 +19,8 @@ import {
 import type { MatchKey } from './lookup-repository.js';
 import { addToDailyCounts } from './daily-counts-repository.js';
 
+const REPOSITORY = 'leads/new-leads-repository';
+
 // The statements that create leads: every new lead is written by the one new-lead statement,
 // after the companies and tags a batch's new leads need.
 
@@ -56,6 +58,7 @@ const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).joi
  * after (its tags exactly the ones given, its company as the transaction sees it).
  */
 function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
+  name: string,
   scopeOf: (input: Placeholders<Input>) => WorkspaceScope,
   options: { records: boolean; named: boolean; commitsAlone?: boolean },
 ) {
@@ -78,6 +81,7 @@ function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
     )`
       : sql``;
   return new PreparedStatement<Input, Row>(
+    { repository: REPOSITORY, name },
     (input) => {
       const scope = scopeOf(input);
       const sourceColumns = sql.raw(['ord int', 'key_count int', ...(scope.across ? ['workspace_id bigint'] : []), ...LEAD_SOURCE_COLUMNS].join(', '));
@@ -129,15 +133,23 @@ export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[
 
 const oneWorkspaceOf = (input: Placeholders<NewLeadsInput>) => oneWorkspace(input.workspaceId);
 /** A batch's run of new leads: planned per call, for its number of rows. */
-const NEW_LEADS = newLeadsStatement<NewLeadsInput, WrittenLead>(oneWorkspaceOf, { records: false, named: false });
+const NEW_LEADS = newLeadsStatement<NewLeadsInput, WrittenLead>('NEW_LEADS', oneWorkspaceOf, { records: false, named: false });
 /** New leads whose callers answer with them (POST /leads): prepared once, returning each lead as stored. */
-export const NEW_LEAD_RECORDS = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>(oneWorkspaceOf, { records: true, named: true });
+export const NEW_LEAD_RECORDS = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>('NEW_LEAD_RECORDS', oneWorkspaceOf, { records: true, named: true });
 /** NEW_LEAD_RECORDS over the runs of several workspaces, each row's workspace its own (plain PostgreSQL only); prepared once too. */
-const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true });
+const NEW_LEAD_RECORDS_ACROSS = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>('NEW_LEAD_RECORDS_ACROSS', () => eachRowsWorkspace, { records: true, named: true });
 
 /** NEW_LEAD_RECORDS and NEW_LEAD_RECORDS_ACROSS committing on their own, the day's counts with them. */
-const NEW_LEAD_RECORDS_ALONE = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>(oneWorkspaceOf, { records: true, named: true, commitsAlone: true });
-const NEW_LEAD_RECORDS_ACROSS_ALONE = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>(() => eachRowsWorkspace, { records: true, named: true, commitsAlone: true });
+const NEW_LEAD_RECORDS_ALONE = newLeadsStatement<NewLeadsInput, WrittenLead & LeadRecord>('NEW_LEAD_RECORDS_ALONE', oneWorkspaceOf, {
+  records: true,
+  named: true,
+  commitsAlone: true,
+});
+const NEW_LEAD_RECORDS_ACROSS_ALONE = newLeadsStatement<LeadRows, WrittenLead & LeadRecord>('NEW_LEAD_RECORDS_ACROSS_ALONE', () => eachRowsWorkspace, {
+  records: true,
+  named: true,
+  commitsAlone: true,
+});
 
 /**
  * New leads of one or more workspaces in one statement that commits on its own (no

@@ -5,10 +5,13 @@ import { PreparedStatement } from '../db/prepared.js';
 import { tagsJsonOf } from '../tags/columns.js';
 import { leadColumns, type LeadRecord } from './columns.js';
 
+const REPOSITORY = 'leads/read-repository';
+
 // One round trip for the whole Lead output: the lead row, its tags, its company and the
 // company's tags. Confined to the workspace so a foreign id reads exactly like a missing one;
 // every table is matched on the workspace parameter itself, which is what Citus routes by.
 export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: number[] }, LeadRecord>(
+  { repository: REPOSITORY, name: 'LEAD_RECORDS' },
   (input) => sql`
   SELECT ${leadColumns('l')},
     ${tagsJsonOf('lead_tags', 'lead_id', sql.ref('l.id'), input.workspaceId)} AS tags,

@@ -8,6 +8,8 @@ import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } fr
 import type { MatchKey } from './lookup-repository.js';
 import { claimMatchKeys, eachRowsWorkspace, leadRecordSources, leadRowsInput, oneWorkspace, type LeadRows, type WorkspaceScope } from './lead-rows-repository.js';
 
+const REPOSITORY = 'leads/write-repository';
+
 // The statements that change existing leads (new leads: new-leads-repository.ts).
 
 /** Undoes leads that lost the race for one of their match keys (their claimed keys go with them). */
@@ -81,8 +83,8 @@ const appendedList = (column: 'emails' | 'phones', max: number) =>
  * is left out of the answer (and nothing of its row is written): the caller matches that row
  * again. Each lead comes back as stored right after, as findLeadRecords reads it.
  */
-function mergeStatement<Input extends MergeRows>(scopeOf: (input: Placeholders<Input>) => { scope: WorkspaceScope; workspaces: RawBuilder<unknown> }) {
-  return new PreparedStatement<Input, MergedLead>((input) => {
+function mergeStatement<Input extends MergeRows>(name: string, scopeOf: (input: Placeholders<Input>) => { scope: WorkspaceScope; workspaces: RawBuilder<unknown> }) {
+  return new PreparedStatement<Input, MergedLead>({ repository: REPOSITORY, name }, (input) => {
     const { scope, workspaces } = scopeOf(input);
     const sourceColumns = scope.across ? sql`workspace_id bigint, ${MERGE_SOURCE_COLUMNS}` : MERGE_SOURCE_COLUMNS;
     // Across workspaces the rows of each part carry their lead's workspace; of one, it is the parameter.
@@ -146,9 +148,12 @@ function mergeStatement<Input extends MergeRows>(scopeOf: (input: Placeholders<I
 }
 
 /** Merges of one workspace's leads: every statement Citus runs names its workspace. */
-const MERGE_INTO_LEADS = mergeStatement<MergeInput>((input) => ({ scope: oneWorkspace(input.workspaceId), workspaces: sql`= ${input.workspaceId}` }));
+const MERGE_INTO_LEADS = mergeStatement<MergeInput>('MERGE_INTO_LEADS', (input) => ({ scope: oneWorkspace(input.workspaceId), workspaces: sql`= ${input.workspaceId}` }));
 /** MERGE_INTO_LEADS over the leads of several workspaces, each row's workspace its own (plain PostgreSQL only). */
-const MERGE_INTO_LEADS_ACROSS = mergeStatement<MergeAcrossInput>((input) => ({ scope: eachRowsWorkspace, workspaces: sql`= ANY(${input.workspaceIds}::bigint[])` }));
+const MERGE_INTO_LEADS_ACROSS = mergeStatement<MergeAcrossInput>('MERGE_INTO_LEADS_ACROSS', (input) => ({
+  scope: eachRowsWorkspace,
+  workspaces: sql`= ANY(${input.workspaceIds}::bigint[])`,
+}));
 
 /** Merges intake rows into existing leads, in one statement (see MERGE_INTO_LEADS); each lead's `ord` is its position in `merges`. */
 export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
