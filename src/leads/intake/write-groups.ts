@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { isUnavailable } from '../../db/availability.js';
 import type { Db } from '../../db/connect.js';
 import type { FairSlots } from '../../db/fair-slots.js';
+import { callerContext, inSpan, linksTo } from '../../tracing/spans.js';
 import { RUN_AGAIN, runGroupTransaction, type GroupOutcome } from './group-transaction.js';
 import type { Settled, WriteRequest, WriteResult } from './write-request.js';
 
@@ -55,6 +56,8 @@ export interface WriteGroupsOptions {
 interface Member {
   request: WriteRequest<unknown>;
   settle(settled: Settled): void;
+  /** The caller's trace context (tracing on): the group's span links to it. */
+  traced: ReturnType<typeof callerContext>;
 }
 
 export class WriteGroups {
@@ -173,11 +176,15 @@ export class WriteGroups {
     if (!isolating) this.options.groupRan(group.length);
     let outcomes: GroupOutcome[];
     try {
-      outcomes = await runGroupTransaction(
-        this.db,
-        group.map((member) => member.request),
-        this.log,
-        { commits, acrossWorkspaces: await this.options.acrossWorkspaces() },
+      // One span for the group's transaction, in the trace of the request that came first, linked to every request it carries.
+      const span = { parent: group[0]!.traced, links: linksTo(group.map((member) => member.traced)), attributes: { 'lead_intake.write_group.requests': group.length } };
+      outcomes = await inSpan('leads write group', span, async () =>
+        runGroupTransaction(
+          this.db,
+          group.map((member) => member.request),
+          this.log,
+          { commits, acrossWorkspaces: await this.options.acrossWorkspaces() },
+        ),
       );
     } catch (error) {
       if (group.length === 1 || isUnavailable(error)) {
@@ -206,6 +213,7 @@ function answered<Body>(request: WriteRequest<Body>, start: (member: Member) => 
   return new Promise((resolve, reject) =>
     start({
       request: request as WriteRequest<unknown>,
+      traced: callerContext(),
       settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
     }),
   );
