@@ -8,6 +8,7 @@ import { createDb, createPool, type Db } from '../../src/db/connect.js';
 import { createWorkflow } from '../../src/workflows/service.js';
 import { cliJson } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { readTestEnvironment } from '../support/env.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { startCollector, type CollectedSpan, type Collector } from '../support/otlp-collector.js';
@@ -82,7 +83,14 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       trigger: 'lead_created',
       block: { endpoint: 'url', url: `${receiver.url}/crm`, method: 'POST', format: 'json', headers: [], fields: [] },
     });
-    const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' };
+    // With Redis (the rate limit's store), its calls are spans of the request too.
+    const redis = readTestEnvironment().redisUrl;
+    const tracing = {
+      ...(redis ? { REDIS_URL: redis } : {}),
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    };
     api = start('main.js', tracing);
     url = await apiUrl(api);
     worker = start('worker-main.js', tracing);
@@ -112,6 +120,9 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(group.links.filter((link) => link.traceId === traceId)).toHaveLength(1);
     const statements = served.filter((span) => span.attributes['db.system.name'] === 'postgresql' || span.attributes['db.system'] === 'postgresql');
     expect(statements.filter((span) => span.parentSpanId === group.spanId).length).toBeGreaterThan(0);
+
+    if (readTestEnvironment().redisUrl)
+      expect(served.filter((span) => span.attributes['db.system.name'] === 'redis' || span.attributes['db.system'] === 'redis').length).toBeGreaterThan(0);
 
     const worked = ofTrace('lead-intake-worker');
     expect(named(worked, 'outbox fan-out')).toBeDefined();
