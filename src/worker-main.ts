@@ -1,38 +1,6 @@
-import type { Server } from 'node:http';
-import { loadConfig } from './config.js';
-import { ProcessDatabase } from './db/open.js';
-import { describeStartupFailure, runProcess } from './lifecycle.js';
-import { useSecretsKey } from './secrets/keyring.js';
-import { createLogger } from './logger.js';
-import { closeMetricsServer, serveMetrics } from './metrics/server.js';
-import { WorkerContext } from './worker/context.js';
+// `npm run worker`: tracing first (when OpenTelemetry's variables ask for it), so that the
+// modules it instruments are imported after it; then the worker process (src/worker-process.ts).
+import { startTracing } from './tracing/switch.js';
 
-// `npm run worker`: the outbox dispatcher and website analysis without the HTTP API.
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const logger = createLogger(config.LOG_LEVEL);
-  const running: { database?: ProcessDatabase; worker?: WorkerContext; metricsServer?: Server } = {};
-  useSecretsKey(config, logger);
-  await runProcess(logger, {
-    stopping: 'worker shutting down: finishing in-flight deliveries and analyses',
-    async start() {
-      const database = (running.database = await ProcessDatabase.open(config, logger));
-      await database.migrate();
-      // The worker needs only the database: no Redis, no API key cache.
-      running.worker = WorkerContext.fromConfig(config, { database, logger });
-      running.worker.start();
-      if (config.METRICS_PORT !== undefined) running.metricsServer = await serveMetrics(running.worker.metrics.registry, { port: config.METRICS_PORT, host: config.HOST, logger });
-      logger.info('worker started');
-    },
-    async stop() {
-      await running.worker?.close();
-      await closeMetricsServer(running.metricsServer);
-      await running.database?.close();
-    },
-  });
-}
-
-main().catch((error: unknown) => {
-  process.stderr.write(`${describeStartupFailure(error)}\n`);
-  process.exit(1);
-});
+await startTracing('lead-intake-worker');
+await import('./worker-process.js');

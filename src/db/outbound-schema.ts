@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 import type { Json, JsonWithDefault, NullableTimestamp, Timestamp } from './column-types.js';
 
 // Row types of the outbound tables: connectors, workflows, deliveries and their attempts, and
@@ -101,6 +101,8 @@ export interface DeliveriesTable {
   locked_by: string | null;
   created_at: Timestamp;
   finished_at: NullableTimestamp;
+  /** The trace context of the event it was fanned out from (outbox.trace_context); null untraced. */
+  trace_context: ColumnType<string | null, string | null | undefined, string | null>;
   /** When `deliveries recover` sent this Failed delivery again; a later recovery skips it. */
   recovered_at: NullableTimestamp;
   /** Answers 429 of the current series that postponed it without counting as an attempt. */
@@ -117,6 +119,8 @@ export interface DeliveryAttemptsTable {
   reply: string | null;
   duration_ms: number;
   created_at: Timestamp;
+  /** The trace the attempt's span belongs to; null untraced. */
+  trace_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** A webhook endpoint: a connector, or a workflow's Custom URL block. */

@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type { CompanyStatus, LeadStage, Link, Location } from '../../generated/api.js';
 import type { Json, JsonWithDefault, NullableTimestamp, Timestamp } from './column-types.js';
 import type { ConsoleSessionsTable, ConsoleSignInFailuresTable, ConsoleSignInLinksTable } from './console-schema.js';
@@ -140,6 +140,8 @@ export interface OutboxTable {
   processed_at: NullableTimestamp;
   last_error: string | null;
   created_at: Timestamp;
+  /** The W3C trace context of the request that wrote the event (JSON of traceparent and tracestate); null untraced. */
+  trace_context: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {

@@ -34,6 +34,8 @@ export interface AttemptOutcome {
   rateLimited: boolean;
   /** After a 429: the endpoint's deliveries wait until then. */
   pauseEndpointUntil: Date | null;
+  /** The trace of the attempt's span (tracing on). */
+  traceId?: string | null;
 }
 
 /** An endpoint whose failures, as just recorded, meet the disabling rule (src/deliveries/endpoint-health.ts). */
@@ -71,7 +73,7 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
     -- recorded_at: Citus refuses now() inside CASE or COALESCE in a modification; a column is fine.
     SELECT *, now() AS recorded_at FROM jsonb_to_recordset(${input.outcomes}::jsonb) AS r(delivery_id bigint, attempt int, status_code int, error text, reply text,
       duration_ms int, branch text, next_attempt_at timestamptz, crm_lead_id bigint, crm_record_id text,
-      endpoint text, rate_limited boolean, pause_until timestamptz)
+      endpoint text, rate_limited boolean, pause_until timestamptz, trace_id text)
   ), updated AS (
     UPDATE deliveries AS d SET
       attempts = i.attempt,
@@ -88,8 +90,8 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
     WHERE d.workspace_id = ${input.workspaceId} AND d.id = i.delivery_id AND d.locked_by = ${input.workerId}::text AND d.branch = 'pending'
     RETURNING d.id, d.workspace_id, d.series, ${endpoint.kind} AS endpoint_kind, ${endpoint.id} AS endpoint_id
   ), attempt AS (
-    INSERT INTO delivery_attempts (workspace_id, delivery_id, series, attempt, status_code, error, reply, duration_ms)
-    SELECT ${input.workspaceId}::bigint, i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
+    INSERT INTO delivery_attempts (workspace_id, delivery_id, series, attempt, status_code, error, reply, duration_ms, trace_id)
+    SELECT ${input.workspaceId}::bigint, i.delivery_id, u.series, i.attempt, i.status_code, i.error, i.reply, i.duration_ms, i.trace_id FROM input AS i JOIN updated AS u ON u.id = i.delivery_id
     ON CONFLICT DO NOTHING
   ), synced AS (
     UPDATE leads AS l SET crm_record_id = i.crm_record_id
@@ -159,6 +161,7 @@ async function recordWorkspaceAttempts(db: Executor, workspaceId: number, worker
       endpoint: outcome.endpoint,
       rate_limited: outcome.rateLimited,
       pause_until: outcome.pauseEndpointUntil?.toISOString() ?? null,
+      trace_id: outcome.traceId ?? null,
     })),
   );
   const [row] = await RECORD_ATTEMPTS.execute(db, { workspaceId, workerId, outcomes: input, ...policy });

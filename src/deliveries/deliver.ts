@@ -9,6 +9,7 @@ import { attemptDelivery } from './attempt.js';
 import type { Credentials } from './credentials.js';
 import type { AttemptOutcome } from './attempt-repository.js';
 import type { ClaimedDelivery } from './claim-repository.js';
+import { inSpan, storedContext } from '../tracing/spans.js';
 
 /** What delivering needs from the process: its configuration, database and logger. */
 export interface DeliveryDeps {
@@ -42,7 +43,7 @@ export async function deliverClaimed(
   if (row.wait_ms > 0) await sleep(row.wait_ms);
   const leaseEndsAt = Date.now() + leaseMs(deps.config);
   try {
-    const outcome = await attemptDelivery(row, credentials, deps.config);
+    const outcome = await attemptInSpan(row, credentials, deps.config);
     // The worker (which reports outages) waits out a short one; a send-now caller is told at once.
     const recorded = outage ? await recordWithinLease(record, outcome, leaseEndsAt, outage) : await record(outcome);
     if (!recorded) deps.logger.warn({ deliveryId: row.id }, 'delivery claim was lost before the attempt was recorded');
@@ -53,6 +54,26 @@ export async function deliverClaimed(
     else deps.logger.error({ err: error, deliveryId: row.id }, 'delivery attempt could not be recorded; it is retried when its lease expires');
     return null;
   }
+}
+
+/**
+ * The attempt in a span of the trace of the request that wrote its event (of the caller, for a
+ * send-now), so its HTTP request carries that trace's `traceparent` to the receiver; each retry
+ * is another such span of the same trace.
+ */
+function attemptInSpan(row: ClaimedDelivery, credentials: Credentials | undefined, config: Config): Promise<AttemptOutcome> {
+  const attributes = {
+    'lead_intake.delivery.id': row.id,
+    'lead_intake.delivery.attempt': row.attempts + 1,
+    'lead_intake.delivery.sender': row.sender,
+    'lead_intake.delivery.event': row.event,
+  };
+  const parent = row.trace_context ? storedContext(row.trace_context) : undefined;
+  return inSpan(`webhook ${row.event} delivery`, { parent, attributes }, async (span) => {
+    const outcome = await attemptDelivery(row, credentials, config);
+    span?.setAttribute('lead_intake.delivery.branch', outcome.branch);
+    return span ? { ...outcome, traceId: span.spanContext().traceId } : outcome;
+  });
 }
 
 const RECORD_RETRY_MS = 500;

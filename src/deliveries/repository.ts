@@ -179,7 +179,7 @@ export async function resealDeliveries(db: Executor): Promise<number> {
 export async function listDeliveryAttempts(db: Executor, workspaceId: number, deliveryId: number) {
   return db
     .selectFrom('delivery_attempts')
-    .select(['series', 'attempt', 'created_at', 'duration_ms', 'status_code', 'error', 'reply'])
+    .select(['series', 'attempt', 'created_at', 'duration_ms', 'status_code', 'error', 'reply', 'trace_id'])
     .where('workspace_id', '=', workspaceId)
     .where('delivery_id', '=', deliveryId)
     .orderBy('series')

@@ -80,6 +80,7 @@ export async function showDelivery(db: Executor, id: number, workspaceId?: numbe
       status_code: attempt.status_code,
       error: attempt.error,
       reply: attempt.reply,
+      trace_id: attempt.trace_id,
     })),
   };
 }

@@ -66,7 +66,7 @@ export function claimMatchKeys(
 }
 
 /** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */
-export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[] }>(
+export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[]; trace?: string | null }>(
   items: readonly Item[],
   row: (item: Item) => object,
 ): LeadRows {
@@ -79,7 +79,10 @@ export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: 
     keyValues: keys.map((key) => key.value),
     tagOrds: tags.map((tag) => tag.ord),
     tagIds: tags.map((tag) => tag.tagId),
-    ...newLeadEventInputs(items.flatMap((item, ord) => item.events.map((event) => ({ ord, event })))),
+    ...newLeadEventInputs(
+      items.flatMap((item, ord) => item.events.map((event) => ({ ord, event }))),
+      items.map((item) => item.trace ?? null),
+    ),
   };
 }
 

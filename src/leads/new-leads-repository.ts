@@ -30,6 +30,8 @@ export interface NewLeadWrite {
   keys: readonly MatchKey[];
   tagIds: readonly number[];
   events: readonly NewLeadEvent[];
+  /** The trace context of the request that writes it, stored with its events. */
+  trace?: string | null;
 }
 
 /** A lead the statement wrote: complete when it claimed every match key it was given. */

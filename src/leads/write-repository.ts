@@ -3,7 +3,7 @@ import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import type { CompanyAnalyzeEvent } from '../outbox/repository.js';
+import { leadTraceOf, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
 import { claimMatchKeys, eachRowsWorkspace, leadRecordSources, leadRowsInput, oneWorkspace, type LeadRows, type WorkspaceScope } from './lead-rows-repository.js';
@@ -32,6 +32,8 @@ export interface LeadMerge {
   keys: readonly MatchKey[];
   tagIds: readonly number[];
   events: readonly CompanyAnalyzeEvent[];
+  /** The trace context of the request that writes it, stored with its events. */
+  trace?: string | null;
 }
 
 /** A lead the merge statement found and changed, as stored right after (findLeadRecords' shape). */
@@ -120,8 +122,8 @@ function mergeStatement<Input extends MergeRows>(name: string, scopeOf: (input: 
     ON CONFLICT (lead_id, tag_id, workspace_id) DO NOTHING
     RETURNING lead_id, tag_id
   ), queued AS (
-    INSERT INTO outbox (workspace_id, topic, payload)
-    SELECT ${scope.of('e')}, e.topic, e.payload FROM (
+    INSERT INTO outbox (workspace_id, topic, payload, trace_context)
+    SELECT ${scope.of('e')}, e.topic, e.payload, ${leadTraceOf(input, sql`e.ord`)} FROM (
       SELECT ${workspaceOf('merged')}merged.ord, 1 AS part, given.n, given.topic, given.payload
       FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS given(ord, topic, payload, n)
       JOIN merged USING (ord)

@@ -26,28 +26,39 @@ export type StoredEvent<Topic extends OutboxTopic> = Extract<OutboxEvent, { topi
  */
 export type NewLeadEvent = { topic: 'lead.created' } | CompanyAnalyzeEvent;
 
-export async function enqueue(db: Executor, workspaceId: number, events: readonly OutboxEvent[]): Promise<void> {
+/** An event to write, with the trace context of the request that caused it (src/tracing/spans.ts, storedTraceContext). */
+export type TracedEvent = OutboxEvent & { trace?: string | null };
+
+export async function enqueue(db: Executor, workspaceId: number, events: readonly TracedEvent[]): Promise<void> {
   if (events.length === 0) return;
   await db
     .insertInto('outbox')
-    .values(events.map((event) => ({ workspace_id: workspaceId, topic: event.topic, payload: jsonParameter(event.payload) })))
+    .values(events.map((event) => ({ workspace_id: workspaceId, topic: event.topic, payload: jsonParameter(event.payload), trace_context: event.trace ?? null })))
     .execute();
 }
 
-/** The inputs of newLeadEvents, one entry per event: the lead's `ord`, the topic, the payload. */
+/**
+ * The inputs of newLeadEvents, one entry per event: the lead's `ord`, the topic, the payload;
+ * and each lead's trace context by its `ord` (the request's that wrote it).
+ */
 export interface NewLeadEventInputs {
   eventOrds: number[];
   eventTopics: string[];
   eventPayloads: Array<JsonbParameter | null>;
+  leadTraces: Array<string | null>;
 }
 
-export function newLeadEventInputs(events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>): NewLeadEventInputs {
+export function newLeadEventInputs(events: ReadonlyArray<{ ord: number; event: NewLeadEvent }>, leadTraces: Array<string | null>): NewLeadEventInputs {
   return {
     eventOrds: events.map(({ ord }) => ord),
     eventTopics: events.map(({ event }) => event.topic),
     eventPayloads: events.map(({ event }) => (event.topic === 'lead.created' ? null : jsonParameter(event.payload))),
+    leadTraces,
   };
 }
+
+/** The trace context of the lead `ord` of a statement's rows (NewLeadEventInputs' leadTraces; `ord` counts from 0). */
+export const leadTraceOf = (input: Placeholders<Pick<NewLeadEventInputs, 'leadTraces'>>, ord: RawBuilder<number>) => sql<string | null>`(${input.leadTraces}::text[])[${ord} + 1]`;
 
 /**
  * The part of a (prepared) statement that writes the events of the leads it creates: the
@@ -55,8 +66,8 @@ export function newLeadEventInputs(events: ReadonlyArray<{ ord: number; event: N
  * leads of `leads` (a FROM item of the statement with `ord` and `id`).
  */
 export function newLeadEvents(workspaceId: RawBuilder<number>, leads: string, input: Placeholders<NewLeadEventInputs>) {
-  return sql`INSERT INTO outbox (workspace_id, topic, payload)
-    SELECT ${workspaceId}, e.topic, CASE WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id) ELSE e.payload END
+  return sql`INSERT INTO outbox (workspace_id, topic, payload, trace_context)
+    SELECT ${workspaceId}, e.topic, CASE WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id) ELSE e.payload END, ${leadTraceOf(input, sql`l.ord`)}
     FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS e(ord, topic, payload, n)
     JOIN ${sql.table(leads)} AS l USING (ord)
     ORDER BY e.n`;
@@ -67,11 +78,11 @@ export function newLeadEvents(workspaceId: RawBuilder<number>, leads: string, in
  * out and marks them processed in that transaction, so each is fanned out exactly once.
  */
 /** A lead event with when it occurred (a paused workflow skips what occurred before it was resumed). */
-export type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'> & { created_at: string };
+export type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'> & { created_at: string; trace_context: string | null };
 
 export async function lockDueLeadEvents(trx: Executor, workspaceId: number, limit: number): Promise<LeadEvent[]> {
   const { rows } = await sql<LeadEvent>`
-    SELECT id, workspace_id, attempts, topic, payload, created_at FROM outbox
+    SELECT id, workspace_id, attempts, topic, payload, created_at, trace_context FROM outbox
     WHERE workspace_id = ${workspaceId} AND processed_at IS NULL AND available_at <= now() AND topic IN ('lead.created', 'lead.tag_added')
     ORDER BY id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED

@@ -21,7 +21,8 @@ WITH
         crm_record_id text,
         endpoint text,
         rate_limited boolean,
-        pause_until timestamptz
+        pause_until timestamptz,
+        trace_id text
       )
   ),
   updated AS (
@@ -68,7 +69,8 @@ WITH
         status_code,
         error,
         reply,
-        duration_ms
+        duration_ms,
+        trace_id
       )
     SELECT
       $4::bigint,
@@ -78,7 +80,8 @@ WITH
       i.status_code,
       i.error,
       i.reply,
-      i.duration_ms
+      i.duration_ms,
+      i.trace_id
     FROM
       input AS i
       JOIN updated AS u ON u.id = i.delivery_id

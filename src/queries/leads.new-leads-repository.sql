@@ -143,16 +143,17 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       $10,
       e.topic,
       CASE
         WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id)
         ELSE e.payload
-      END
+      END,
+      ($11::text[]) [l.ord + 1]
     FROM
-      unnest($11::int[], $12::text[], $13::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
+      unnest($12::int[], $13::text[], $14::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
       JOIN "complete" AS l USING (ord)
     ORDER BY
       e.n
@@ -310,16 +311,17 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       $10,
       e.topic,
       CASE
         WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id)
         ELSE e.payload
-      END
+      END,
+      ($11::text[]) [l.ord + 1]
     FROM
-      unnest($11::int[], $12::text[], $13::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
+      unnest($12::int[], $13::text[], $14::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
       JOIN "complete" AS l USING (ord)
     ORDER BY
       e.n
@@ -374,7 +376,7 @@ WITH
                 JOIN tags AS t ON t.workspace_id = j.workspace_id
                 AND t.id = j.tag_id
               WHERE
-                j.workspace_id = $14
+                j.workspace_id = $15
                 AND j."company_id" = "c"."id"
             ),
             '[]'::json
@@ -384,7 +386,7 @@ WITH
     FROM
       companies AS c
     WHERE
-      c.workspace_id = $15
+      c.workspace_id = $16
       AND c.id IN (
         SELECT
           company_id
@@ -414,7 +416,7 @@ WITH
     FROM
       tags AS t
     WHERE
-      t.workspace_id = $16
+      t.workspace_id = $17
       AND t.id IN (
         SELECT
           tag_id
@@ -624,16 +626,17 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       "l"."workspace_id",
       e.topic,
       CASE
         WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id)
         ELSE e.payload
-      END
+      END,
+      ($7::text[]) [l.ord + 1]
     FROM
-      unnest($7::int[], $8::text[], $9::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
+      unnest($8::int[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
       JOIN "complete" AS l USING (ord)
     ORDER BY
       e.n
@@ -955,16 +958,17 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       $10,
       e.topic,
       CASE
         WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id)
         ELSE e.payload
-      END
+      END,
+      ($11::text[]) [l.ord + 1]
     FROM
-      unnest($11::int[], $12::text[], $13::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
+      unnest($12::int[], $13::text[], $14::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
       JOIN "complete" AS l USING (ord)
     ORDER BY
       e.n
@@ -989,7 +993,7 @@ WITH
     FROM
       (
         SELECT
-          $14::bigint AS workspace_id,
+          $15::bigint AS workspace_id,
           count(*) AS created,
           0 AS updated,
           0 AS skipped,
@@ -1058,7 +1062,7 @@ WITH
                 JOIN tags AS t ON t.workspace_id = j.workspace_id
                 AND t.id = j.tag_id
               WHERE
-                j.workspace_id = $15
+                j.workspace_id = $16
                 AND j."company_id" = "c"."id"
             ),
             '[]'::json
@@ -1068,7 +1072,7 @@ WITH
     FROM
       companies AS c
     WHERE
-      c.workspace_id = $16
+      c.workspace_id = $17
       AND c.id IN (
         SELECT
           company_id
@@ -1098,7 +1102,7 @@ WITH
     FROM
       tags AS t
     WHERE
-      t.workspace_id = $17
+      t.workspace_id = $18
       AND t.id IN (
         SELECT
           tag_id
@@ -1307,16 +1311,17 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       "l"."workspace_id",
       e.topic,
       CASE
         WHEN e.topic = 'lead.created' THEN jsonb_build_object('lead_id', l.id)
         ELSE e.payload
-      END
+      END,
+      ($7::text[]) [l.ord + 1]
     FROM
-      unnest($7::int[], $8::text[], $9::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
+      unnest($8::int[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS e (ord, topic, payload, n)
       JOIN "complete" AS l USING (ord)
     ORDER BY
       e.n

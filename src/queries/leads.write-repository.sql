@@ -161,11 +161,12 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       $11,
       e.topic,
-      e.payload
+      e.payload,
+      ($12::text[]) [e.ord + 1]
     FROM
       (
         SELECT
@@ -175,7 +176,7 @@ WITH
           given.topic,
           given.payload
         FROM
-          unnest($12::int[], $13::text[], $14::jsonb[]) WITH ORDINALITY AS given (ord, topic, payload, n)
+          unnest($13::int[], $14::text[], $15::jsonb[]) WITH ORDINALITY AS given (ord, topic, payload, n)
           JOIN merged USING (ord)
         UNION ALL
         SELECT
@@ -208,8 +209,8 @@ WITH
     FROM
       lead_tags AS lt
     WHERE
-      lt.workspace_id = $15
-      AND lt.lead_id = ANY ($16::bigint[])
+      lt.workspace_id = $16
+      AND lt.lead_id = ANY ($17::bigint[])
     UNION
     SELECT
       merged.id,
@@ -268,7 +269,7 @@ WITH
                 JOIN tags AS t ON t.workspace_id = j.workspace_id
                 AND t.id = j.tag_id
               WHERE
-                j.workspace_id = $17
+                j.workspace_id = $18
                 AND j."company_id" = "c"."id"
             ),
             '[]'::json
@@ -278,7 +279,7 @@ WITH
     FROM
       companies AS c
     WHERE
-      c.workspace_id = $18
+      c.workspace_id = $19
       AND c.id IN (
         SELECT
           company_id
@@ -308,7 +309,7 @@ WITH
     FROM
       tags AS t
     WHERE
-      t.workspace_id = $19
+      t.workspace_id = $20
       AND t.id IN (
         SELECT
           tag_id
@@ -533,11 +534,12 @@ WITH
   ),
   queued AS (
     INSERT INTO
-      outbox (workspace_id, topic, payload)
+      outbox (workspace_id, topic, payload, trace_context)
     SELECT
       "e"."workspace_id",
       e.topic,
-      e.payload
+      e.payload,
+      ($8::text[]) [e.ord + 1]
     FROM
       (
         SELECT
@@ -548,7 +550,7 @@ WITH
           given.topic,
           given.payload
         FROM
-          unnest($8::int[], $9::text[], $10::jsonb[]) WITH ORDINALITY AS given (ord, topic, payload, n)
+          unnest($9::int[], $10::text[], $11::jsonb[]) WITH ORDINALITY AS given (ord, topic, payload, n)
           JOIN merged USING (ord)
         UNION ALL
         SELECT
@@ -583,8 +585,8 @@ WITH
     FROM
       lead_tags AS lt
     WHERE
-      lt.workspace_id = ANY ($11::bigint[])
-      AND lt.lead_id = ANY ($12::bigint[])
+      lt.workspace_id = ANY ($12::bigint[])
+      AND lt.lead_id = ANY ($13::bigint[])
     UNION
     SELECT
       "merged"."workspace_id",

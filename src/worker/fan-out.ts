@@ -8,6 +8,7 @@ import { markLeadsAnalyzed } from '../leads/write-repository.js';
 import type { WorkerMetrics } from '../metrics/metrics.js';
 import { dueEventWorkspaces, lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
 import { findActiveWorkflows } from '../workflows/repository.js';
+import { eventSpans, inSpan, linksTo, storedContext, type Span } from '../tracing/spans.js';
 import { composeAutoPushes } from './auto-push.js';
 import { countFailedAtOnce } from './deliveries/counts.js';
 import type { PeriodicTask } from './scheduler.js';
@@ -60,11 +61,25 @@ interface FanOutOptions {
   metrics: WorkerMetrics;
 }
 
-/** One workspace's due lead events, up to `limit`, in one transaction whose every statement names the workspace. */
+/**
+ * One workspace's due lead events, up to `limit`, in one transaction whose every statement
+ * names the workspace. Traced: the batch is a span linked to each event's trace, and each
+ * event that carries a trace context gets a span of its own in that trace, which its
+ * deliveries continue (they keep the context).
+ */
 async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOutOptions): Promise<number> {
-  const fannedOut = await db.transaction().execute(async (trx) => {
+  const started = Date.now();
+  const fannedOut = await inSpan('outbox fan-out', { attributes: { 'lead_intake.workspace_id': workspaceId } }, (batch) => fanOutInTransaction(db, workspaceId, options, batch));
+  eventSpans('outbox fan-out', started, fannedOut.traced, fannedOut.batch);
+  countFailedAtOnce(options.metrics, fannedOut.deliveries);
+  return fannedOut.events;
+}
+
+async function fanOutInTransaction(db: Db, workspaceId: number, options: FanOutOptions, batch: Span | undefined) {
+  return db.transaction().execute(async (trx) => {
     const events = await lockDueLeadEvents(trx, workspaceId, options.limit);
-    if (events.length === 0) return { events: 0, deliveries: [] };
+    if (events.length === 0) return { events: 0, deliveries: [], traced: [], batch };
+    batch?.addLinks(linksTo(events.map((event) => storedContext(event.trace_context))));
 
     const workflows = await findActiveWorkflows(trx, [workspaceId]);
     const runs = events.flatMap((event) => workflows.filter((workflow) => firesFor(workflow, event)).map((workflow) => ({ event, workflow })));
@@ -103,16 +118,17 @@ async function fanOutWorkspaceEvents(db: Db, workspaceId: number, options: FanOu
       }
       return composeCustomUrlDelivery(origin, { workflowId: workflow.id, block, lead });
     });
-    const createdBy = new Map(created.map((event) => [event.payload.lead_id, event.id]));
-    deliveries.push(...(await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId) ?? null, options.maxAttempts, leads)));
+    runs.forEach(({ event }, index) => (deliveries[index]!.trace_context = event.trace_context));
+    const createdBy = new Map(created.map((event) => [event.payload.lead_id, event]));
+    const autoPushes = await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId)?.id ?? null, options.maxAttempts, leads);
+    for (const push of autoPushes) push.trace_context = createdBy.get(push.lead_id!)?.trace_context ?? null;
+    deliveries.push(...autoPushes);
     await insertDeliveries(trx, deliveries);
     await markProcessed(
       trx,
       workspaceId,
       events.map((event) => event.id),
     );
-    return { events: events.length, deliveries };
+    return { events: events.length, deliveries, traced: events.map((event) => event.trace_context), batch };
   });
-  countFailedAtOnce(options.metrics, fannedOut.deliveries);
-  return fannedOut.events;
 }

@@ -81,6 +81,8 @@ describe('deliveries show and replay', () => {
         status_code: 500,
         error: expect.stringMatching(/HTTP 500/),
         reply: 'down for maintenance',
+        // Untraced (no OpenTelemetry variable set): no trace id.
+        trace_id: null,
       })),
     );
 

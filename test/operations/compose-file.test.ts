@@ -20,6 +20,7 @@ interface Service {
   environment?: Record<string, string>;
   depends_on?: Record<string, { condition: string }>;
   volumes?: string[];
+  profiles?: string[];
 }
 
 type ComposeFile = { services: Record<string, Service>; volumes?: Record<string, unknown> };
@@ -116,6 +117,24 @@ describe('docker-compose.yml', () => {
     expect(text).not.toMatch(/postgres:postgres@/);
     for (const missing of Object.keys(env)) {
       expect(() => interpolate(text, { ...env, [missing]: undefined })).toThrow(new RegExp(`^${missing} is required: set ${missing}`));
+    }
+  });
+
+  it('runs Jaeger under the profile tracing, receiving OTLP on the compose network, and traces nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set', () => {
+    const jaeger = services.jaeger!;
+    expect(jaeger).toMatchObject({
+      image: expect.stringMatching(/^jaegertracing\/all-in-one:\d+\.\d+\.\d+$/),
+      profiles: ['tracing'],
+      expose: ['4318'],
+      ports: ['127.0.0.1:16686:16686'],
+    });
+    const env = { SECRETS_KEY: 'key', POSTGRES_PASSWORD: 'pg', REDIS_PASSWORD: 'rd' };
+    for (const [setting, endpoint] of [
+      [undefined, ''],
+      ['http://jaeger:4318', 'http://jaeger:4318'],
+    ] as const) {
+      const { services: resolved } = parse(interpolate(text, { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: setting })) as ComposeFile;
+      for (const name of ['api', 'worker']) expect({ name, endpoint: resolved[name]!.environment!.OTEL_EXPORTER_OTLP_ENDPOINT }).toEqual({ name, endpoint });
     }
   });
 

@@ -102,6 +102,7 @@ const newLeadWrite = (row: BulkRow, companyId: number | null, tagIds: readonly n
   keys: row.lead.identities,
   tagIds,
   events: [...analyzeEvents, { topic: 'lead.created' }],
+  trace: row.lead.trace,
 });
 
 /**

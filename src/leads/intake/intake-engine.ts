@@ -198,7 +198,7 @@ async function writeRun(
   await enqueue(
     db,
     workspaceId,
-    lost.flatMap((row) => analyzeEvents.get(row.index) ?? []),
+    lost.flatMap((row) => (analyzeEvents.get(row.index) ?? []).map((event) => ({ ...event, trace: row.lead.trace }))),
   );
   for (const row of lost) await alone(row.index);
 }

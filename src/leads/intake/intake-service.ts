@@ -7,6 +7,7 @@ import { presentLead } from '../present.js';
 import { DuplicateRejected } from './rejections.js';
 import type { RowOutcome } from './row-intake.js';
 import { switchesOf } from './options.js';
+import { storedTraceContext } from '../../tracing/spans.js';
 import type { WriteRequest, WriteResult } from './write-request.js';
 import type { WriteGroups } from './write-groups.js';
 
@@ -57,7 +58,7 @@ export function createLead(groups: WriteGroups, caller: Caller, request: LeadCre
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads', idempotency),
-    rows: [{ lead: prepareLead(request), wantsRecord: true }],
+    rows: [{ lead: { ...prepareLead(request), trace: storedTraceContext() }, wantsRecord: true }],
     options,
     dryRun,
     answer: ([result]): WriteAnswer<LeadWriteResponse> => {
@@ -97,11 +98,12 @@ function batchRow(index: number, result: RowResult, dryRun: boolean): BatchRowRe
 /** POST /leads/batch: every row in order in one transaction of its own, each reported; always 200. */
 export function createLeadsBatch(groups: WriteGroups, caller: Caller, request: BatchRequest, idempotency: Idempotency): Promise<WriteResult<BatchResponse>> {
   const { options, dryRun } = switchesOf(request);
+  const trace = storedTraceContext();
   return groups.alone<BatchResponse>({
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads/batch', idempotency),
-    rows: request.leads.map((lead) => ({ lead: prepareLead(lead), wantsRecord: false })),
+    rows: request.leads.map((lead) => ({ lead: { ...prepareLead(lead), trace }, wantsRecord: false })),
     options,
     dryRun,
     answer: (results) => {

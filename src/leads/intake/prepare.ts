@@ -47,6 +47,8 @@ export interface PreparedLead {
   identities: IdentityKey[];
   company: PreparedCompany | null;
   warnings: string[];
+  /** The trace context of the request it came in (stored with the lead's events); absent untraced. */
+  trace?: string | null;
 }
 
 // Every input field and what prepareLead makes of it, typed from the generated schemas that

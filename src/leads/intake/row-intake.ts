@@ -104,6 +104,7 @@ async function createLead(db: Executor, workspaceId: number, lead: PreparedLead,
     keys: lead.identities,
     tagIds: resolution.tagIds,
     events: [...resolution.events, { topic: 'lead.created' }],
+    trace: lead.trace,
   });
   if (!complete) {
     // A concurrent request created this person after our lookup: undo and match again.
@@ -150,6 +151,7 @@ export function mergeOfRow(
       keys: lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)),
       tagIds: written.tagIds,
       events: written.events,
+      trace: lead.trace,
     },
     warnings,
   };

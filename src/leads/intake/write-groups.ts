@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { isUnavailable } from '../../db/availability.js';
 import type { FairSlots } from '../../db/fair-slots.js';
+import { callerContext, inSpan, linksTo } from '../../tracing/spans.js';
 import { RUN_AGAIN, type GroupOutcome, type RunGroup, type Settled, type WriteRequest, type WriteResult } from './write-request.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
@@ -51,6 +52,8 @@ export interface WriteGroupsOptions {
 interface Member {
   request: WriteRequest<unknown>;
   settle(settled: Settled): void;
+  /** The caller's trace context (tracing on): the group's span links to it. */
+  traced: ReturnType<typeof callerContext>;
 }
 
 export class WriteGroups {
@@ -169,9 +172,13 @@ export class WriteGroups {
     if (!isolating) this.options.groupRan(group.length);
     let outcomes: GroupOutcome[];
     try {
-      outcomes = await this.runGroup(
-        group.map((member) => member.request),
-        commits ?? (() => {}),
+      // One span for the group's transaction, in the trace of the request that came first, linked to every request it carries.
+      const span = { parent: group[0]!.traced, links: linksTo(group.map((member) => member.traced)), attributes: { 'lead_intake.write_group.requests': group.length } };
+      outcomes = await inSpan('leads write group', span, async () =>
+        this.runGroup(
+          group.map((member) => member.request),
+          commits ?? (() => {}),
+        ),
       );
     } catch (error) {
       if (group.length === 1 || isUnavailable(error)) {
@@ -200,6 +207,7 @@ function answered<Body>(request: WriteRequest<Body>, start: (member: Member) => 
   return new Promise((resolve, reject) =>
     start({
       request: request as WriteRequest<unknown>,
+      traced: callerContext(),
       settle: (settled) => ('result' in settled ? resolve(settled.result as WriteResult<Body>) : reject(settled.error)),
     }),
   );
