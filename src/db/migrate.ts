@@ -13,6 +13,7 @@ import * as deletedWorkflows from './migrations/0011_deleted_workflows.js';
 import * as consoleTables from './migrations/0012_console.js';
 import * as workspaceKeys from './migrations/0013_workspace_keys.js';
 import * as leadDailyCounts from './migrations/0015_lead_daily_counts.js';
+import * as signInLinkMinter from './migrations/0016_sign_in_link_minter.js';
 import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '0012_console': consoleTables,
   '0013_workspace_keys': workspaceKeys,
   '0015_lead_daily_counts': leadDailyCounts,
+  '0016_sign_in_link_minter': signInLinkMinter,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

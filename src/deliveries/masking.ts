@@ -31,3 +31,21 @@ export function maskUrl(url: string): string {
   parsed.search = new URLSearchParams(params.map(([name, value]): [string, string] => [name, isCredentialName(name) ? maskSecret(value) : value])).toString();
   return parsed.toString();
 }
+
+/**
+ * What a member (who reads but cannot change) is shown of an endpoint's URL: its origin only.
+ * A path or query may carry a token whatever its name (`/hooks/<secret>`), which masking by
+ * name cannot tell from a plain path.
+ */
+export function urlForReader(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '****';
+  }
+  return parsed.pathname === '/' && parsed.search === '' ? parsed.origin : `${parsed.origin}/…`;
+}
+
+/** The URL as the signed-in person may see it: masked for an admin, its origin for a member. */
+export const urlShownTo = (url: string, canChange: boolean): string => (canChange ? maskUrl(url) : urlForReader(url));

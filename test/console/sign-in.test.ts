@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
+import { sessionLimitsOf, SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { cliJson, runCli } from '../support/cli.js';
@@ -139,7 +139,7 @@ describe('sessions', () => {
     await sql`INSERT INTO console_sign_in_failures (subject, created_at) VALUES ('email:old@acme.test', now() - interval '16 minutes'), ('email:new@acme.test', now())`.execute(
       app.ctx.db,
     );
-    await housekeeping(app.ctx.db, 30);
+    await housekeeping(app.ctx.db, 30, sessionLimitsOf(app.ctx.config));
     expect((await live.get('/console/leads')).status).toBe(200);
     const {
       rows: [left],
