@@ -30,14 +30,15 @@ function statusOf(error: Refused): number {
 }
 
 /**
- * What the form parser refuses (body-parser's errors carry a `type`): a body too large or with
- * too many fields 413, an encoding or charset it cannot read 415, any other 4xx it raises 400.
+ * What the form parser refuses (body-parser's http-errors, exposed 4xx, most with a `type`): a
+ * body too large or with too many fields 413, an encoding or charset it cannot read 415, any
+ * other (a body that does not decompress) 400.
  */
 function parserRefusal(error: unknown): ConsoleError | null {
   const { type, status, expose } = (error ?? {}) as { type?: unknown; status?: unknown; expose?: unknown };
   if (type === 'entity.too.large' || type === 'parameters.too.many') return new ConsoleError(413, 'That form was too large.');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new ConsoleError(415, 'That form was sent in an encoding this console cannot read.');
-  if (typeof type === 'string' && expose === true && typeof status === 'number' && status >= 400 && status < 500) return new ConsoleError(400, 'That form could not be read.');
+  if (expose === true && typeof status === 'number' && status >= 400 && status < 500) return new ConsoleError(400, 'That form could not be read.');
   return null;
 }
 
