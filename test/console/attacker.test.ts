@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { createApiKey } from '../../src/api-keys/service.js';
 import { SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
 import { createConnector } from '../../src/connectors/service.js';
+import { createWorkflow } from '../../src/workflows/service.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
@@ -170,7 +171,7 @@ describe('sign-in links', () => {
   });
 });
 
-describe('secrets on the Overview', () => {
+describe('secrets shown to a member', () => {
   it("show a member no secret of a failing endpoint's URL; an admin sees it masked", async () => {
     const connector = await createConnector(app.ctx.db, {
       workspace_id: tenant.workspaceId,
@@ -178,10 +179,15 @@ describe('secrets on the Overview', () => {
       method: 'POST',
       format: 'json',
       auth: { type: 'none' },
-      headers: [],
-      fields: [],
+      headers: [{ key: 'X-Partner', value: 'partnerheader0123456' }],
+      fields: [{ key: 'crm_ref', value: 'constantfield0123456' }],
       mapping: [],
       auto_push: false,
+    });
+    await createWorkflow(app.ctx.db, {
+      workspaceId: tenant.workspaceId,
+      trigger: 'lead_created',
+      block: { endpoint: 'url', url: 'https://hooks.example/w/workflowpath0123', method: 'POST', format: 'json', headers: [], fields: [{ key: 'ref', value: 'blockfield0123456789' }] },
     });
     await sql`INSERT INTO endpoints (workspace_id, kind, endpoint_id) VALUES (${tenant.workspaceId}, 'connector', ${connector.id}) ON CONFLICT DO NOTHING`.execute(app.ctx.db);
     await sql`UPDATE endpoints SET consecutive_failures = 3, failing_since = now() WHERE kind = 'connector' AND endpoint_id = ${connector.id}`.execute(app.ctx.db);
@@ -196,6 +202,14 @@ describe('secrets on the Overview', () => {
     const adminPage = (await (await signInByLink(app, tenant.userId)).get('/console/')).text;
     expect(adminPage).toContain('s3cr3tpathtoken');
     expect(adminPage).not.toContain('k3yvalue0123');
+
+    // The Connectors and Workflows pages show a member no path, constant field, header or block field in full.
+    const memberPages = [await member.get('/console/connectors'), await member.get(`/console/connectors/${connector.id}`), await member.get('/console/workflows')];
+    expect(memberPages.map((answer) => answer.status)).toEqual([200, 200, 200]);
+    for (const secret of ['s3cr3tpathtoken', 'k3yvalue', 'partnerheader0123', 'constantfield0123', 'workflowpath0123', 'blockfield0123']) {
+      expect([secret, memberPages.some((answer) => answer.text.includes(secret))]).toEqual([secret, false]);
+    }
+    expect(memberPages[1]!.text).toContain('crm_ref=****3456');
   });
 });
 
