@@ -85,7 +85,10 @@ async function requireUser(db: Executor, userId: number) {
 export async function mintSignInLink(db: Db, publicUrl: string, userId: number, mintedBy: { userId: number } | null = null) {
   const user = await requireUser(db, userId);
   if (mintedBy !== null && user.id !== mintedBy.userId && user.role === 'admin') {
-    throw new Refused('permission_denied', `${user.email} is an admin: an admin cannot mint a sign-in link for another admin. An operator can, with \`console link --user ${user.id}\`.`);
+    throw new Refused(
+      'permission_denied',
+      `${user.email} is an admin: an admin cannot mint a sign-in link for another admin. An operator can, with \`console link --user ${user.id}\`.`,
+    );
   }
   const token = newToken();
   const { expires_at } = await insertSignInLink(db, {
@@ -169,7 +172,10 @@ export async function changeOwnPassword(db: Db, user: ConsoleUser, change: { cur
   checkPassword(change.next);
   const stored = (await findPasswordHash(db, user.userId))?.password_hash ?? null;
   if (stored === null && user.sessionAgeSeconds > SIGN_IN_LINK_MINUTES * 60) {
-    throw new Refused('invalid_argument', `A first password is set within ${SIGN_IN_LINK_MINUTES} minutes of signing in with a link. Ask an operator for a new sign-in link and set it then.`);
+    throw new Refused(
+      'invalid_argument',
+      `A first password is set within ${SIGN_IN_LINK_MINUTES} minutes of signing in with a link. Ask an operator for a new sign-in link and set it then.`,
+    );
   }
   if (stored !== null) {
     const checked = await throttledCheck(db, [byEmail(user.email.toLowerCase())], async () => {

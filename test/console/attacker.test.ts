@@ -61,7 +61,12 @@ describe('password guessing', () => {
     try {
       await clearFailures();
       const from = (address: string, email: string) =>
-        http(proxied).post('/console/sign-in').set('Origin', CONSOLE_ORIGIN).set('X-Forwarded-For', address).type('form').send(form({ email, password: 'wrong password' }));
+        http(proxied)
+          .post('/console/sign-in')
+          .set('Origin', CONSOLE_ORIGIN)
+          .set('X-Forwarded-For', address)
+          .type('form')
+          .send(form({ email, password: 'wrong password' }));
       expect((await from('2001:db8:1:2::1', 'someone@acme.test')).status).toBe(401);
       const { rows } = await sql<{ subject: string }>`SELECT subject FROM console_sign_in_failures WHERE subject LIKE 'address:%'`.execute(app.ctx.db);
       expect(rows.map((row) => row.subject)).toEqual(['address:2001:db8:1:2::/64']);
@@ -97,7 +102,12 @@ describe('sessions', () => {
   it("end the browser's previous session when it signs in again", async () => {
     const user = await addUser(app.ctx.db, tenant.workspaceId, 'member', 'the password here');
     const first = await signedInWith(user.email, 'the password here');
-    const again = await http(app).post('/console/sign-in').set('Origin', CONSOLE_ORIGIN).set('Cookie', first.cookie).type('form').send(form({ email: user.email, password: 'the password here' }));
+    const again = await http(app)
+      .post('/console/sign-in')
+      .set('Origin', CONSOLE_ORIGIN)
+      .set('Cookie', first.cookie)
+      .type('form')
+      .send(form({ email: user.email, password: 'the password here' }));
     expect(again.status).toBe(303);
     expect(await stillSignedIn(first)).toBe(false);
     expect(await stillSignedIn(await sessionFromCookie(app, sessionCookie(again)))).toBe(true);
@@ -117,7 +127,7 @@ describe('sessions', () => {
     expect([await stillSignedIn(here), await stillSignedIn(elsewhere)]).toEqual([false, false]);
   });
 
-  it('end when the role changes, and a demoted admin\'s key gets 401 within a second, as an orphaned key', async () => {
+  it("end when the role changes, and a demoted admin's key gets 401 within a second, as an orphaned key", async () => {
     const user = await addUser(app.ctx.db, tenant.workspaceId, 'admin');
     const session = await signInByLink(app, user.id);
     const key = await createApiKey(app.ctx.db, { workspaceId: tenant.workspaceId, userId: user.id, name: 'Demoted key', scopes: ['tags:read'], expiresAt: null });
@@ -187,7 +197,14 @@ describe('secrets shown to a member', () => {
     await createWorkflow(app.ctx.db, {
       workspaceId: tenant.workspaceId,
       trigger: 'lead_created',
-      block: { endpoint: 'url', url: 'https://hooks.example/w/workflowpath0123', method: 'POST', format: 'json', headers: [], fields: [{ key: 'ref', value: 'blockfield0123456789' }] },
+      block: {
+        endpoint: 'url',
+        url: 'https://hooks.example/w/workflowpath0123',
+        method: 'POST',
+        format: 'json',
+        headers: [],
+        fields: [{ key: 'ref', value: 'blockfield0123456789' }],
+      },
     });
     await sql`INSERT INTO endpoints (workspace_id, kind, endpoint_id) VALUES (${tenant.workspaceId}, 'connector', ${connector.id}) ON CONFLICT DO NOTHING`.execute(app.ctx.db);
     await sql`UPDATE endpoints SET consecutive_failures = 3, failing_since = now() WHERE kind = 'connector' AND endpoint_id = ${connector.id}`.execute(app.ctx.db);
