@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { createApiKey } from '../../src/api-keys/service.js';
-import { SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
+import { SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/throttle.js';
 import { createConnector } from '../../src/connectors/service.js';
 import { createWorkflow } from '../../src/workflows/service.js';
 import { startTestApp, type TestApp } from '../support/app.js';

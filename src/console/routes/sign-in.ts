@@ -1,6 +1,7 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { redeemLink, sessionLimitsOf, signInWithPassword, signOut, SIGN_IN_THROTTLED } from '../../console-auth/service.js';
+import { redeemLink, sessionLimitsOf, signInWithPassword, signOut } from '../../console-auth/service.js';
+import { SIGN_IN_THROTTLED } from '../../console-auth/throttle.js';
 import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../session.js';
 import { render } from '../views.js';
 import { text } from './form.js';
