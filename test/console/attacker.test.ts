@@ -146,6 +146,9 @@ describe('sessions', () => {
       message: 'The API key is orphaned: the user who created it no longer exists or no longer holds the update-companies permission. Create a new key.',
     });
     expect(await stillSignedIn(session)).toBe(false);
+    // The API keys page says so too.
+    const keysPage = (await (await signInByLink(app, tenant.userId)).get('/console/api-keys')).text;
+    expect(keysPage).toMatch(/<td>Demoted key<\/td>(?:(?!<\/tr>)[\s\S])*>orphaned</);
   });
 });
 
