@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { isSecretKeyText } from './secrets/keyring.js';
 
@@ -5,6 +6,30 @@ import { isSecretKeyText } from './secrets/keyring.js';
 export const booleanFlag = z.enum(['true', 'false', '1', '0', 'on', 'off', 'yes', 'no']).transform((value) => ['true', '1', 'on', 'yes'].includes(value));
 
 const positiveInt = z.coerce.number().int().positive();
+
+/**
+ * Express's `trust proxy`: which hops' X-Forwarded-For names the client (the console's sign-in
+ * throttle counts that address). false: none, the connection's own address; true: every hop;
+ * a number: that many hops; or a comma-separated list of proxy addresses, CIDR ranges or
+ * express's names (loopback, linklocal, uniquelocal).
+ */
+const trustProxy = z
+  .string()
+  .trim()
+  .refine(
+    (value) =>
+      /^(true|false|\d{1,2})$/.test(value) ||
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .every((item) => ['loopback', 'linklocal', 'uniquelocal'].includes(item) || ipaddr.isValid(item) || ipaddr.isValidCIDR(item)),
+    'must be true, false, a number of hops, or a comma-separated list of addresses, CIDR ranges, loopback, linklocal or uniquelocal',
+  )
+  .transform((value): boolean | number | string[] => {
+    if (value === 'true' || value === 'false') return value === 'true';
+    if (/^\d+$/.test(value)) return Number(value);
+    return value.split(',').map((item) => item.trim());
+  });
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -57,6 +82,10 @@ const envSchema = z.object({
     )
     .optional(),
   DELIVERY_RETENTION_DAYS: positiveInt.default(30),
+  TRUST_PROXY: trustProxy.default(false),
+  // A console session ends after this long unused, and this long after signing in whatever its use.
+  SESSION_IDLE_MINUTES: positiveInt.max(7 * 24 * 60).default(30),
+  SESSION_MAX_HOURS: positiveInt.max(30 * 24).default(12),
   // An endpoint whose attempts have all failed for this long, at least this many in a row, is disabled (src/deliveries/endpoint-health.ts).
   ENDPOINT_DISABLE_AFTER_DAYS: z.coerce.number().positive().max(3650).default(5),
   ENDPOINT_DISABLE_AFTER_FAILURES: positiveInt.default(10),

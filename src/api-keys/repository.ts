@@ -2,12 +2,29 @@ import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 
 export function findKeyForAuthentication(db: Executor, prefix: string) {
-  return db
-    .selectFrom('api_keys as k')
-    .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
-    .where('k.prefix', '=', prefix)
-    .select(['k.id', 'k.workspace_id', 'k.user_id', 'k.name', 'k.prefix', 'k.token_hash', 'k.scopes', 'k.expires_at', 'k.revoked_at', 'k.last_used_at', 'w.name as workspace_name'])
-    .executeTakeFirst();
+  return (
+    db
+      .selectFrom('api_keys as k')
+      .innerJoin('workspaces as w', 'w.id', 'k.workspace_id')
+      // The creator's current role: a key works only while its creator may still create keys.
+      .leftJoin('users as u', 'u.id', 'k.user_id')
+      .where('k.prefix', '=', prefix)
+      .select([
+        'k.id',
+        'k.workspace_id',
+        'k.user_id',
+        'k.name',
+        'k.prefix',
+        'k.token_hash',
+        'k.scopes',
+        'k.expires_at',
+        'k.revoked_at',
+        'k.last_used_at',
+        'w.name as workspace_name',
+        'u.role as creator_role',
+      ])
+      .executeTakeFirst()
+  );
 }
 
 /** A key as authentication reads it (cached per process by the key cache). */

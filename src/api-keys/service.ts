@@ -1,11 +1,21 @@
 import type { Scope } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import { Refused } from '../refused.js';
-import { findUser, roleHasPermission } from '../users/repository.js';
+import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { insertKey } from './repository.js';
 import { generateToken } from './tokens.js';
 
 const KEY_CREATION_PERMISSION = 'update-companies';
+
+/**
+ * Orphaned: its creator no longer exists or no longer holds the permission to create keys (a
+ * demoted admin's keys stop with the demotion). Authentication refuses such a key.
+ */
+export const keyIsOrphaned = (key: { user_id: number | null; creator_role: Role | null }): boolean =>
+  key.user_id === null || key.creator_role === null || !roleHasPermission(key.creator_role, KEY_CREATION_PERMISSION);
+
+/** Whether a user in this role keeps keys working (see keyIsOrphaned). */
+export const roleKeepsKeys = (role: Role): boolean => roleHasPermission(role, KEY_CREATION_PERMISSION);
 
 export async function createApiKey(
   db: Executor,

@@ -8,6 +8,9 @@ import { Refused } from '../refused.js';
 const ARGON2ID = 2;
 const OPTIONS = { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 const MAX_CONCURRENT_HASHES = 2;
+/** Checks waiting their turn; one more is refused (503) rather than queued without end. */
+export const MAX_WAITING_HASHES = 32;
+export const HASHES_BUSY = 'Too many passwords are being checked right now. Try again in a few seconds.';
 
 export const PASSWORD_MIN_LENGTH = 10;
 export const PASSWORD_MAX_LENGTH = 1024;
@@ -16,7 +19,10 @@ let running = 0;
 const waiting: Array<() => void> = [];
 
 async function bounded<T>(work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_CONCURRENT_HASHES) await new Promise<void>((resolve) => waiting.push(resolve));
+  if (running >= MAX_CONCURRENT_HASHES) {
+    if (waiting.length >= MAX_WAITING_HASHES) throw new Refused('busy', HASHES_BUSY);
+    await new Promise<void>((resolve) => waiting.push(resolve));
+  }
   running += 1;
   try {
     return await work();

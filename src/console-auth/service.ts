@@ -1,11 +1,12 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Executor } from '../db/connect.js';
+import type { Config } from '../config.js';
+import type { Db, Executor } from '../db/connect.js';
 import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { checkPassword, hashPassword, verifyPassword } from './passwords.js';
 import {
-  countSignInFailures,
+  clearSignInFailures,
   deleteDeadSignIns,
+  deleteSessionsOfUser,
   purgeEndedSignIns,
   deleteSession,
   findLiveSession,
@@ -13,36 +14,33 @@ import {
   findPasswordUsers,
   insertSession,
   insertSignInLink,
+  listLiveSessions,
   purgeSignInFailures,
-  recordSignInFailures,
   redeemSignInLink,
   setPasswordHash,
   touchSession,
 } from './repository.js';
+import { byAddress, byEmail, SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE, throttledCheck } from './throttle.js';
 import { looksLikeToken, newToken, tokenHash } from './tokens.js';
 
 // Signing in to the console: single-use links an operator mints, passwords, sessions.
 
 export const SIGN_IN_LINK_MINUTES = 15;
-export const SESSION_IDLE_SECONDS = 12 * 60 * 60;
-export const SESSION_MAX_SECONDS = 7 * 24 * 60 * 60;
+
+/** How long a session lasts unused and in all (SESSION_IDLE_MINUTES, SESSION_MAX_HOURS). */
+export interface SessionLimits {
+  idleSeconds: number;
+  maxSeconds: number;
+}
+export const sessionLimitsOf = (config: Pick<Config, 'SESSION_IDLE_MINUTES' | 'SESSION_MAX_HOURS'>): SessionLimits => ({
+  idleSeconds: config.SESSION_IDLE_MINUTES * 60,
+  maxSeconds: config.SESSION_MAX_HOURS * 60 * 60,
+});
+
 /** A session's last use is written at most this often, not on every page. */
 const TOUCH_AFTER_SECONDS = 60;
 export const SIGN_IN_LINK_PATH = '/console/sign-in/link';
 
-/**
- * Wrong passwords within the window: past `slowAfter` every attempt waits first, past
- * `refuseAfter` attempts are refused unchecked until the window has passed, per email (known
- * or not: the answer never tells) and per address (an office behind one address gets more).
- */
-export const THROTTLE = {
-  windowSeconds: 15 * 60,
-  delayMs: 1000,
-  email: { slowAfter: 5, refuseAfter: 10 },
-  address: { slowAfter: 20, refuseAfter: 50 },
-};
-export const SIGN_IN_REFUSED = 'The email or password is wrong.';
-export const SIGN_IN_THROTTLED = `Too many failed sign-ins. Try again in ${THROTTLE.windowSeconds / 60} minutes.`;
 /** An email can belong to users of several workspaces: the first few with a password are tried. */
 const MAX_USERS_PER_EMAIL = 5;
 
@@ -54,6 +52,8 @@ export interface ConsoleUser {
   role: Role;
   /** Holds `update-companies`: may change things; members only read. */
   canChange: boolean;
+  /** Seconds since this session began (a first password is set only soon after a link's sign-in). */
+  sessionAgeSeconds: number;
 }
 
 async function requireUser(db: Executor, userId: number) {
@@ -62,114 +62,128 @@ async function requireUser(db: Executor, userId: number) {
   return user;
 }
 
-/** `console link --user U`: a link that signs U in once within 15 minutes. */
-export async function mintSignInLink(db: Executor, publicUrl: string, userId: number) {
+/**
+ * `console link --user U` (mintedBy null) or the console's Members page (mintedBy the admin): a
+ * link that signs U in once within 15 minutes; U's earlier unused links stop working. An admin
+ * cannot mint one for another admin (it would let them sign in as that admin): the CLI can.
+ */
+export async function mintSignInLink(db: Db, publicUrl: string, userId: number, mintedBy: { userId: number } | null = null) {
   const user = await requireUser(db, userId);
+  if (mintedBy !== null && user.id !== mintedBy.userId && user.role === 'admin') {
+    throw new Refused(
+      'permission_denied',
+      `${user.email} is an admin: an admin cannot mint a sign-in link for another admin. An operator can, with \`console link --user ${user.id}\`.`,
+    );
+  }
   const token = newToken();
   const { expires_at } = await insertSignInLink(db, {
     token_hash: tokenHash(token),
     workspace_id: user.workspace_id,
     user_id: user.id,
     expires_at: new Date(Date.now() + SIGN_IN_LINK_MINUTES * 60_000),
+    minted_by: mintedBy?.userId ?? null,
   });
   // The token rides in the fragment: browsers never send it, so no request log, proxy or
   // link previewer sees it; the page posts it when the person presses Sign in.
   return { url: `${publicUrl}${SIGN_IN_LINK_PATH}#${token}`, expires_at };
 }
 
-/** `user set-password --id U`. */
+/** `user set-password --id U`: every session of U ends (whoever held one signs in again). */
 export async function setUserPassword(db: Executor, userId: number, password: string) {
   checkPassword(password);
   await requireUser(db, userId);
   const updated = await setPasswordHash(db, userId, await hashPassword(password));
   if (!updated) throw new Refused('not_found', `User ${userId} does not exist.`);
+  await deleteSessionsOfUser(db, userId);
   return { id: updated.id, password_set: true };
-}
-
-type ThrottleSubject = { key: string; limits: { slowAfter: number; refuseAfter: number } };
-const byEmail = (email: string): ThrottleSubject => ({ key: `email:${email}`, limits: THROTTLE.email });
-const byAddress = (address: string): ThrottleSubject => ({ key: `address:${address}`, limits: THROTTLE.address });
-
-/** The throttle, once for every password check: false when refused; past `slowAfter`, waits first. */
-async function passThrottle(db: Executor, subjects: readonly ThrottleSubject[]): Promise<boolean> {
-  const failures = await countSignInFailures(
-    db,
-    subjects.map((subject) => subject.key),
-    THROTTLE.windowSeconds,
-  );
-  const count = (subject: ThrottleSubject) => failures.get(subject.key) ?? 0;
-  if (subjects.some((subject) => count(subject) >= subject.limits.refuseAfter)) return false;
-  if (subjects.some((subject) => count(subject) >= subject.limits.slowAfter)) await sleep(THROTTLE.delayMs);
-  return true;
 }
 
 /**
  * The console's "Your password": a signed-in user sets their own. When one is set already it
  * must be given first, and wrong ones count against the email's sign-in throttle, so a
- * session left open is not a way to guess it.
+ * session left open is not a way to guess it. A first password (a user who signed in by link)
+ * is set only within the link's minutes after that sign-in. Every session of the user ends;
+ * the returned token is this browser's new one.
  */
-export async function changeOwnPassword(db: Executor, user: { userId: number; email: string }, change: { current: string; next: string }) {
+export async function changeOwnPassword(db: Db, user: ConsoleUser, change: { current: string; next: string }, limits: SessionLimits): Promise<string> {
   checkPassword(change.next);
   const stored = (await findPasswordHash(db, user.userId))?.password_hash ?? null;
+  if (stored === null && user.sessionAgeSeconds > SIGN_IN_LINK_MINUTES * 60) {
+    throw new Refused(
+      'invalid_argument',
+      `A first password is set within ${SIGN_IN_LINK_MINUTES} minutes of signing in with a link. Ask an operator for a new sign-in link and set it then.`,
+    );
+  }
   if (stored !== null) {
-    const subjects = [byEmail(user.email.toLowerCase())];
-    if (!(await passThrottle(db, subjects))) throw new Refused('throttled', SIGN_IN_THROTTLED);
-    if (!(await verifyPassword(stored, change.current))) {
-      await recordSignInFailures(
-        db,
-        subjects.map((subject) => subject.key),
-      );
-      throw new Refused('invalid_argument', 'The current password is wrong.');
-    }
+    const checked = await throttledCheck(db, [byEmail(user.email.toLowerCase())], async () => {
+      const right = await verifyPassword(stored, change.current);
+      return { failed: !right, result: right };
+    });
+    if (checked === null) throw new Refused('throttled', SIGN_IN_THROTTLED);
+    if (!checked) throw new Refused('invalid_argument', 'The current password is wrong.');
   }
   await setPasswordHash(db, user.userId, await hashPassword(change.next));
-  return { id: user.userId, password_set: true };
+  await deleteSessionsOfUser(db, user.userId);
+  return startSession(db, { workspace_id: user.workspaceId, user_id: user.userId }, limits);
 }
 
-async function startSession(db: Executor, user: { workspace_id: number; user_id: number }): Promise<string> {
-  await deleteDeadSignIns(db, user.user_id, SESSION_IDLE_SECONDS);
+async function startSession(db: Executor, user: { workspace_id: number; user_id: number }, limits: SessionLimits, previousToken?: unknown): Promise<string> {
+  // The browser's earlier session ends: one browser holds one session.
+  await signOut(db, previousToken);
+  await deleteDeadSignIns(db, user.user_id, limits.idleSeconds);
   const token = newToken();
   await insertSession(db, {
     token_hash: tokenHash(token),
     workspace_id: user.workspace_id,
     user_id: user.user_id,
-    expires_at: new Date(Date.now() + SESSION_MAX_SECONDS * 1000),
+    expires_at: new Date(Date.now() + limits.maxSeconds * 1000),
   });
   return token;
 }
 
-/** A sign-in link's token: a new session's token, or null when it is unknown, used or expired. */
-export async function redeemLink(db: Executor, token: unknown): Promise<string | null> {
+/**
+ * A sign-in link's token: a new session's token, or null when it is unknown, used or expired.
+ * It also lifts the lock wrong passwords put on the user's email: the owner of an email
+ * someone else locked is back in with a link.
+ */
+export async function redeemLink(db: Executor, token: unknown, limits: SessionLimits, previousToken?: unknown): Promise<string | null> {
   if (!looksLikeToken(token)) return null;
   const link = await redeemSignInLink(db, tokenHash(token));
-  return link ? startSession(db, link) : null;
+  if (!link) return null;
+  const user = await findUser(db, link.user_id);
+  if (user) await clearSignInFailures(db, byEmail(user.email.toLowerCase()).key);
+  return startSession(db, link, limits, previousToken);
 }
 
 export type PasswordSignIn = { signedIn: true; sessionToken: string } | { signedIn: false; message: string };
 
-export async function signInWithPassword(db: Executor, attempt: { email: string; password: string; address: string }): Promise<PasswordSignIn> {
+export async function signInWithPassword(
+  db: Db,
+  attempt: { email: string; password: string; address: string; previousToken?: unknown },
+  limits: SessionLimits,
+): Promise<PasswordSignIn> {
   const email = attempt.email.trim().toLowerCase();
   const throttled = [byEmail(email), byAddress(attempt.address)];
-  if (!(await passThrottle(db, throttled))) return { signedIn: false, message: SIGN_IN_THROTTLED };
   const subjects = throttled.map((subject) => subject.key);
-
-  const users = email === '' || attempt.password === '' ? [] : await findPasswordUsers(db, email, MAX_USERS_PER_EMAIL);
-  for (const user of users) {
-    if (await verifyPassword(user.password_hash, attempt.password)) {
-      await purgeSignInFailures(db, subjects, THROTTLE.windowSeconds);
-      return { signedIn: true, sessionToken: await startSession(db, { workspace_id: user.workspace_id, user_id: user.id }) };
+  const signedIn = await throttledCheck(db, throttled, async () => {
+    const users = email === '' || attempt.password === '' ? [] : await findPasswordUsers(db, email, MAX_USERS_PER_EMAIL);
+    for (const user of users) {
+      if (await verifyPassword(user.password_hash, attempt.password)) return { failed: false, result: user };
     }
-  }
-  if (users.length === 0) await verifyPassword(null, attempt.password);
-  await recordSignInFailures(db, subjects);
-  return { signedIn: false, message: SIGN_IN_REFUSED };
+    if (users.length === 0) await verifyPassword(null, attempt.password);
+    return { failed: true, result: undefined };
+  });
+  if (signedIn === null) return { signedIn: false, message: SIGN_IN_THROTTLED };
+  if (signedIn === undefined) return { signedIn: false, message: SIGN_IN_REFUSED };
+  await purgeSignInFailures(db, subjects, THROTTLE.windowSeconds);
+  return { signedIn: true, sessionToken: await startSession(db, { workspace_id: signedIn.workspace_id, user_id: signedIn.id }, limits, attempt.previousToken) };
 }
 
-/** The signed-in user of a session token, or null (no such session, idle for 12 h, or older than 7 days). */
-export async function resolveSession(db: Executor, token: unknown): Promise<ConsoleUser | null> {
+/** The signed-in user of a session token, or null (no such session, idle or past its end). */
+export async function resolveSession(db: Executor, token: unknown, limits: SessionLimits): Promise<ConsoleUser | null> {
   if (!looksLikeToken(token)) return null;
   const hash = tokenHash(token);
-  const session = await findLiveSession(db, hash, SESSION_IDLE_SECONDS);
+  const session = await findLiveSession(db, hash, limits.idleSeconds);
   if (!session) return null;
   if (session.idle_seconds > TOUCH_AFTER_SECONDS) await touchSession(db, hash);
   return {
@@ -179,6 +193,7 @@ export async function resolveSession(db: Executor, token: unknown): Promise<Cons
     email: session.email,
     role: session.role,
     canChange: roleHasPermission(session.role, 'update-companies'),
+    sessionAgeSeconds: session.age_seconds,
   };
 }
 
@@ -186,5 +201,15 @@ export async function signOut(db: Executor, token: unknown): Promise<void> {
   if (looksLikeToken(token)) await deleteSession(db, tokenHash(token));
 }
 
+/** "Sign out everywhere": every session of the user ends, this one included. */
+export const signOutEverywhere = (db: Executor, userId: number) => deleteSessionsOfUser(db, userId);
+
+/** The user's live sessions for "Sessions" under Your password, the one of this browser marked. */
+export async function listSessions(db: Executor, userId: number, currentToken: string, limits: SessionLimits) {
+  const current = tokenHash(currentToken);
+  const sessions = await listLiveSessions(db, userId, limits.idleSeconds);
+  return sessions.map(({ token_hash, ...session }) => ({ ...session, current: token_hash.equals(current) }));
+}
+
 /** Housekeeping: what no sign-in can use any more. */
-export const purgeSignIns = (db: Executor): Promise<void> => purgeEndedSignIns(db, SESSION_IDLE_SECONDS, THROTTLE.windowSeconds);
+export const purgeSignIns = (db: Executor, limits: SessionLimits): Promise<void> => purgeEndedSignIns(db, limits.idleSeconds, THROTTLE.windowSeconds);

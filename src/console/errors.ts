@@ -24,8 +24,22 @@ function statusOf(error: Refused): number {
   if (error.code === 'not_found') return 404;
   if (error.code === 'permission_denied') return 403;
   if (error.code === 'throttled') return 429;
+  if (error.code === 'busy') return 503;
   if (error.code === 'invalid_argument' || error.code === 'user_not_in_workspace') return 400;
   return 409;
+}
+
+/**
+ * What the form parser refuses (body-parser's http-errors, exposed 4xx, most with a `type`): a
+ * body too large or with too many fields 413, an encoding or charset it cannot read 415, any
+ * other (a body that does not decompress) 400.
+ */
+function parserRefusal(error: unknown): ConsoleError | null {
+  const { type, status, expose } = (error ?? {}) as { type?: unknown; status?: unknown; expose?: unknown };
+  if (type === 'entity.too.large' || type === 'parameters.too.many') return new ConsoleError(413, 'That form was too large.');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return new ConsoleError(415, 'That form was sent in an encoding this console cannot read.');
+  if (expose === true && typeof status === 'number' && status >= 400 && status < 500) return new ConsoleError(400, 'That form could not be read.');
+  return null;
 }
 
 /** The console's one error handler: every failure is an HTML page, never the API's JSON. */
@@ -33,10 +47,10 @@ export function consoleErrors(logger: Logger): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
     let status = 500;
     let message = 'Something went wrong on our side; nothing was changed.';
-    if (error instanceof ConsoleError) ({ status, message } = error);
+    const known = error instanceof ConsoleError ? error : parserRefusal(error);
+    if (known) ({ status, message } = known);
     else if (error instanceof Refused) ({ status, message } = { status: statusOf(error), message: error.message });
     else if (isUnavailable(error)) ({ status, message } = { status: 503, message: 'The database cannot be reached right now. Try again in a few seconds.' });
-    else if ((error as { type?: string }).type === 'entity.too.large') ({ status, message } = { status: 413, message: 'That form was too large.' });
     else logger.error({ err: error }, 'console page failed');
     render(res, 'error', { title: status === 404 ? 'Not found' : 'Not done', message, status }, status);
   };

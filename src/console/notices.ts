@@ -12,7 +12,7 @@ const NOTICES: Record<string, string> = {
   'workflow-updated': 'Workflow updated.',
   'tag-saved': 'Tag saved.',
   'company-created': 'Company created.',
-  'password-set': 'Your password is set: sign in with it from now on.',
+  'password-set': 'Your password is set: sign in with it from now on. Your other sessions have ended.',
   'member-saved': 'Member saved.',
   'member-removed': 'Member removed; their API keys are orphaned and refused.',
   replayed: 'Sent again: the worker makes the new attempts under the same webhook-id.',

@@ -13,7 +13,7 @@ import { addPasswordRoutes } from './routes/password.js';
 import { addSignInRoutes } from './routes/sign-in.js';
 import { addTagRoutes } from './routes/tags.js';
 import { addWorkflowRoutes } from './routes/workflows.js';
-import { requireChangeRight, requireSession, sameOriginPosts } from './session.js';
+import { requireChangeRight, requireHttps, requireSession, sameOriginPosts } from './session.js';
 import { STATIC_DIR } from './views.js';
 
 /**
@@ -46,6 +46,7 @@ export function consoleRouter(ctx: AppContext): Router {
       strictTransportSecurity: ctx.config.PUBLIC_URL.startsWith('https://'),
     }),
   );
+  router.use(requireHttps(ctx.config));
   router.use('/static', express.static(STATIC_DIR, { index: false, maxAge: '1h', fallthrough: true }));
   router.use((_req, res, next) => {
     // Pages hold a workspace's data and, once, a key's token: nothing is kept by caches or history.

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
-import { resolveSession, SESSION_MAX_SECONDS, type ConsoleUser } from '../console-auth/service.js';
+import { resolveSession, sessionLimitsOf, type ConsoleUser } from '../console-auth/service.js';
 import { csrfTokenFor, sameSecret } from '../console-auth/tokens.js';
 import { ConsoleError } from './errors.js';
 
@@ -24,7 +24,7 @@ function cookieAttributes(config: Config, maxAgeSeconds: number): string {
 }
 
 export function setSessionCookie(res: Response, config: Config, token: string): void {
-  res.append('Set-Cookie', `${sessionCookieName(config)}=${token}; ${cookieAttributes(config, SESSION_MAX_SECONDS)}`);
+  res.append('Set-Cookie', `${sessionCookieName(config)}=${token}; ${cookieAttributes(config, sessionLimitsOf(config).maxSeconds)}`);
 }
 
 export function clearSessionCookie(res: Response, config: Config): void {
@@ -58,13 +58,30 @@ export function sameOriginPosts(config: Config): RequestHandler {
   };
 }
 
+/** Where plain http is allowed: this machine only (development and tests). */
+const LOCAL_HOSTS = ['127.0.0.1', 'localhost', '[::1]'];
+
+/**
+ * The console's cookie and password travel only over TLS: with an http:// PUBLIC_URL (set or
+ * derived) naming anything but this machine, every console page is refused.
+ */
+export function requireHttps(config: Config): RequestHandler {
+  const url = new URL(config.PUBLIC_URL);
+  const allowed = url.protocol === 'https:' || LOCAL_HOSTS.includes(url.hostname);
+  return (_req, _res, next) => {
+    if (allowed) return next();
+    next(new ConsoleError(403, 'The console is served over HTTPS only. Set PUBLIC_URL to its https:// address (see the README, "HTTPS").'));
+  };
+}
+
 export const signedIn = (res: Response): SignedIn => res.locals.signedIn as SignedIn;
 
 /** A live session, or the sign-in page (a GET) or 401 (anything else); then the CSRF token of every POST. */
 export function requireSession(db: Db, config: Config): RequestHandler {
+  const limits = sessionLimitsOf(config);
   return async (req: Request, res: Response, next: NextFunction) => {
     const token = readSessionCookie(req, config);
-    const user = token === undefined ? null : await resolveSession(db, token);
+    const user = token === undefined ? null : await resolveSession(db, token, limits);
     if (!user || token === undefined) {
       if (token !== undefined) clearSessionCookie(res, config);
       if (req.method === 'GET') return res.redirect(303, '/console/sign-in');

@@ -10,6 +10,8 @@ export interface ConsoleSignInLinksTable {
   expires_at: Timestamp;
   used_at: NullableTimestamp;
   created_at: Generated<string>;
+  /** The console user who minted it (migration 0017); null: an operator with the CLI. */
+  minted_by: number | null;
 }
 
 export interface ConsoleSessionsTable {

@@ -14,6 +14,7 @@ import * as consoleTables from './migrations/0012_console.js';
 import * as workspaceKeys from './migrations/0013_workspace_keys.js';
 import * as leadDailyCounts from './migrations/0015_lead_daily_counts.js';
 import * as traceContext from './migrations/0016_trace_context.js';
+import * as signInLinkMinter from './migrations/0017_sign_in_link_minter.js';
 import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '0013_workspace_keys': workspaceKeys,
   '0015_lead_daily_counts': leadDailyCounts,
   '0016_trace_context': traceContext,
+  '0017_sign_in_link_minter': signInLinkMinter,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

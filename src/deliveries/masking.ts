@@ -1,4 +1,4 @@
-import type { HeaderRow, KeyValue } from '../db/schema.js';
+import type { HeaderRow, KeyValue, WorkflowBlock } from '../db/schema.js';
 import { isCredentialName } from '../secrets/credential-headers.js';
 
 // What an operator is shown of credentials: never the value, at most its last four
@@ -31,3 +31,35 @@ export function maskUrl(url: string): string {
   parsed.search = new URLSearchParams(params.map(([name, value]): [string, string] => [name, isCredentialName(name) ? maskSecret(value) : value])).toString();
   return parsed.toString();
 }
+
+/**
+ * What a member (who reads but cannot change) is shown of an endpoint's URL: its origin only.
+ * A path or query may carry a token whatever its name (`/hooks/<secret>`), which masking by
+ * name cannot tell from a plain path.
+ */
+export function urlForReader(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return '****';
+  }
+  return parsed.pathname === '/' && parsed.search === '' ? parsed.origin : `${parsed.origin}/…`;
+}
+
+/** The URL as the signed-in person may see it: masked for an admin, its origin for a member. */
+export const urlShownTo = (url: string, canChange: boolean): string => (canChange ? maskUrl(url) : urlForReader(url));
+
+/**
+ * An endpoint's settings as a member is shown them: the URL's origin, and every constant field
+ * and header value masked, whatever its name (masking by name alone lets `?sig=` or a field
+ * named `crm_ref` through).
+ */
+export function shownToReader<T extends { url: string; headers: readonly KeyValue[]; fields: readonly KeyValue[] }>(endpoint: T): T {
+  return { ...endpoint, url: urlForReader(endpoint.url), headers: maskAllValues(endpoint.headers), fields: maskAllValues(endpoint.fields) };
+}
+
+/** A workflow's block as a member is shown it: a Custom URL as shownToReader, any block's fields masked. */
+export const blockShownToReader = (block: WorkflowBlock): WorkflowBlock => (block.endpoint === 'url' ? shownToReader(block) : { ...block, fields: maskAllValues(block.fields) });
+
+const maskAllValues = (rows: readonly KeyValue[]): KeyValue[] => rows.map(({ key, value }) => ({ key, value: maskSecret(value) }));

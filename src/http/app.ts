@@ -31,6 +31,8 @@ export function createApp(ctx: AppContext): express.Express {
   // are unknown routes, as they are for the request validator and the Prism mock.
   app.set('strict routing', true);
   app.set('case sensitive routing', true);
+  // req.ip, which the console's sign-in throttle counts, is the client's only through trusted proxies.
+  app.set('trust proxy', ctx.config.TRUST_PROXY);
 
   app.use(requestLogging(ctx.logger));
   const handlers: OperationHandlers = {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type express from 'express';
+import helmet from 'helmet';
 import pTimeout from 'p-timeout';
 import type { AppContext } from '../context.js';
 import { writable } from '../db/connect.js';
@@ -29,8 +30,30 @@ export function addOperatorRoutes(app: express.Express, ctx: AppContext): void {
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(servedDocument);
   });
-  app.get('/docs', docsPage);
-  app.get('/docs/redoc.standalone.js', (_req, res) => {
+  // The reference page shares the console's origin: it gets the same headers, with a CSP that
+  // lets Redoc run (its own script; the styles and the search worker it creates at runtime).
+  const docsHeaders = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'none'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        fontSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        workerSrc: ["'self'", 'blob:'],
+        formAction: ["'none'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'none'"],
+      },
+    },
+    xFrameOptions: { action: 'deny' },
+    referrerPolicy: { policy: 'same-origin' },
+    strictTransportSecurity: ctx.config.PUBLIC_URL.startsWith('https://'),
+  });
+  app.get('/docs', docsHeaders, docsPage);
+  app.get('/docs/redoc.standalone.js', docsHeaders, (_req, res) => {
     res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js'));
   });
 }

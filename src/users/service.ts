@@ -1,6 +1,7 @@
 import type { Executor } from '../db/connect.js';
 import { isUniqueViolation } from '../db/sql.js';
 import { notifyKeysChanged, prefixesOfUser } from '../api-keys/repository.js';
+import { deleteSessionsOfUser } from '../console-auth/repository.js';
 import { Refused } from '../refused.js';
 import { deleteUser, insertUser, type Role } from './repository.js';
 import { listMembers, setRole } from './members-repository.js';
@@ -30,9 +31,18 @@ export async function addMember(db: Executor, workspaceId: number, email: string
 
 export const listWorkspaceMembers = (db: Executor, workspaceId: number) => listMembers(db, workspaceId);
 
-export async function changeRole(db: Executor, id: number, role: Role) {
+/**
+ * Changes a user's role: their console sessions end (they sign in again under the new role),
+ * and every API process hears of their keys, which a role without the right to create keys
+ * orphans (and a role with it brings back), as it hears of a removal's.
+ */
+export async function changeRole(db: Executor, id: number, role: Role, keysChanged: (prefixes: string[]) => void = () => {}) {
   const updated = await setRole(db, id, role);
   if (!updated) throw new Refused('not_found', `User ${id} does not exist.`);
+  await deleteSessionsOfUser(db, id);
+  const prefixes = await prefixesOfUser(db, id);
+  await notifyKeysChanged(db, prefixes);
+  keysChanged(prefixes);
   return updated;
 }
 

@@ -1,4 +1,4 @@
-import { purgeSignIns } from '../console-auth/service.js';
+import { purgeSignIns, sessionLimitsOf, type SessionLimits } from '../console-auth/service.js';
 import type { Db } from '../db/connect.js';
 import { purgeOldDeliveries } from '../deliveries/repository.js';
 import { purgeExpiredRecords } from '../idempotency/repository.js';
@@ -15,7 +15,7 @@ export function housekeepingTask(deps: JobDeps): PeriodicTask {
     name: 'housekeeping',
     intervalMs: HOUSEKEEPING_EVERY_MS,
     async step() {
-      await housekeeping(deps.db, deps.config.DELIVERY_RETENTION_DAYS);
+      await housekeeping(deps.db, deps.config.DELIVERY_RETENTION_DAYS, sessionLimitsOf(deps.config));
       // A run deletes everything due, batch after batch: nothing is left for an immediate next step.
       return 0;
     },
@@ -28,10 +28,10 @@ export function housekeepingTask(deps: JobDeps): PeriodicTask {
  * sessions, used or expired sign-in links, sign-in failures past the throttle's window, and
  * the overview's daily intake counts past 90 days.
  */
-export async function housekeeping(db: Db, deliveryRetentionDays: number): Promise<void> {
+export async function housekeeping(db: Db, deliveryRetentionDays: number, sessionLimits: SessionLimits): Promise<void> {
   await purgeExpiredRecords(db);
   await purgeProcessed(db);
   await purgeOldDeliveries(db, deliveryRetentionDays);
-  await purgeSignIns(db);
+  await purgeSignIns(db, sessionLimits);
   await purgeOldDailyCounts(db);
 }

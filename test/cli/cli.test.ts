@@ -61,7 +61,7 @@ describe('admin CLI', () => {
     await eventually(async () => (await t.http.get('/api/v1/me').set(auth)).status === 401, 15_000);
     expect((await t.http.get('/api/v1/me').set(auth)).body).toEqual({
       error: 'invalid_api_key',
-      message: 'The API key is orphaned: the user who created it no longer exists. Create a new key.',
+      message: 'The API key is orphaned: the user who created it no longer exists or no longer holds the update-companies permission. Create a new key.',
       documentation_url: t.ctx.config.DOCUMENTATION_URL,
     });
   });

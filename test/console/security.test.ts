@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
-import { addUser, CONSOLE_ORIGIN, countRows, form, http, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
+import { addUser, CONSOLE_ORIGIN, countRows, form, http, sessionCookie, sessionFromCookie, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
 import { createApiKey } from '../../src/api-keys/service.js';
 import { eventually } from '../support/eventually.js';
 
@@ -144,7 +144,8 @@ describe("the console's pages", () => {
     ];
     expect(changes.map((answer) => answer.status)).toEqual([403, 403, 403, 403, 403, 403]);
     // Their own password is theirs to set: it changes nothing of the workspace.
-    expect((await member.post('/console/password', { new_password: 'a member password' })).status).toBe(303);
+    const passwordSet = await member.post('/console/password', { new_password: 'a member password' });
+    expect(passwordSet.status).toBe(303);
     expect(await countRows(app.ctx.db, 'tags', tenant.workspaceId)).toBe(before);
     expect(
       await http(app)
@@ -152,7 +153,10 @@ describe("the console's pages", () => {
         .set(tenant.auth)
         .then((answer) => answer.status),
     ).toBe(200);
-    expect((await member.post('/console/sign-out')).status).toBe(303);
+    // Setting the password rotated this browser's session: the old cookie has ended.
+    expect((await member.get('/console/leads')).status).toBe(303);
+    const rotated = await sessionFromCookie(app, sessionCookie(passwordSet));
+    expect((await rotated.post('/console/sign-out')).status).toBe(303);
   });
 });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/service.js';
+import { sessionLimitsOf } from '../../src/console-auth/service.js';
+import { SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/throttle.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { cliJson, runCli } from '../support/cli.js';
@@ -28,7 +29,7 @@ describe('sign-in links', () => {
     const first = await redeem(token);
     expect(first.status).toBe(303);
     const cookie = first.headers['set-cookie']![0]!;
-    expect(cookie).toMatch(/^console_session=[A-Za-z0-9_-]{43}; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=604800$/);
+    expect(cookie).toMatch(/^console_session=[A-Za-z0-9_-]{43}; Path=\/console; HttpOnly; SameSite=Strict; Max-Age=43200$/);
     expect((await redeem(token)).status).toBe(400);
 
     const expired = await linkToken(app.ctx.db, tenant.userId);
@@ -105,12 +106,12 @@ describe('passwords', () => {
 });
 
 describe('sessions', () => {
-  it('end after 12 hours idle or 7 days in all, and when signing out (the row is deleted)', async () => {
+  it('end after 30 minutes idle or 12 hours in all by default, and when signing out (the row is deleted)', async () => {
     const idle = await signInByLink(app, tenant.userId);
     expect((await idle.get('/console/leads')).status).toBe(200);
-    await sql`UPDATE console_sessions SET last_seen_at = now() - interval '11 hours 59 minutes'`.execute(app.ctx.db);
+    await sql`UPDATE console_sessions SET last_seen_at = now() - interval '29 minutes'`.execute(app.ctx.db);
     expect((await idle.get('/console/leads')).status).toBe(200);
-    await sql`UPDATE console_sessions SET last_seen_at = now() - interval '12 hours 1 minute'`.execute(app.ctx.db);
+    await sql`UPDATE console_sessions SET last_seen_at = now() - interval '31 minutes'`.execute(app.ctx.db);
     const ended = await idle.get('/console/leads');
     expect([ended.status, ended.headers.location]).toEqual([303, '/console/sign-in']);
 
@@ -139,7 +140,7 @@ describe('sessions', () => {
     await sql`INSERT INTO console_sign_in_failures (subject, created_at) VALUES ('email:old@acme.test', now() - interval '16 minutes'), ('email:new@acme.test', now())`.execute(
       app.ctx.db,
     );
-    await housekeeping(app.ctx.db, 30);
+    await housekeeping(app.ctx.db, 30, sessionLimitsOf(app.ctx.config));
     expect((await live.get('/console/leads')).status).toBe(200);
     const {
       rows: [left],
@@ -159,7 +160,7 @@ describe('sessions', () => {
         .set('Origin', 'https://leads.example.com')
         .type('form')
         .send(form({ token: await linkToken(app.ctx.db, tenant.userId) }));
-      expect(answer.headers['set-cookie']![0]).toMatch(/^__Host-console_session=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=604800; Secure$/);
+      expect(answer.headers['set-cookie']![0]).toMatch(/^__Host-console_session=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=43200; Secure$/);
     } finally {
       await secure.close();
     }

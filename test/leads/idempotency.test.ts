@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { sessionLimitsOf } from '../../src/console-auth/service.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 import type { TestApp } from '../support/app.js';
 import { addKey, type Tenant } from '../support/fixtures.js';
@@ -251,7 +252,7 @@ describe('the 24 h purge', () => {
     expect((await post('/api/v1/leads', person(), young)).status).toBe(201);
     await sql`UPDATE idempotency_records SET created_at = now() - interval '24 hours 1 minute' WHERE key = ${old}`.execute(t.ctx.db);
     await sql`UPDATE idempotency_records SET created_at = now() - interval '23 hours 59 minutes' WHERE key = ${young}`.execute(t.ctx.db);
-    await housekeeping(t.ctx.db, t.ctx.config.DELIVERY_RETENTION_DAYS);
+    await housekeeping(t.ctx.db, t.ctx.config.DELIVERY_RETENTION_DAYS, sessionLimitsOf(t.ctx.config));
     expect([await recordsOf(old), await recordsOf(young)]).toEqual([0, 1]);
   });
 });

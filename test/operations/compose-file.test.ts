@@ -56,15 +56,25 @@ describe('docker-compose.yml', () => {
       expect({ name, ports: services[name]!.ports, container_name: services[name]!.container_name }).toEqual({ name, ports: undefined, container_name: undefined });
   });
 
-  it('puts a load balancer in front of the API replicas, publishing the one port clients use', () => {
+  it('puts a load balancer in front of the API replicas, publishing the one port clients use, over TLS', () => {
     const lb = services.lb!;
-    expect(lb.ports).toEqual(['3000:80']);
+    expect(lb.ports).toEqual(['3000:443']);
     expect(lb.depends_on?.api).toEqual({ condition: 'service_healthy' });
     const [source, target] = lb.volumes![0]!.split(':');
     expect(target).toBe('/etc/nginx/conf.d/default.conf');
     const config = readFileSync(path.join(PROJECT_ROOT, source!), 'utf8');
     expect(config).toMatch(/set \$api http:\/\/api:3000;/);
-    expect(services.api!.environment?.PUBLIC_URL).toBe('http://localhost:3000');
+    expect(config).toMatch(/listen 443 ssl;/);
+    expect(config).not.toMatch(/listen 80\b/);
+    expect(config).toMatch(/ssl_certificate \/etc\/nginx\/tls\/cert\.pem;/);
+    // The certificate is made at first start where nginx reads it, unless one is there already.
+    expect(lb.volumes).toContain('./deploy/nginx-self-signed.sh:/docker-entrypoint.d/15-self-signed-certificate.sh:ro');
+    expect(lb.volumes).toContain('tls:/etc/nginx/tls');
+    expect(readFileSync(path.join(PROJECT_ROOT, 'deploy/nginx-self-signed.sh'), 'utf8')).toMatch(/-keyout "\$dir\/key\.pem" -out "\$dir\/cert\.pem"/);
+    // So the console's cookie is __Host- and Secure, and the API reads the client's address from nginx.
+    expect(services.api!.environment?.PUBLIC_URL).toBe('https://localhost:3000');
+    expect(services.api!.environment?.TRUST_PROXY).toBe('uniquelocal');
+    expect(config).toMatch(/proxy_set_header X-Forwarded-For \$remote_addr;/);
   });
 
   it('shares what several processes must share: one database, and Redis for the API replicas (their common rate limit)', () => {

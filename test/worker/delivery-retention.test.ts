@@ -6,6 +6,7 @@ import { eventually } from '../support/eventually.js';
 import { testBed } from '../support/test-bed.js';
 import { jsonParameter } from '../../src/db/sql.js';
 import { WorkerContext } from '../../src/worker/context.js';
+import { sessionLimitsOf } from '../../src/console-auth/service.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 
 // DELIVERY_RETENTION_DAYS: the worker's housekeeping deletes finished deliveries, and their
@@ -35,7 +36,7 @@ describe('delivery retention', () => {
     const young = await insert(4, 29, 'Delivered');
     await sql`INSERT INTO delivery_attempts (workspace_id, delivery_id, attempt, duration_ms) SELECT workspace_id, id, 1, 5 FROM deliveries`.execute(t.ctx.db);
 
-    await housekeeping(t.ctx.db, 30);
+    await housekeeping(t.ctx.db, 30, sessionLimitsOf(t.ctx.config));
 
     const { rows } = await sql<{ id: number }>`SELECT id FROM deliveries WHERE workspace_id = ${tenant.workspaceId} ORDER BY id`.execute(t.ctx.db);
     expect(rows.map((row) => row.id)).toEqual([...oldPending.rows, ...young.rows].map((row) => row.id));
@@ -61,7 +62,7 @@ describe('event retention', () => {
     const purged = [await event(8), await event(7)];
     const kept = [await event(6), await event(null)];
 
-    await housekeeping(t.ctx.db, 30);
+    await housekeeping(t.ctx.db, 30, sessionLimitsOf(t.ctx.config));
 
     const { rows } = await sql<{ id: number }>`SELECT id FROM outbox WHERE id = ANY(${[...purged, ...kept]}) ORDER BY id`.execute(t.ctx.db);
     expect(rows.map((row) => row.id)).toEqual(kept);

@@ -76,7 +76,9 @@ export function registerWorkflowCommands(program: Command): void {
 
   workflow
     .command('edit')
-    .description('a new trigger, tag and block; secret, state and cap stay; a Custom URL keeps its headers when no --header is given')
+    .description(
+      'a new trigger, tag and block; secret, state and cap stay; a Custom URL keeps its headers when no --header is given (its credential headers only while the URL keeps its origin)',
+    )
     .requiredOption('--id <id>')
     .requiredOption('--trigger <trigger>', 'lead_created or tag_added')
     .option('--tag <name>')

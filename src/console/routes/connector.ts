@@ -1,5 +1,6 @@
 import type { Response, Router } from 'express';
 import type { AppContext } from '../../context.js';
+import { shownToReader } from '../../deliveries/masking.js';
 import { parseBoolean } from '../../cli/arguments.js';
 import { deleteConnector, enableConnector, listWorkspaceConnectors, rotateSigningSecret, testConnector, updateConnector } from '../../connectors/service.js';
 import { revealSigningSecret } from '../../connectors/signing-secret.js';
@@ -16,9 +17,10 @@ import { pathId, text } from './form.js';
 const MAX_OVERLAP_HOURS = 720;
 
 async function renderConnector(res: Response, ctx: AppContext, id: number, extra: Record<string, unknown> = {}) {
-  const workspaceId = signedIn(res).user.workspaceId;
-  const connector = (await listWorkspaceConnectors(ctx.db, workspaceId)).find((row) => row.id === id);
-  if (!connector) throw new ConsoleError(404, NOT_FOUND);
+  const { workspaceId, canChange } = signedIn(res).user;
+  const found = (await listWorkspaceConnectors(ctx.db, workspaceId)).find((row) => row.id === id);
+  if (!found) throw new ConsoleError(404, NOT_FOUND);
+  const connector = canChange ? found : shownToReader(found);
   const stats = (await connectorDeliveryStats(ctx.db, workspaceId, [id])).get(id);
   render(res, 'connector', { title: `Connector ${id}`, page: 'connectors', connector, stats, ...extra });
 }

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
+import { shownToReader } from '../../deliveries/masking.js';
 import { createConnector, listWorkspaceConnectors } from '../../connectors/service.js';
 import { connectorDeliveryStats } from '../../deliveries/stats-repository.js';
 import { MAPPABLE_ATTRIBUTES } from '../../deliveries/payload.js';
@@ -13,8 +14,8 @@ export const METHODS = ['POST', 'PUT', 'PATCH', 'GET', 'DELETE'];
 
 export function addConnectorRoutes(router: Router, ctx: AppContext): void {
   router.get('/connectors', async (req, res) => {
-    const workspaceId = signedIn(res).user.workspaceId;
-    const connectors = await listWorkspaceConnectors(ctx.db, workspaceId);
+    const { workspaceId, canChange } = signedIn(res).user;
+    const connectors = (await listWorkspaceConnectors(ctx.db, workspaceId)).map((connector) => (canChange ? connector : shownToReader(connector)));
     const stats = await connectorDeliveryStats(
       ctx.db,
       workspaceId,

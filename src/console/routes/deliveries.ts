@@ -1,5 +1,6 @@
 import type { Request, Router } from 'express';
 import type { AppContext } from '../../context.js';
+import { urlShownTo } from '../../deliveries/masking.js';
 import { parseBranch, parseTimeWindow, parseTimestamp } from '../../cli/arguments.js';
 import { listWorkspaceConnectors } from '../../connectors/service.js';
 import { listDeliveryPage } from '../../deliveries/log-repository.js';
@@ -58,8 +59,11 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.get('/deliveries/:id', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'deliveries', pathId(req.params.id));
-    render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: await showDelivery(ctx.db, id, signedIn(res).user.workspaceId) });
+    const { workspaceId, canChange } = signedIn(res).user;
+    const id = await requireInWorkspace(ctx.db, workspaceId, 'deliveries', pathId(req.params.id));
+    const delivery = await showDelivery(ctx.db, id, workspaceId);
+    const shown = canChange ? delivery : { ...delivery, request: { ...delivery.request, url: urlShownTo(delivery.request.url, false) } };
+    render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: shown });
   });
 
   router.post('/deliveries/:id/replay', async (req, res) => {

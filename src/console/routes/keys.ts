@@ -1,10 +1,12 @@
 import type { Router } from 'express';
 import { scopeValues, type Scope } from '../../../generated/api.js';
 import { listKeys, revokeKey } from '../../api-keys/repository.js';
-import { createApiKey } from '../../api-keys/service.js';
+import { createApiKey, keyIsOrphaned } from '../../api-keys/service.js';
 import { nonEmpty, parseTimestamp } from '../../cli/arguments.js';
 import type { AppContext } from '../../context.js';
 import { Refused } from '../../refused.js';
+import type { Role } from '../../users/repository.js';
+import { listWorkspaceMembers } from '../../users/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
 import { signedIn } from '../session.js';
@@ -13,11 +15,11 @@ import { list, pathId, text } from './form.js';
 
 type KeyRow = Awaited<ReturnType<typeof listKeys>>[number];
 
-/** Valid, revoked, expired or orphaned (its creator deleted): what authentication would say of it. */
-function condition(key: KeyRow, now: number): 'valid' | 'revoked' | 'expired' | 'orphaned' {
+/** Valid, revoked, expired or orphaned (its creator deleted or demoted): what authentication would say of it. */
+function condition(key: KeyRow, creatorRole: Role | null, now: number): 'valid' | 'revoked' | 'expired' | 'orphaned' {
   if (key.revoked_at !== null) return 'revoked';
   if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return 'expired';
-  if (key.user_id === null) return 'orphaned';
+  if (keyIsOrphaned({ user_id: key.user_id, creator_role: creatorRole })) return 'orphaned';
   return 'valid';
 }
 
@@ -29,14 +31,16 @@ function scopesOf(values: string[]): Scope[] {
 
 export function addKeyRoutes(router: Router, ctx: AppContext): void {
   router.get('/api-keys', async (req, res) => {
-    const keys = await listKeys(ctx.db, signedIn(res).user.workspaceId);
+    const workspaceId = signedIn(res).user.workspaceId;
+    const [keys, members] = await Promise.all([listKeys(ctx.db, workspaceId), listWorkspaceMembers(ctx.db, workspaceId)]);
+    const roles = new Map(members.map((member) => [member.id, member.role]));
     const now = Date.now();
     render(res, 'keys', {
       title: 'API keys',
       page: 'keys',
       notice: noticeOf(req),
       scopes: scopeValues,
-      keys: keys.map((key) => ({ ...key, condition: condition(key, now) })).reverse(),
+      keys: keys.map((key) => ({ ...key, condition: condition(key, key.user_id === null ? null : (roles.get(key.user_id) ?? null), now) })).reverse(),
     });
   });
 

@@ -22,14 +22,15 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/members/:id/role', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    await changeRole(ctx.db, id, parseRole(text(req.body, 'role'), 'Role'));
-    res.redirect(303, '/console/members?notice=member-saved');
+    await changeRole(ctx.db, id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    // Their sessions ended: an admin who changed their own role signs in again.
+    res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-saved');
   });
 
   // The CLI's `console link --user U`, for a member's first sign-in or a forgotten password.
   router.post('/members/:id/sign-in-link', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    const link = await mintSignInLink(ctx.db, ctx.config.PUBLIC_URL, id);
+    const link = await mintSignInLink(ctx.db, ctx.config.PUBLIC_URL, id, signedIn(res).user);
     const member = (await findUser(ctx.db, id))!;
     render(res, 'sign-in-link-created', { title: 'Sign-in link', page: 'members', member, link });
   });

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
+import { urlShownTo } from '../../deliveries/masking.js';
 import { dailyCounts } from '../../leads/daily-counts-repository.js';
 import { deliveriesPerDay, failingEndpoints, workspaceCounts } from '../../workspaces/overview-repository.js';
 import { dailyBars } from '../chart.js';
@@ -10,7 +11,7 @@ const DAYS = 30;
 
 export function addOverviewRoutes(router: Router, ctx: AppContext): void {
   router.get('/', async (_req, res) => {
-    const workspaceId = signedIn(res).user.workspaceId;
+    const { workspaceId, canChange } = signedIn(res).user;
     const [leads, deliveries, failing, counts] = await Promise.all([
       dailyCounts(ctx.db, workspaceId, DAYS),
       deliveriesPerDay(ctx.db, workspaceId, DAYS),
@@ -21,7 +22,8 @@ export function addOverviewRoutes(router: Router, ctx: AppContext): void {
       title: 'Overview',
       page: 'overview',
       counts,
-      failing,
+      // Masked as on the Connectors and Workflows pages: the Overview is every role's first page.
+      failing: failing.map((endpoint) => ({ ...endpoint, url: endpoint.url === null ? null : urlShownTo(endpoint.url, canChange) })),
       leads: dailyBars(
         leads,
         [

@@ -1,5 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
+import { blockShownToReader } from '../../deliveries/masking.js';
 import { nonEmpty, parseFormat, parseMethod, parsePairs } from '../../cli/arguments.js';
 import { listWorkspaceConnectors } from '../../connectors/service.js';
 import type { WorkflowBlock } from '../../db/schema.js';
@@ -44,12 +45,13 @@ function triggerOf(body: unknown): 'lead_created' | 'tag_added' {
 
 export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
   router.get('/workflows', async (req, res) => {
-    const workspaceId = signedIn(res).user.workspaceId;
-    const [workflows, connectors, tags] = await Promise.all([
+    const { workspaceId, canChange } = signedIn(res).user;
+    const [listed, connectors, tags] = await Promise.all([
       listWorkspaceWorkflows(ctx.db, workspaceId),
       listWorkspaceConnectors(ctx.db, workspaceId),
       listTags(ctx.db, workspaceId, false),
     ]);
+    const workflows = canChange ? listed : listed.map((workflow) => ({ ...workflow, block: blockShownToReader(workflow.block) }));
     render(res, 'workflows', { title: 'Workflows', page: 'workflows', notice: noticeOf(req), workflows, connectors, tags, methods: METHODS });
   });
 

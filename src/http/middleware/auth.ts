@@ -1,6 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import type { Scope } from '../../../generated/api.js';
 import { findKeyForAuthentication, touchLastUsed, type KeyForAuthentication } from '../../api-keys/repository.js';
+import { keyIsOrphaned } from '../../api-keys/service.js';
 import { parseToken, tokenMatches } from '../../api-keys/tokens.js';
 import type { ApiKeyCache } from '../../api-keys/key-cache.js';
 import type { PrefixView } from '../../api-keys/prefix-view.js';
@@ -32,6 +33,7 @@ export function authOf(req: Pick<Request, 'auth'>): AuthContext {
 }
 
 const LAST_USED_WRITE_INTERVAL_SECONDS = 60;
+const ORPHANED_KEY = 'The API key is orphaned: the user who created it no longer exists or no longer holds the update-companies permission. Create a new key.';
 
 export function authenticate(db: Db, cache: ApiKeyCache<KeyForAuthentication>, prefixes: PrefixView, documentationUrl: string): RequestHandler {
   const reject = (message: string) => new ApiError(401, { error: 'invalid_api_key', message, documentation_url: documentationUrl });
@@ -58,7 +60,7 @@ export function authenticate(db: Db, cache: ApiKeyCache<KeyForAuthentication>, p
     if (!key || !tokenMatches(token, key.token_hash)) throw reject('The API key is invalid.');
     if (key.revoked_at !== null) throw reject('The API key has been revoked.');
     if (key.expires_at !== null && Date.parse(key.expires_at) <= Date.now()) throw reject('The API key has expired.');
-    if (key.user_id === null) throw reject('The API key is orphaned: the user who created it no longer exists. Create a new key.');
+    if (keyIsOrphaned(key)) throw reject(ORPHANED_KEY);
 
     const now = Date.now();
     if ((lastWrite.get(key.id) ?? 0) < now - LAST_USED_WRITE_INTERVAL_SECONDS * 1000) {

@@ -15,7 +15,8 @@ export function perKeyRateLimit(store: Store, limitPerMinute: number, onLimited:
     keyGenerator: (req) => authOf(req).prefix,
     store,
     passOnStoreError: true,
-    validate: { keyGeneratorIpFallback: false },
+    // Limits are per key, never per address: TRUST_PROXY=true takes nothing from them.
+    validate: { keyGeneratorIpFallback: false, trustProxy: false },
     handler: (_req, res, _next, options) => {
       onLimited();
       res.status(options.statusCode).json({
