@@ -39,6 +39,13 @@ function resolve(document, value) {
   return node;
 }
 
+/** A schema with what a `$ref` names and the keywords beside it (OpenAPI 3.1 applies both). */
+function withSiblings(document, schema) {
+  if (!schema?.$ref) return schema ?? {};
+  const { $ref: _ref, ...siblings } = schema;
+  return { ...withSiblings(document, resolve(document, { $ref: schema.$ref })), ...siblings };
+}
+
 /** Whether an item marked deprecated may go: its `x-sunset` date has come. */
 function sunsetPassed(item, today) {
   return item?.deprecated === true && typeof item['x-sunset'] === 'string' && item['x-sunset'] <= today;
@@ -68,8 +75,8 @@ function compareSchemas(context, beforeSchema, afterSchema, where, direction, en
   if (pair && enclosing.has(pair)) return;
   const seen = pair ? new Set([...enclosing, pair]) : enclosing;
   const { report } = context;
-  const before = resolve(context.before, beforeSchema) ?? {};
-  const after = resolve(context.after, afterSchema) ?? {};
+  const before = withSiblings(context.before, beforeSchema);
+  const after = withSiblings(context.after, afterSchema);
   const input = direction === 'input';
   const name = field(where);
 
@@ -135,7 +142,7 @@ function compareProperties(context, before, after, where, direction, seen) {
     if (!(property in propertiesAfter)) {
       // A request property may go without breaking anyone only when unknown fields are still accepted.
       if (input && after.additionalProperties !== false) report('changed', location, `input field ${location} removed (now ignored)`);
-      else removal(report, schema.deprecated === undefined ? resolve(context.before, schema) : schema, today, location, `${input ? 'input field' : 'field'} ${location}`);
+      else removal(report, withSiblings(context.before, schema), today, location, `${input ? 'input field' : 'field'} ${location}`);
       continue;
     }
     compareSchemas(context, schema, propertiesAfter[property], location, direction, seen);

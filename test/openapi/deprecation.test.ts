@@ -75,7 +75,12 @@ describe('a deprecated property', () => {
     const batch = await bed.t.http
       .post('/api/v1/leads/batch')
       .set(tenant.auth)
-      .send({ leads: [{ name: 'Alan Turing', email: 'alan@example.com' }, { name: 'Joan Clarke', email: 'joan@example.com', job_title: 'Cryptanalyst' }] });
+      .send({
+        leads: [
+          { name: 'Alan Turing', email: 'alan@example.com' },
+          { name: 'Joan Clarke', email: 'joan@example.com', job_title: 'Cryptanalyst' },
+        ],
+      });
     expect(batch.status).toBe(200);
     expect(batch.body.data.map((row: { warnings: string[] }) => row.warnings)).toEqual([
       [],
