@@ -15,6 +15,7 @@ import { listTagsHandler } from './handlers/list-tags.js';
 import { authenticate, requireScope } from './middleware/auth.js';
 import { inOrder } from './middleware/in-order.js';
 import { perKeyConcurrencyLimit } from './middleware/concurrency-limit.js';
+import { adaptToVersion, type VersionAdapter } from './middleware/version-adapter.js';
 import { jsonBody } from './middleware/json-body.js';
 import { timeOperation } from './middleware/metrics.js';
 import { perKeyRateLimit } from './middleware/rate-limit.js';
@@ -33,7 +34,18 @@ export interface ContractDocuments {
 }
 export const CONTRACT_DOCUMENTS: ContractDocuments = { source: OPENAPI_PATH, published: PUBLISHED_OPENAPI_PATH };
 
-export function createApp(ctx: AppContext, documents: ContractDocuments = CONTRACT_DOCUMENTS): express.Express {
+/**
+ * A path version of the API (`/api/v1`, later `/api/v2`: README, "Changing the contract"):
+ * its documents, whose operations the same handlers serve by operationId, and, where its
+ * shapes differ from the handlers' (the first version's), how a request body is brought to
+ * the handler's shape and an answer to the version's.
+ */
+export interface ApiVersion {
+  documents: ContractDocuments;
+  adapt?: VersionAdapter;
+}
+
+export function createApp(ctx: AppContext, versions: ApiVersion[] = [{ documents: CONTRACT_DOCUMENTS }]): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -51,7 +63,13 @@ export function createApp(ctx: AppContext, documents: ContractDocuments = CONTRA
     createLeadsBatch: createLeadsBatchHandler(ctx),
     getLead: getLeadHandler(ctx),
   };
-  addOperationRoutes(app, ctx, handlers, documents);
+  // One authentication, rate limit and in-flight count for every version: a key's budget is the key's.
+  const keySteps: KeySteps = {
+    auth: authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL),
+    limit: perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited()),
+    inFlight: perKeyConcurrencyLimit(ctx.config.CONCURRENT_REQUESTS_PER_KEY, () => ctx.metrics.http.concurrencyLimited()),
+  };
+  for (const version of versions) addOperationRoutes(app, ctx, handlers, version, keySteps);
   // Operator routes after the API: their paths never overlap it, and API requests (the hot
   // ones) then skip matching them.
   addOperatorRoutes(app, ctx);
@@ -66,13 +84,17 @@ export function createApp(ctx: AppContext, documents: ContractDocuments = CONTRA
  * Each operation of the document, with the per-route steps in the check order: route and
  * method matched (else 404 / 405), a deprecated operation's headers (on every answer), start
  * timing the request, authenticate, rate limit, the key's requests in flight, scope, parse the
- * body, reject unknown query parameters, validate, note deprecated properties sent, handler; bound as one handler per route (inOrder). Routes sit on the app itself rather than
+ * body, reject unknown query parameters, validate, note deprecated properties sent, bring the
+ * request to the handler's shape and its answer to the version's (a later version), handler; bound as one handler per route (inOrder). Routes sit on the app itself rather than
  * in a mounted router, which would cost every API request a second round of prefix matching.
  */
-function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers, documents: ContractDocuments): void {
-  const auth = authenticate(ctx.db, ctx.apiKeyCache, ctx.apiKeyPrefixes, ctx.config.DOCUMENTATION_URL);
-  const limit = perKeyRateLimit(ctx.rateLimitStore, ctx.config.RATE_LIMIT_PER_MINUTE, () => ctx.metrics.http.rateLimited());
-  const inFlight = perKeyConcurrencyLimit(ctx.config.CONCURRENT_REQUESTS_PER_KEY, () => ctx.metrics.http.concurrencyLimited());
+interface KeySteps {
+  auth: RequestHandler;
+  limit: RequestHandler;
+  inFlight: RequestHandler;
+}
+
+function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: OperationHandlers, { documents, adapt }: ApiVersion, { auth, limit, inFlight }: KeySteps): void {
   const validator = (validateRequests: boolean) =>
     OpenApiValidator.middleware({
       apiSpec: documents.source,
@@ -126,6 +148,7 @@ function addOperationRoutes(app: express.Express, ctx: AppContext, handlers: Ope
         ...(operation.integerPathOnly ? [integerPathParameters(operation.integerPathOnly)] : []),
         ...(validatesRequests ? [validate] : validateResponsesOnly ? [validateResponsesOnly] : []),
         ...(deprecatedFields ? [noticeDeprecatedFields(operation.operationId, deprecatedFields)] : []),
+        ...(adapt ? [adaptToVersion(operation.operationId, adapt)] : []),
         handler,
       ]),
     );

@@ -15,7 +15,7 @@ const copy = contractCopy((document) => {
   deprecate(['components', 'schemas', 'LeadFields', 'properties', 'job_title'], '2026-12-01', '2027-06-30')(document);
   deprecate(['components', 'schemas', 'CompanyInput', 'properties', 'industry'], '2026-12-01', '2027-09-30')(document);
 });
-const bed = testBed({ app: { documents: copy } });
+const bed = testBed({ app: { versions: [{ documents: copy }] } });
 let prism: PrismProcess | undefined;
 
 const EXPECTED = {
