@@ -6,8 +6,8 @@
 // The values are written into the published document as the headers' examples, so the Prism
 // mock returns them, and the service sends the same values read from there
 // (src/http/deprecation.ts): this file is the one place that spells them.
+import { METHODS } from './openapi-compat.mjs';
 
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The three headers of a deprecated operation, from its `x-deprecated-since` and `x-sunset` dates. */

@@ -14,7 +14,7 @@
 // capability, a minor release) or `changed` (compatible, listed: a deprecation, a loosened
 // input, a removal after its sunset).
 
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+export const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 /** Input bounds: raising a `min*` or lowering a `max*` refuses requests that passed. */
 const LOWER_BOUNDS = ['minLength', 'minItems', 'minimum', 'exclusiveMinimum', 'minProperties'];
 const UPPER_BOUNDS = ['maxLength', 'maxItems', 'maximum', 'exclusiveMaximum', 'maxProperties'];

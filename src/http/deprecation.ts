@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { RequestHandler, Response } from 'express';
 import { parse } from 'yaml';
+import { HTTP_METHODS, resolve, type HttpMethod } from './contract-routes.js';
 
 // What the published document deprecates, read once at start, and how a request meets it:
 // a deprecated operation answers with the Deprecation, Sunset and Link headers the document
@@ -8,7 +9,6 @@ import { parse } from 'yaml';
 // so the service and the Prism mock send the same); a request that sends a property marked
 // `deprecated: true` gets a warning naming it (meta.warnings, or the batch row's warnings).
 
-const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const HEADERS = ['Deprecation', 'Sunset', 'Link'] as const;
 
 interface Schema {
@@ -27,7 +27,7 @@ interface Operation {
   responses?: Record<string, { $ref?: string; headers?: Record<string, { example?: string }> }>;
   requestBody?: { $ref?: string; content?: Record<string, { schema?: Schema }> };
 }
-type Document = { paths?: Record<string, Partial<Record<(typeof METHODS)[number], Operation>>> };
+type Document = { paths?: Record<string, Partial<Record<HttpMethod, Operation>>> };
 
 /** A deprecated input property: where it is (`company.industry`) and its sunset date. */
 interface DeprecatedField {
@@ -40,17 +40,6 @@ export interface Deprecations {
   headers: Map<string, Record<string, string>>;
   /** The deprecated properties of each operation's JSON body (`leads[]` for a batch row), by operationId. */
   fields: Map<string, DeprecatedField[]>;
-}
-
-function resolve<T extends { $ref?: string }>(document: unknown, value: T): T {
-  let node: unknown = value;
-  while (node && typeof (node as T).$ref === 'string') {
-    node = (node as T)
-      .$ref!.replace(/^#\//, '')
-      .split('/')
-      .reduce<unknown>((parent, key) => (parent as Record<string, unknown> | undefined)?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], document);
-  }
-  return node as T;
 }
 
 /** Every deprecated property under `schema` (arrays' items as `[]`), each once. */
@@ -75,7 +64,7 @@ export function readDeprecations(publishedPath: string): Deprecations {
   const document = parse(readFileSync(publishedPath, 'utf8')) as Document;
   const deprecations: Deprecations = { headers: new Map(), fields: new Map() };
   for (const [path, item] of Object.entries(document.paths ?? {})) {
-    for (const method of METHODS) {
+    for (const method of HTTP_METHODS) {
       const operation = item[method];
       if (!operation?.operationId) continue;
       if (operation.deprecated) {
