@@ -39,7 +39,7 @@ async function gate(edit: DocumentEdit, options: { released?: string; today?: st
 describe('npm run check:compat', () => {
   it('passes on the document as it is: the last release is what it publishes', async () => {
     const { code, output } = await node('check-compat.mjs', []);
-    expect(output).toContain('openapi/openapi.yaml against openapi/released/1.0.0.yaml: no change to the contract');
+    expect(output).toMatch(/openapi\/openapi\.yaml against openapi\/released\/\d+\.\d+\.\d+\.yaml: no change to the contract/);
     expect(code).toBe(0);
   });
 
