@@ -14,6 +14,10 @@ import { contractCopy, deprecate, type DocumentEdit } from '../support/contract-
 // webhook receiver fails the gate, naming the field or value.
 const run = promisify(execFile);
 const SCHEMAS = ['components', 'schemas'];
+/** The last release (the source's info.version) and the minor release after it. */
+const RELEASED: string = parse(readFileSync(path.join(PROJECT_ROOT, 'openapi', 'openapi.yaml'), 'utf8')).info.version;
+const [MAJOR, MINOR] = RELEASED.split('.').map(Number);
+const NEXT_MINOR = `${MAJOR}.${MINOR! + 1}.0`;
 
 async function node(script: string, args: string[], cwd = PROJECT_ROOT): Promise<{ code: number; output: string }> {
   try {
@@ -119,13 +123,13 @@ describe('npm run check:compat', () => {
 
   it('fails when info.version is edited by hand (only npm run release sets it)', async () => {
     const { code, output } = await gate((document) => document.setIn(['info', 'version'], '1.0.1'));
-    expect(output).toContain('info.version is 1.0.1, the last release 1.0.0');
+    expect(output).toContain(`info.version is 1.0.1, the last release ${RELEASED}`);
     expect(code).toBe(1);
   });
 });
 
 describe('npm run release', () => {
-  it('releases an added optional input as 1.1.0 with its changelog line, and refuses a breaking change', async () => {
+  it('releases an added optional input as the next minor version with its changelog line, and refuses a breaking change', async () => {
     const copy = mkdtempSync(path.join(os.tmpdir(), 'release-'));
     try {
       for (const entry of ['openapi', 'generated', 'scripts', 'package.json']) cpSync(path.join(PROJECT_ROOT, entry), path.join(copy, entry), { recursive: true });
@@ -140,20 +144,20 @@ describe('npm run release', () => {
       expect((await node('release.mjs', ['--today', '2026-12-01'], copy)).output).toContain('nothing to release');
       edit((document) => document.setIn([...SCHEMAS, 'LeadFields', 'properties', 'nickname'], { type: 'string', maxLength: 100 }));
       const released = await node('release.mjs', ['--today', '2026-12-01'], copy);
-      expect(released.output).toContain('release: 1.1.0 (was 1.0.0)');
+      expect(released.output).toContain(`release: ${NEXT_MINOR} (was ${RELEASED})`);
       expect(released.code).toBe(0);
-      expect(parse(readFileSync(source, 'utf8')).info.version).toBe('1.1.0');
-      expect(parse(readFileSync(path.join(copy, 'openapi', 'released', '1.1.0.yaml'), 'utf8')).info.version).toBe('1.1.0');
-      expect(readFileSync(path.join(copy, 'openapi', 'released', '1.1.0.yaml'), 'utf8')).toBe(readFileSync(path.join(copy, 'openapi', 'openapi.published.yaml'), 'utf8'));
+      expect(parse(readFileSync(source, 'utf8')).info.version).toBe(NEXT_MINOR);
+      expect(parse(readFileSync(path.join(copy, 'openapi', 'released', `${NEXT_MINOR}.yaml`), 'utf8')).info.version).toBe(NEXT_MINOR);
+      expect(readFileSync(path.join(copy, 'openapi', 'released', `${NEXT_MINOR}.yaml`), 'utf8')).toBe(readFileSync(path.join(copy, 'openapi', 'openapi.published.yaml'), 'utf8'));
       const changelog = readFileSync(path.join(copy, 'openapi', 'CHANGELOG.md'), 'utf8');
-      expect(changelog).toMatch(/## 1\.1\.0 \(2026-12-01\)\n\n### Added\n\n- `POST \/api\/v1\/leads request body`: optional input field nickname added\n/);
-      expect(changelog.indexOf('## 1.1.0')).toBeLessThan(changelog.indexOf('## 1.0.0'));
+      expect(changelog).toContain(`## ${NEXT_MINOR} (2026-12-01)\n\n### Added\n\n- \`POST /api/v1/leads request body\`: optional input field nickname added\n`);
+      expect(changelog.indexOf(`## ${NEXT_MINOR}`)).toBeLessThan(changelog.indexOf(`## ${RELEASED}`));
       expect((await node('check-compat.mjs', [], copy)).code).toBe(0);
       expect((await node('generate-types.mjs', ['--check'], copy)).code).toBe(0);
 
       edit((document) => document.deleteIn([...SCHEMAS, 'LeadFields', 'properties', 'nickname']));
       const refused = await node('release.mjs', ['--today', '2026-12-02'], copy);
-      expect(refused.output).toMatch(/refused: 2 breaking change\(s\) since 1\.1\.0:\n {2}BREAKING POST \/api\/v1\/leads request body: input field nickname removed/);
+      expect(refused.output).toMatch(/refused: 2 breaking change\(s\) since [\d.]+:\n {2}BREAKING POST \/api\/v1\/leads request body: input field nickname removed/);
       expect(refused.code).toBe(1);
     } finally {
       rmSync(copy, { recursive: true, force: true });
