@@ -3,7 +3,7 @@ import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { parse, parseDocument } from 'yaml';
 import { PROJECT_ROOT } from '../../src/paths.js';
 import { contractCopy, deprecate, type DocumentEdit } from '../support/contract-copy.js';
@@ -13,6 +13,9 @@ import { contractCopy, deprecate, type DocumentEdit } from '../support/contract-
 // change is listed with where it is, and one that would break an existing client, mock user or
 // webhook receiver fails the gate, naming the field or value.
 const run = promisify(execFile);
+// Every check is a process of its own (the release's runs openapi-typescript twice): seconds
+// each, but minutes on a loaded 2-core machine.
+jest.setTimeout(300_000);
 const SCHEMAS = ['components', 'schemas'];
 /** The last release (the source's info.version) and the minor release after it. */
 const RELEASED: string = parse(readFileSync(path.join(PROJECT_ROOT, 'openapi', 'openapi.yaml'), 'utf8')).info.version;
@@ -87,7 +90,7 @@ describe('npm run check:compat', () => {
   const results = new Map<string, { code: number; output: string }>();
   beforeAll(async () => {
     await Promise.all(BREAKING.map(async ([change, edit]) => results.set(change, await gate(edit))));
-  }, 120_000);
+  }, 300_000);
 
   it.each(BREAKING)('fails on %s, naming it', (change, _edit, expected) => {
     const { code, output } = results.get(change)!;
@@ -162,5 +165,5 @@ describe('npm run release', () => {
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 300_000);
 });
