@@ -12,8 +12,11 @@
 // rules across fields (the contact rule) under `allOf`, each branch naming the schema of the
 // field it requires, so generators type it as a union (`{ email: string } | { phone: string }
 // | ...`) intersected with the fields. Same payloads accepted and refused
-// (test/openapi/openapi-published.test.ts); response schemas are untouched.
+// (test/openapi/openapi-published.test.ts); response schemas are untouched. The responses of
+// a deprecated operation declare its Deprecation, Sunset and Link headers
+// (scripts/deprecation-headers.mjs).
 import { parseDocument } from 'yaml';
+import { declareDeprecationHeaders } from './deprecation-headers.mjs';
 
 const SCHEMAS = ['components', 'schemas'];
 const HEADER = ' Built from openapi/openapi.yaml by scripts/generate-types.mjs (npm run generate); edit that\n'
@@ -116,6 +119,7 @@ export function publishedDocument(sourceText) {
     }
   }
   for (const [rule, published] of Object.entries(publishedRules)) replace(rule, published);
+  declareDeprecationHeaders(document);
   document.commentBefore = HEADER + (document.commentBefore ? `\n${document.commentBefore}` : '');
   return document.toString({ lineWidth: 0, singleQuote: true, flowCollectionPadding: false });
 }

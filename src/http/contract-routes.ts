@@ -7,7 +7,7 @@ import type { OperationId } from './operations.js';
 // methods and operationIds, the scope each operation requires, its declared query
 // parameters and whether it takes a JSON body. Routes are bound from this, never re-typed.
 
-const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 
 export interface ContractOperation {
@@ -68,7 +68,8 @@ interface Document {
   security?: Array<Record<string, string[]>>;
 }
 
-function resolve<T extends object>(document: unknown, value: T | { $ref: string }): T {
+/** The item a `$ref` names (followed until it is not one), or the value itself. */
+export function resolve<T extends object>(document: unknown, value: T | { $ref: string }): T {
   if (!('$ref' in value) || typeof value.$ref !== 'string') return value as T;
   const pointer = value.$ref
     .replace(/^#\//, '')

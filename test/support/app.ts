@@ -8,7 +8,7 @@ import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
 import { ProcessDatabase } from '../../src/db/open.js';
-import { createApp } from '../../src/http/app.js';
+import { createApp, type ApiVersion } from '../../src/http/app.js';
 import { createTestDatabase } from './database.js';
 import { eventually } from './eventually.js';
 import { readTestEnvironment } from './env.js';
@@ -33,6 +33,8 @@ export interface TestAppOptions {
   sameDatabaseAs?: TestApp;
   /** The rate limit's window, shortened so a test can see it pass (the service's is a minute). */
   rateLimitWindowMs?: number;
+  /** Serve these path versions instead of openapi/'s (a changed copy: test/support/contract-copy.ts). */
+  versions?: ApiVersion[];
 }
 
 const running = new Map<AppContext, string>();
@@ -121,7 +123,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   // The same shape as `npm start`: the process's database (here the test's) hands the root its pool.
   const processDatabase = await ProcessDatabase.open({ ...config, DATABASE_URL: database.url }, logger);
   const ctx = await createContext(config, { database: processDatabase, logger, validateResponses: true });
-  const app = createApp(options.rateLimitWindowMs ? { ...ctx, rateLimitStore: withWindow(ctx.rateLimitStore, options.rateLimitWindowMs) } : ctx);
+  const app = createApp(options.rateLimitWindowMs ? { ...ctx, rateLimitStore: withWindow(ctx.rateLimitStore, options.rateLimitWindowMs) } : ctx, options.versions);
   let server: Server | undefined;
   const listen = async () => {
     if (!server) {

@@ -14,16 +14,16 @@ const ATTEMPTS = 5;
 const START_WITHIN_MS = 60_000;
 
 /**
- * Prism (`mock` or `proxy <upstream>`) on a free port of 127.0.0.1, once it answers. Prism
+ * Prism (`mock` or `proxy <upstream>`, of the published document unless another is given) on a free port of 127.0.0.1, once it answers. Prism
  * cannot be given port 0, so the port is found free and released first: when another
  * process takes it in between, Prism exits, and it is started again on another port.
  */
-export async function startPrism(command: ['mock'] | ['proxy', string]): Promise<PrismProcess> {
+export async function startPrism(command: ['mock'] | ['proxy', string], document = PUBLISHED_OPENAPI_PATH): Promise<PrismProcess> {
   let lastLog = '';
   for (let attempt = 1; attempt <= ATTEMPTS; attempt += 1) {
     const port = await freePort();
     const [mode, ...upstream] = command;
-    const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'), [mode, PUBLISHED_OPENAPI_PATH, ...upstream, '--host', '127.0.0.1', '--port', String(port)], {
+    const child = spawn(path.join(PROJECT_ROOT, 'node_modules', '.bin', 'prism'), [mode, document, ...upstream, '--host', '127.0.0.1', '--port', String(port)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let log = '';

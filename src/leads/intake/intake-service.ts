@@ -2,7 +2,7 @@ import type { BatchRequest, BatchResponse, BatchRowResult, Lead, LeadCreateReque
 import { fingerprintRequest } from '../../idempotency/fingerprint.js';
 import type { RowResult } from './intake-engine.js';
 import { nothingMatched } from './match.js';
-import { prepareLead } from './prepare.js';
+import { prepareLead, type PreparedLead } from './prepare.js';
 import { presentLead } from '../present.js';
 import { DuplicateRejected } from './rejections.js';
 import type { RowOutcome } from './row-intake.js';
@@ -51,14 +51,26 @@ function idempotencyScope(caller: Caller, operation: string, idempotency: Idempo
   return { workspaceId: caller.workspaceId, apiKeyId: caller.apiKeyId, key: idempotency.key, fingerprint: fingerprintRequest(operation, idempotency.bodyAsSent) };
 }
 
-/** POST /leads: creates, updates or skips one lead; concurrent calls share a group's transaction, a dry run runs alone. */
-export function createLead(groups: WriteGroups, caller: Caller, request: LeadCreateRequest, idempotency: Idempotency): Promise<WriteResult<LeadWriteResponse>> {
+/** A prepared lead with the warnings the edge found in its request (deprecated properties sent) first. */
+const withNotices = (lead: PreparedLead, notices: string[]): PreparedLead => (notices.length > 0 ? { ...lead, warnings: [...notices, ...lead.warnings] } : lead);
+
+/**
+ * POST /leads: creates, updates or skips one lead; concurrent calls share a group's
+ * transaction, a dry run runs alone. `notices` go into `meta.warnings`.
+ */
+export function createLead(
+  groups: WriteGroups,
+  caller: Caller,
+  request: LeadCreateRequest,
+  idempotency: Idempotency,
+  notices: string[] = [],
+): Promise<WriteResult<LeadWriteResponse>> {
   const { options, dryRun } = switchesOf(request);
   const write: WriteRequest<LeadWriteResponse> = {
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads', idempotency),
-    rows: [{ lead: { ...prepareLead(request), trace: storedTraceContext() }, wantsRecord: true }],
+    rows: [{ lead: { ...withNotices(prepareLead(request), notices), trace: storedTraceContext() }, wantsRecord: true }],
     options,
     dryRun,
     answer: ([result]): WriteAnswer<LeadWriteResponse> => {
@@ -95,15 +107,21 @@ function batchRow(index: number, result: RowResult, dryRun: boolean): BatchRowRe
   return { index, status: 'failed', lead_id: null, ...nothingMatched(), error: rejected.message, field: rejected.field };
 }
 
-/** POST /leads/batch: every row in order in one transaction of its own, each reported; always 200. */
-export function createLeadsBatch(groups: WriteGroups, caller: Caller, request: BatchRequest, idempotency: Idempotency): Promise<WriteResult<BatchResponse>> {
+/** POST /leads/batch: every row in order in one transaction of its own, each reported; always 200. `notices[i]` go into row i's warnings. */
+export function createLeadsBatch(
+  groups: WriteGroups,
+  caller: Caller,
+  request: BatchRequest,
+  idempotency: Idempotency,
+  notices: string[][] = [],
+): Promise<WriteResult<BatchResponse>> {
   const { options, dryRun } = switchesOf(request);
   const trace = storedTraceContext();
   return groups.alone<BatchResponse>({
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads/batch', idempotency),
-    rows: request.leads.map((lead) => ({ lead: { ...prepareLead(lead), trace }, wantsRecord: false })),
+    rows: request.leads.map((lead, index) => ({ lead: { ...withNotices(prepareLead(lead), notices[index] ?? []), trace }, wantsRecord: false })),
     options,
     dryRun,
     answer: (results) => {
