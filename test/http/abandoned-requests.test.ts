@@ -8,7 +8,7 @@ import { addKey, createTenant, type Tenant } from '../support/fixtures.js';
 import { parseMetrics } from '../support/metrics.js';
 import { rowCount } from '../support/requests.js';
 import { serveApp, type ServedApp } from '../support/served-app.js';
-import { startStallingProxy, type StallingProxy } from '../support/stalling-proxy.js';
+import { startStallingProxy, type StallingProxy } from '../support/tcp-proxy.js';
 
 // Clients that go away mid-request (a client's timeout, a load tool ending its run): whatever
 // step the request was at, every per-key slot it took is given back, the key stays usable,

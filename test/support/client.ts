@@ -1,8 +1,7 @@
-import { once } from 'node:events';
-import net, { type AddressInfo } from 'node:net';
 import { createLeadIntakeClient, type LeadIntakeClient, type LeadIntakeClientOptions } from '../../src/client/index.js';
 import type { Tenant } from './fixtures.js';
 import { fetchCheckedAgainstDocument } from './document-check.js';
+import { startTcpProxy } from './tcp-proxy.js';
 
 export interface SentRequest {
   method: string;
@@ -44,38 +43,18 @@ export function clientFor(url: string, tenant: Tenant, options: Partial<LeadInta
  * Later connections are forwarded both ways.
  */
 export async function startDroppingProxy(targetPort: number): Promise<{ url: string; connections: number; close(): Promise<void> }> {
-  const sockets = new Set<net.Socket>();
-  const state = { connections: 0 };
-  const server = net.createServer((client) => {
-    const first = state.connections === 0;
-    state.connections++;
-    const upstream = net.connect(targetPort, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => {});
-      socket.on('close', () => sockets.delete(socket));
+  const proxy = await startTcpProxy(targetPort, ({ index, client, upstream }, chunk) => {
+    if (index > 0) client.write(chunk);
+    else {
+      client.destroy();
+      upstream.destroy();
     }
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-    client.pipe(upstream);
-    if (first)
-      upstream.once('data', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    else upstream.pipe(client);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${proxy.port}`,
     get connections() {
-      return state.connections;
+      return proxy.connections;
     },
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: proxy.close,
   };
 }
