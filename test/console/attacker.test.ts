@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { createApiKey } from '../../src/api-keys/service.js';
 import { SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/throttle.js';
@@ -7,22 +7,22 @@ import { createWorkflow } from '../../src/workflows/service.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { Tenant } from '../support/fixtures.js';
+import { testBed } from '../support/test-bed.js';
 import { addUser, CONSOLE_ORIGIN, form, http, linkToken, passwordSignIn, sessionCookie, sessionFromCookie, signInByLink, type ConsoleSession } from './support.js';
 
 // The console's sign-in and sessions against someone who tries: guesses in parallel, a stolen
 // cookie after a password change, a demoted admin's keys, secrets on every role's first page,
 // forms the parser cannot read.
 
+const bed = testBed();
 let app: TestApp;
 let tenant: Tenant;
-
-beforeAll(async () => {
-  app = await startTestApp();
-  tenant = await createTenant(app.ctx.db);
-});
-afterAll(async () => {
-  await app.close();
+beforeAll(() => {
+  ({
+    t: app,
+    tenants: [tenant],
+  } = bed);
 });
 
 const clearFailures = () => sql`DELETE FROM console_sign_in_failures`.execute(app.ctx.db);
