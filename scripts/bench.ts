@@ -5,7 +5,8 @@
 // and drives each scenario with autocannon from a separate process, next to two bare
 // express baselines under the same load. Prints a table and writes bench/results.json.
 // Targets are reported, not asserted: the exit code is non-zero only when something broke
-// (a crash, errors or non-2xx answers, lost deliveries, a delivery scenario that could not run).
+// (a crash, errors, timeouts or non-2xx answers, lost deliveries, a delivery scenario that could
+// not run), and a target measured on a broken scenario fails whatever its figure.
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import os from 'node:os';
@@ -16,7 +17,7 @@ import { runDeliveryScenario } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
 import { runFloodScenario } from './bench/flood.js';
 import type { Workload } from './bench/load.js';
-import { report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
+import { brokenBecause, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
@@ -310,9 +311,9 @@ async function main(): Promise<void> {
       reportOnly(picked, insert);
       if (meVsConstant !== null) process.stdout.write(`1 GET /me: ${meVsConstant.toFixed(2)}x the constant JSON\n`);
       if (lowRate) process.stdout.write(`${lowRate.name}: p50 ${lowRate.p50} ms, p99 ${lowRate.p99} ms\n`);
-      const broken = picked.filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0);
+      const broken = [...picked, ...(lowRate ? [lowRate] : [])].map(brokenBecause).filter((reason) => reason !== null);
       if (broken.length > 0) {
-        log(`FAILED: ${broken.map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`).join('; ')}`);
+        log(`FAILED: ${broken.join('; ')}`);
         process.exitCode = 1;
       }
       return;
@@ -422,11 +423,11 @@ async function main(): Promise<void> {
     log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
     if (citus && !smoke) reportBesideSingleServer(file, path.join(ROOT, 'bench', 'results.json'));
     const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
-      .filter((scenario) => scenario.errors > 0 || scenario.non2xx > 0 || scenario.requests === 0)
-      .map((scenario) => `${scenario.name}: ${scenario.errors} errors, ${scenario.non2xx} non-2xx, ${scenario.requests} requests`);
+      .map(brokenBecause)
+      .filter((reason) => reason !== null);
     for (const fixed of [...fixedRate, lowRate]) {
-      if (fixed.errors > 0 || fixed.non2xx > 0 || fixed.requests === 0)
-        broken.push(`${fixed.name} at a fixed rate: ${fixed.errors} errors ${JSON.stringify(fixed.errorReasons)}, ${fixed.non2xx} non-2xx, ${fixed.requests} requests`);
+      const reason = brokenBecause({ ...fixed, name: `${fixed.name} at a fixed rate` });
+      if (reason) broken.push(`${reason} ${JSON.stringify(fixed.errorReasons)}`);
     }
     const floodBroken = flood.non401 > 0 || [flood.flood, flood.floodDuringValid].some((run) => run.errors > 0 || run.timeouts > 0 || run.requests === 0);
     if (floodBroken)

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
+import { BASELINE_INSERT, prepareBaselineTable } from './baseline-table.js';
 
 interface Spec {
   databaseUrl: string;
@@ -48,10 +49,8 @@ async function main(): Promise<void> {
       job_title: 'Buyer',
       tags: ['bench', 'wave-1'],
     });
-    await pool.query(
-      'CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
-    );
-    work = () => pool.query('INSERT INTO bench_baseline (payload) VALUES ($1) RETURNING id, created_at', [payload]);
+    await prepareBaselineTable(pool);
+    work = () => pool.query(BASELINE_INSERT, [spec.workspaceId, payload]);
   } else {
     const { rows: companies } = await pool.query<{ id: number }>('SELECT id FROM companies WHERE workspace_id = $1 ORDER BY id LIMIT 500', [spec.workspaceId]);
     const { rows: tags } = await pool.query<{ id: number }>('SELECT id FROM tags WHERE workspace_id = $1 ORDER BY id LIMIT 10', [spec.workspaceId]);
