@@ -128,7 +128,8 @@ export async function resealConnectors(db: Executor): Promise<number> {
 
 /** A new signing secret; the one it replaces keeps signing until `overlapEnds`. */
 export async function replaceSigningSecret(db: Executor, id: number, secret: string, overlapEnds: Date): Promise<ConnectorRow | undefined> {
-  const current = await db.selectFrom('connectors').select(['id', 'workspace_id']).where('id', '=', id).executeTakeFirst();
+  // Its workspace first, the new secret being sealed for the connector (the statement of findConnectors: on Citus, as rare as the rotation).
+  const current = await db.selectFrom('connectors').selectAll().where('id', 'in', [id]).executeTakeFirst();
   if (!current) return undefined;
   const row = await db
     .updateTable('connectors')
