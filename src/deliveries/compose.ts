@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
 import type { ConnectorRow, DeliveryEvent, DeliverySender, HeaderRow, KeyValue, NewDelivery, WorkflowBlock } from '../db/schema.js';
 import { jsonParameter } from '../db/sql.js';
-import { mapCredentialHeaders } from '../secrets/credential-headers.js';
-import { sealSecret } from '../secrets/keyring.js';
+import { deliveryHeaderSecrets, mapCredentialHeaders } from '../secrets/credential-headers.js';
 import { mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
 import { checkUrlShape, RefusedDestination } from './network-guard.js';
 import {
@@ -83,13 +82,14 @@ function request(
   // GET and DELETE carry the fields as a query string, always form-encoded.
   const body = encodeBody(target.body, carriesBody ? target.format : 'form');
   const headers = mergeHeaders([{ name: 'User-Agent', value: USER_AGENT }], carriesBody ? [{ name: 'Content-Type', value: contentType }] : [], target.headers);
+  const row = deliveryRow(origin, target);
   return {
-    ...deliveryRow(origin, target),
+    ...row,
     // Headers named like credentials are sealed in the row (src/secrets/credential-headers.ts).
     headers: jsonParameter(
       mapCredentialHeaders(
         Object.entries(headers).map(([name, value]) => ({ name, value })),
-        sealSecret,
+        deliveryHeaderSecrets(row).seal,
       ),
     ),
     body,

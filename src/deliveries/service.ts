@@ -4,7 +4,7 @@ import type { DeliveryRow } from '../db/schema.js';
 import { findEndpointStates, type EndpointRef } from '../endpoints/repository.js';
 import { Refused } from '../refused.js';
 import { requestUrl } from './attempt.js';
-import { maskHeaderRows, maskUrl } from './masking.js';
+import { bodyShownToReader, maskHeaderRows, maskSecret, maskUrl, urlForReader } from './masking.js';
 import { methodCarriesBody } from './payload.js';
 import { findWorkflows } from '../workflows/repository.js';
 import { findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
@@ -130,4 +130,31 @@ export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, w
     );
   }
   return recoverFailedDeliveries(db, endpoint, window, target.workspaceId);
+}
+
+/** Headers the service itself sets: nothing a workspace configured, so nothing of theirs to hide. */
+const SERVICE_HEADERS = new Set(['user-agent', 'content-type', 'webhook-id']);
+
+/**
+ * A delivery as a member (who reads but cannot change) is shown it, under the rule of the
+ * Connectors and Workflows pages (shownToReader): the URL's origin only, every configured
+ * header value masked, and in the body the values of the connector's constant fields and the
+ * workflow block's fields masked (fields as they are configured now). The lead's data in the
+ * body stays: members may read leads.
+ */
+export async function deliveryShownToReader(db: Executor, delivery: Awaited<ReturnType<typeof showDelivery>>): Promise<Awaited<ReturnType<typeof showDelivery>>> {
+  const connector = delivery.connector_id === null ? undefined : (await findConnectors(db, [delivery.connector_id], delivery.workspace_id)).get(delivery.connector_id);
+  const workflow = delivery.workflow_id === null ? undefined : (await findWorkflows(db, [delivery.workflow_id], delivery.workspace_id)).get(delivery.workflow_id);
+  const keys = new Set([...(connector?.fields ?? []), ...(workflow?.block.fields ?? [])].map(({ key }) => key));
+  const { request } = delivery;
+  const contentType = Object.entries(request.headers).find(([name]) => name.toLowerCase() === 'content-type')?.[1];
+  return {
+    ...delivery,
+    request: {
+      ...request,
+      url: urlForReader(request.url),
+      headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, SERVICE_HEADERS.has(name.toLowerCase()) ? value : maskSecret(String(value))])),
+      body: bodyShownToReader(request.body, typeof contentType === 'string' ? contentType : undefined, keys),
+    },
+  };
 }

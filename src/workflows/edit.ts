@@ -42,7 +42,7 @@ export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
   }
   return db.transaction().execute(async (trx) => {
     const tag = await triggerTag(trx, workflow.workspace_id, input);
-    await updateWorkflowDefinition(trx, id, { trigger: input.trigger, tag_id: tag?.id ?? null, block });
+    await updateWorkflowDefinition(trx, workflow, { trigger: input.trigger, tag_id: tag?.id ?? null, block });
     const shown = block.endpoint === 'url' ? { ...block, url: maskUrl(block.url), headers: maskKeyValues(block.headers) } : block;
     return { id, trigger: input.trigger, tag, block: shown, warnings };
   });

@@ -1,10 +1,9 @@
 import type { Request, Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { urlShownTo } from '../../deliveries/masking.js';
 import { parseBranch, parseTimeWindow, parseTimestamp } from '../../cli/arguments.js';
 import { listWorkspaceConnectors } from '../../connectors/service.js';
 import { listDeliveryPage } from '../../deliveries/log-repository.js';
-import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { deliveryShownToReader, recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
 import { Refused } from '../../refused.js';
 import { listWorkspaceWorkflows } from '../../workflows/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
@@ -62,7 +61,7 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
     const { workspaceId, canChange } = signedIn(res).user;
     const id = await requireInWorkspace(ctx.db, workspaceId, 'deliveries', pathId(req.params.id));
     const delivery = await showDelivery(ctx.db, id, workspaceId);
-    const shown = canChange ? delivery : { ...delivery, request: { ...delivery.request, url: urlShownTo(delivery.request.url, false) } };
+    const shown = canChange ? delivery : await deliveryShownToReader(ctx.db, delivery);
     render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: shown });
   });
 
