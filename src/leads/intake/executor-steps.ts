@@ -236,7 +236,7 @@ async function attemptRow(x: Execution, ref: RowRef, lookup: IntakeLookup, refer
   if ('outcome' in written) return written.outcome;
   if (attempt >= MATCH_ATTEMPTS) throw new Error('lead identity kept changing under concurrent writes');
   let outcome: RowOutcome | undefined;
-  // Its companies' events are queued by the lost race: the next attempt's lead does not carry them again.
-  await runLostAgain(x, [written.lost], async () => (outcome = await attemptRow(x, ref, lookup, references, attempt + 1, { ...resolution, events: [] })));
+  // The next attempt's lead carries its companies' events: the lost race queues none of its own.
+  await runLostAgain(x, [{ ...written.lost, events: [] }], async () => (outcome = await attemptRow(x, ref, lookup, references, attempt + 1, resolution)));
   return outcome!;
 }
