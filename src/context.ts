@@ -14,7 +14,7 @@ import { FairSlots } from './db/fair-slots.js';
 import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
-import { runGroupTransaction } from './leads/intake/group-transaction.js';
+import { runGroupTransaction } from './leads/intake/executor.js';
 import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';

@@ -1,18 +1,15 @@
 import type { BatchRequest, BatchResponse, BatchRowResult, Lead, LeadCreateRequest, LeadWriteResponse } from '../../../generated/api.js';
 import { fingerprintRequest } from '../../idempotency/fingerprint.js';
-import type { RowResult } from './intake-engine.js';
 import { nothingMatched } from './match.js';
 import { prepareLead, type PreparedLead } from './prepare.js';
 import { presentLead } from '../present.js';
 import { DuplicateRejected } from './rejections.js';
-import type { RowOutcome } from './row-intake.js';
-import { switchesOf } from './options.js';
 import { storedTraceContext } from '../../tracing/spans.js';
-import type { WriteRequest, WriteResult } from './write-request.js';
+import { switchesOf, type RowOutcome, type RowResult, type WriteRequest, type WriteResult } from './write-request.js';
 import type { WriteGroups } from './write-groups.js';
 
 // Lead intake as the two POST operations ask for it: each call is a write request run by the
-// intake engine in a group's transaction (src/leads/intake/write-groups.ts), made idempotent by its
+// executor in a write group (src/leads/intake/write-groups.ts), made idempotent by its
 // Idempotency-Key, and answered with the body and status the contract gives. Rejections are
 // thrown (RowRejected, DuplicateRejected, IdempotencyConflict) and nothing of the call is kept.
 
