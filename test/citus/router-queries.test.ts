@@ -63,7 +63,8 @@ async function recordStatements(work: () => Promise<void>): Promise<Recorded[]> 
   return recorded;
 }
 
-const TENANT_TABLES = /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|suppressed_contacts)\b/i;
+const TENANT_TABLES =
+  /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|suppressed_contacts)\b/i;
 
 /** The task counts of every distributed step of the plan (one per subplan, and the main query). */
 function taskCounts(plan: unknown): number[] {
