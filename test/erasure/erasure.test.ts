@@ -166,6 +166,8 @@ describe('lead erase and lead export', () => {
       ['created', null],
       ['failed', 'phone'],
     ]);
+    const alone = await postBatch(t, tenant, { leads: [{ name: 'Again', linkedin_url: person.linkedin.toUpperCase() }] });
+    expect([alone.status, alone.body.data[0].status, alone.body.data[0].field, alone.body.meta.failed]).toEqual([200, 'failed', 'linkedin_url', 1]);
     expect(await whereStored([person.email, person.phoneDigits])).toEqual([]);
   });
 
