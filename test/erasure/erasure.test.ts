@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
+import { verifyWebhook } from '../../src/client/index.js';
 import { createConnector, pushLead } from '../../src/connectors/service.js';
 import { createWorkflow } from '../../src/workflows/service.js';
 import type { TestApp } from '../support/app.js';
@@ -60,7 +61,7 @@ const erasureNotices = () =>
   receiver.requests.filter((request) => request.body.includes('"lead_erased"')).map((request) => ({ path: `${request.path}?${request.query}`, body: JSON.parse(request.body) }));
 
 /** A tenant with a connector whose receiver answers a CRM record id, and a lead_created workflow whose Custom URL carries the email. */
-async function receivingTenant(): Promise<{ tenant: Tenant; connectorId: number; workflowId: number }> {
+async function receivingTenant(): Promise<{ tenant: Tenant; connectorId: number; connectorSecret: string; workflowId: number }> {
   const tenant = await createTenant(t.ctx.db);
   receiver.routes['/crm'] = { status: 200, body: JSON.stringify({ id: 'crm-4711' }), headers: { 'content-type': 'application/json' } };
   const connector = await createConnector(t.ctx.db, {
@@ -79,12 +80,12 @@ async function receivingTenant(): Promise<{ tenant: Tenant; connectorId: number;
     trigger: 'lead_created',
     block: { endpoint: 'url', url: `${receiver.url}/hook?who={{lead.email}}`, method: 'POST', format: 'json', headers: [], fields: [{ key: 'name', value: '{{lead.name}}' }] },
   });
-  return { tenant, connectorId: connector.id, workflowId: workflow.id };
+  return { tenant, connectorId: connector.id, connectorSecret: connector.signing_secret!, workflowId: workflow.id };
 }
 
 describe('lead erase and lead export', () => {
   it('export gives everything stored; erase leaves no copy anywhere, tells both receivers, and with --suppress refuses the person afterwards', async () => {
-    const { tenant, connectorId, workflowId } = await receivingTenant();
+    const { tenant, connectorId, connectorSecret, workflowId } = await receivingTenant();
     const person = newPerson();
     const body = { name: person.name, email: person.email, phone: person.phone, linkedin_url: person.linkedin, tags: ['Erasable'], enrich: false };
     const created = await postLead(t, tenant, body, { 'Idempotency-Key': `erase-${person.email}` });
@@ -146,6 +147,10 @@ describe('lead erase and lead export', () => {
       { event: 'lead_erased', lead_id: leadId, crm_record_id: 'crm-4711', sent_at: expect.any(String) },
       { event: 'lead_erased', lead_id: leadId, crm_record_id: 'crm-4711', sent_at: expect.any(String) },
     ]);
+
+    // Signed like every delivery: the TypeScript client verifies it and types it as the documented event.
+    const crmNotice = receiver.requests.find((request) => request.path === '/crm' && request.body.includes('"lead_erased"'))!;
+    expect(await verifyWebhook(connectorSecret, crmNotice.headers as Record<string, string>, crmNotice.body)).toMatchObject({ event: 'lead_erased', lead_id: leadId });
 
     expect(await whereStored([person.email, person.name, person.phoneDigits, person.linkedin.split('/in/')[1]!])).toEqual([]);
     expect((await t.http.get(`/api/v1/leads/${leadId}`).set(tenant.auth)).status).toBe(404);
