@@ -7,6 +7,7 @@ import { addConnectorRoutes } from './routes/connectors.js';
 import { addDeliveryRoutes } from './routes/deliveries.js';
 import { addKeyRoutes } from './routes/keys.js';
 import { addLeadRoutes } from './routes/leads.js';
+import { addLeadErasureRoutes } from './routes/lead-erasure.js';
 import { addMemberRoutes } from './routes/members.js';
 import { addOverviewRoutes } from './routes/overview.js';
 import { addPasswordRoutes } from './routes/password.js';
@@ -63,6 +64,7 @@ export function consoleRouter(ctx: AppContext): Router {
   router.use((req, res, next) => (req.method === 'POST' ? requireChangeRight(req, res, next) : next()));
   addOverviewRoutes(router, ctx);
   addLeadRoutes(router, ctx);
+  addLeadErasureRoutes(router, ctx);
   addKeyRoutes(router, ctx);
   addConnectorRoutes(router, ctx);
   addDeliveryRoutes(router, ctx);

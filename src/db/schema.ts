@@ -144,6 +144,14 @@ export interface OutboxTable {
   trace_context: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** A contact detail of a person who asked not to be stored again: its keyed digest only (src/secrets/contact-digest.ts). */
+export interface SuppressedContactsTable {
+  workspace_id: number;
+  digest: Buffer;
+  kind: IdentityKind;
+  created_at: Timestamp;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   users: UsersTable;
@@ -164,6 +172,7 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   console_sign_in_links: ConsoleSignInLinksTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;
+  suppressed_contacts: SuppressedContactsTable;
 }
 
 export type TagRow = Selectable<TagsTable>;

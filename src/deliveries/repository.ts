@@ -187,7 +187,7 @@ export async function listDeliveryAttempts(db: Executor, workspaceId: number, de
     .execute();
 }
 
-const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test'];
+const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test', 'erasure_notice'];
 
 /**
  * Per sender (every sender, 0 when none): pending deliveries due now (those being attempted

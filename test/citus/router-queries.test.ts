@@ -63,7 +63,8 @@ async function recordStatements(work: () => Promise<void>): Promise<Recorded[]> 
   return recorded;
 }
 
-const TENANT_TABLES = /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records)\b/i;
+const TENANT_TABLES =
+  /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|suppressed_contacts)\b/i;
 
 /** The task counts of every distributed step of the plan (one per subplan, and the main query). */
 function taskCounts(plan: unknown): number[] {
@@ -131,6 +132,9 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
   await ok(admin.post(`/console/workflows/${workflow.id}/activate`), 'activate');
   await ok(admin.post(`/console/workflows/${workflow.id}/cap`, { max_per_second: '3' }), 'workflow cap');
   await ok(admin.post(`/console/tags/${routerTag.id}`, { action: 'save', name: 'Router tag renamed', color: '#f00' }), 'tag update');
+  // A person's data: their export, then their erasure with suppression (its lead_erased notices go out in the next drain).
+  await ok(admin.get(`/console/leads/${leadId}/export`), 'export');
+  await ok(admin.post(`/console/leads/${leadId}/erase`, { suppress: 'on' }), 'erase');
   await ok(admin.post(`/console/api-keys/${tenant.keyId}/revoke`), 'revoke key');
   await ok(admin.post(`/console/connectors/${connector.id}/delete`), 'connector delete');
 }

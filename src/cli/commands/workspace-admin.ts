@@ -7,7 +7,7 @@ import { requireWorkspace } from '../../workspaces/service.js';
 import { nonEmpty, parseBoolean, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
-const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
+export const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
 
 /**
  * The CLI side of what the console's Members, Tags and Connectors pages do, so every console
