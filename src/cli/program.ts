@@ -12,6 +12,7 @@ import { registerConnectorCommands } from './commands/connectors.js';
 import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
+import { registerLeadCommands } from './commands/leads.js';
 import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
 import { registerWorkspaceAdminCommands } from './commands/workspace-admin.js';
@@ -35,6 +36,7 @@ function buildProgram(): Command {
   registerSecretsCommands(program);
   registerConsoleCommands(program);
   registerWorkspaceAdminCommands(program);
+  registerLeadCommands(program);
   return program;
 }
 

@@ -6,6 +6,7 @@ import { addCompanyRoutes } from './routes/companies.js';
 import { addConnectorRoutes } from './routes/connectors.js';
 import { addDeliveryRoutes } from './routes/deliveries.js';
 import { addKeyRoutes } from './routes/keys.js';
+import { addLeadImportRoutes, importUpload } from './routes/lead-imports.js';
 import { addLeadRoutes } from './routes/leads.js';
 import { addMemberRoutes } from './routes/members.js';
 import { addOverviewRoutes } from './routes/overview.js';
@@ -54,6 +55,7 @@ export function consoleRouter(ctx: AppContext): Router {
     next();
   });
   router.use(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 500 }));
+  router.use(importUpload);
   router.use(sameOriginPosts(ctx.config));
   addSignInRoutes(router, ctx);
 
@@ -62,6 +64,7 @@ export function consoleRouter(ctx: AppContext): Router {
   addPasswordRoutes(router, ctx);
   router.use((req, res, next) => (req.method === 'POST' ? requireChangeRight(req, res, next) : next()));
   addOverviewRoutes(router, ctx);
+  addLeadImportRoutes(router, ctx);
   addLeadRoutes(router, ctx);
   addKeyRoutes(router, ctx);
   addConnectorRoutes(router, ctx);
