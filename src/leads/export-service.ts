@@ -83,15 +83,15 @@ export async function* leadsCsv(db: Executor, workspaceId: number, filter: LeadE
   }
 }
 
-/** The JSON: an array of the leads as GET /leads/{id} gives each, written a page at a time. */
+/** The JSON: one array (one line, as every CLI command prints one JSON value) of the leads as GET /leads/{id} gives each, written a page at a time. */
 export async function* leadsJson(db: Executor, workspaceId: number, filter: LeadExportFilter): AsyncGenerator<string> {
   let first = true;
   yield '[';
   for await (const leads of matchingLeads(db, workspaceId, filter)) {
     for (const lead of leads) {
-      yield `${first ? '' : ','}\n${JSON.stringify(lead)}`;
+      yield `${first ? '' : ','}${JSON.stringify(lead)}`;
       first = false;
     }
   }
-  yield '\n]\n';
+  yield ']\n';
 }

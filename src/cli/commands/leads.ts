@@ -105,7 +105,6 @@ export function registerLeadCommands(program: Command): void {
           return { ...jobSummary(job), dry_run: true, mapping, rows: rows.map(({ ord, status, error }) => ({ row: ord, status, error })) };
         }
         await startImport(db, job, mapping, switches);
-        process.stderr.write(`${JSON.stringify({ import: job.id, total: job.total, delimiter: jobSummary(job).delimiter })}\n`);
         return { ...jobSummary(await waitForImport(db, job, logger)), mapping };
       }),
     );
