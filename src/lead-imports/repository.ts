@@ -107,9 +107,9 @@ export async function cancelImport(db: Executor, workspaceId: number, id: number
 /** The workspaces with a queued or running import, after `after` first (the only statement across workspaces). */
 export async function dueImportWorkspaces(db: Db, after: number, limit: number): Promise<number[]> {
   const { rows } = await sql<{ workspace_id: number }>`
-    SELECT workspace_id::int AS workspace_id FROM (
-      SELECT DISTINCT workspace_id FROM lead_imports WHERE status IN ('queued', 'running') AND (locked_until IS NULL OR locked_until < now())
-    ) AS due
+    SELECT workspace_id::int AS workspace_id FROM lead_imports
+    WHERE status IN ('queued', 'running') AND (locked_until IS NULL OR locked_until < now())
+    GROUP BY workspace_id
     ORDER BY workspace_id <= ${after}, workspace_id LIMIT ${limit}`.execute(db);
   return rows.map((row) => row.workspace_id);
 }
