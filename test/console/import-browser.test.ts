@@ -5,7 +5,7 @@ import { cliJson } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { freePort } from '../support/ports.js';
 import { baseEnvironment, startService, type ServiceProcess } from '../support/service.js';
-import { browserAvailable, launchBrowser, seriousViolations } from './browser.js';
+import { browserAvailable, launchBrowser, seriousViolations, wordsBrokenAt360 } from './browser.js';
 
 // Import CSV in a real browser, through `npm start` (its worker runs the job): upload, mapping,
 // preview, progress, results; then Export CSV of a search against the API's reads.
@@ -117,6 +117,15 @@ maybe('Import CSV and Export CSV in a browser', () => {
         'company.name': lead.company.name,
         source: 'import',
       });
+    }
+  }, 60_000);
+
+  it('reads every list at 360 px with no word of a header or cell broken across lines, and axe still passes', async () => {
+    await cli(['connector', 'create', '--workspace', String(demo.workspace.id), '--url', 'https://crm.example.com/api/v2/leads/incoming-webhook-endpoint']);
+    for (const link of ['Leads', 'Connectors', 'Workflows', 'Deliveries', 'API keys', 'Tags', 'Companies', 'Members']) {
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { level: 1 }).first().waitFor();
+      expect([link, await wordsBrokenAt360(page), await seriousViolations(page)]).toEqual([link, [], []]);
     }
   }, 60_000);
 });
