@@ -6,6 +6,7 @@ import { runGroupTransaction } from '../leads/intake/group-transaction.js';
 import { WriteGroups } from '../leads/intake/write-groups.js';
 import { FairSlots } from '../db/fair-slots.js';
 import type { Logger } from 'pino';
+import { groupBy } from '../group-by.js';
 import { Refused } from '../refused.js';
 import { DELIMITERS, readCsvFile, type Delimiter } from './csv-file.js';
 
@@ -35,6 +36,11 @@ import {
 
 /** Rows per batch call: the batch operation's own limit. */
 export const IMPORT_CHUNK = 100;
+/**
+ * Chunks of one job in flight at once: a chunk waits on its batch's round trips and commit, so
+ * a few at a time keep the database busy (the intake is race-safe for the same person in two).
+ */
+export const IMPORT_CHUNKS_AT_ONCE = 4;
 export const PREVIEW_ROWS = 100;
 /** Import chunks' Idempotency-Keys belong to no API key (migration 0020). */
 const IMPORTS_KEY_ID = 0;
@@ -48,7 +54,7 @@ export const DEFAULT_SWITCHES: ImportSwitches = { on_duplicate: 'update', create
 export function importWriteGroups(db: Db, logger: Logger): WriteGroups {
   return new WriteGroups((requests, commits) => runGroupTransaction(db, requests, logger, { commits }), logger, {
     queueLimit: 1,
-    slots: new FairSlots<number>(1, 1),
+    slots: new FairSlots<number>(IMPORT_CHUNKS_AT_ONCE, IMPORT_CHUNKS_AT_ONCE),
     groupRan: () => {},
   });
 }
@@ -136,18 +142,27 @@ export async function cancelImport(db: Db, workspaceId: number, id: number): Pro
   if (!(await cancelJob(db, workspaceId, id))) throw new Refused('conflict', `Import ${id} has already ended.`);
 }
 
-/** A claimed job's runner: one chunk at a time, until the job ends, is cancelled, or `stopped()` says to let go. */
+/**
+ * A claimed job's runner: a few chunks at a time, until the job ends, is cancelled, or
+ * `stopped()` says to let go. Chunks are fixed by row number (rows 1-100, 101-200, ...) and
+ * recorded whole, so a chunk run again after a restart is the same chunk under the same key.
+ */
 export async function runClaimedImport(groups: WriteGroups, db: Db, job: ImportJob, workerId: string, leaseMs: number, stopped: () => boolean): Promise<number> {
   const mapping = job.mapping as Mapping;
   const switches = job.switches!;
   let ran = 0;
   while (!stopped()) {
-    const rows = await importRows(db, job.workspace_id, job.id, { after: 0, limit: IMPORT_CHUNK, pendingOnly: true });
+    const rows = await importRows(db, job.workspace_id, job.id, { after: 0, limit: IMPORT_CHUNK * IMPORT_CHUNKS_AT_ONCE, pendingOnly: true });
     if (rows.length === 0) break;
-    const results = await runRows(groups, job, mapping, switches, rows, false);
-    const status = await db.transaction().execute((trx) => recordChunk(trx, job.workspace_id, job.id, workerId, leaseMs, results));
+    const chunks = [...groupBy(rows, (row) => Math.floor((row.ord - 1) / IMPORT_CHUNK)).values()];
+    const statuses = await Promise.all(
+      chunks.map(async (chunk) => {
+        const results = await runRows(groups, job, mapping, switches, chunk, false);
+        return db.transaction().execute((trx) => recordChunk(trx, job.workspace_id, job.id, workerId, leaseMs, results));
+      }),
+    );
     ran += rows.length;
-    if (status !== 'running') break;
+    if (statuses.some((status) => status !== 'running')) break;
   }
   return ran;
 }
