@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { cliError, cliJson, runCli } from '../support/cli.js';
 import type { Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
+import { CONSOLE_ORIGIN, http, signInByLink } from '../console/support.js';
 import type { TestApp } from '../support/app.js';
 import { createImport, DEFAULT_SWITCHES, describeColumns, importWriteGroups, mappingOf, runDueImport, showImport, startImport } from '../../src/lead-imports/service.js';
 
@@ -94,6 +95,33 @@ describe('lead import (CLI)', () => {
       .select(sql<number>`count(*)::int`.as('n'))
       .executeTakeFirstOrThrow();
     expect(after.n).toBe(before.n);
+  });
+});
+
+describe('Import CSV (console) with bad input', () => {
+  it('answers a page saying what is wrong for a binary file, a file with no rows, one over 20 MB and a mapping without name, and keeps nothing', async () => {
+    const admin = await signInByLink(t, tenant.userId);
+    const upload = (name: string, bytes: Buffer) =>
+      http(t).post('/console/leads/import').set('Cookie', admin.cookie).set('Origin', CONSOLE_ORIGIN).field('_csrf', admin.csrf).attach('file', bytes, name);
+    const imports = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM lead_imports WHERE workspace_id = ${tenant.workspaceId}`.execute(t.ctx.db)).rows[0]!.n;
+    const before = await imports();
+    const answers = [
+      await upload('photo.csv', Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x01])),
+      await upload('header-only.csv', Buffer.from('Name,Email\n')),
+      await upload('huge.csv', Buffer.alloc(20 * 1024 * 1024 + 1, 'a')),
+    ];
+    expect(answers.map((answer) => [answer.status, /<p[^>]*role="alert"[^>]*>([^<]*)/.exec(answer.text)?.[1] ?? answer.text.slice(0, 200)])).toEqual([
+      [400, expect.stringContaining('not a CSV text file')],
+      [400, expect.stringContaining('no rows')],
+      [413, expect.stringContaining('larger than 20 MB')],
+    ]);
+    expect(await imports()).toBe(before);
+
+    const uploaded = await upload('people.csv', Buffer.from('Name,Email\nAda,ada@bad-mapping.test\n'));
+    expect(uploaded.status).toBe(303);
+    const mapping = await admin.post(uploaded.headers.location!.replace(/^.*\/console/, '/console'), { 'map-0': 'ignore', 'map-1': 'email', action: 'start' });
+    expect([mapping.status, mapping.text]).toEqual([400, expect.stringContaining('Map a column to name')]);
+    expect((await admin.get(uploaded.headers.location!.replace(/^.*\/console/, '/console'))).text).toContain('Start import');
   });
 });
 
