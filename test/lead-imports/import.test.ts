@@ -72,7 +72,7 @@ describe('lead import (CLI)', () => {
       [String(rows[1]!.id), 'John Doe', '', ''],
       [String(jane.id), 'Jane Again', 'jane@smith-import.test', 'vip'],
     ]);
-  });
+  }, 180_000);
 
   it('refuses a file that is not UTF-8, has a row wider than its header, or a mapping without a contact column, and keeps nothing', async () => {
     const workspace = String(tenant.workspaceId);
@@ -95,7 +95,7 @@ describe('lead import (CLI)', () => {
       .select(sql<number>`count(*)::int`.as('n'))
       .executeTakeFirstOrThrow();
     expect(after.n).toBe(before.n);
-  });
+  }, 180_000);
 });
 
 describe('Import CSV (console) with bad input', () => {
