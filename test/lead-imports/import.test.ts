@@ -151,4 +151,21 @@ describe('an import whose worker stops between a chunk and its record', () => {
     const leads = await sql<{ n: number }>`SELECT count(*)::int AS n FROM lead_identities WHERE workspace_id = ${tenant.workspaceId} AND value LIKE '%@resume.test'`.execute(db);
     expect(leads.rows[0]!.n).toBe(150);
   });
+
+  it('is cancelled from its page: no worker runs it, and its results say which rows did not run', async () => {
+    const { db } = t.ctx;
+    const job = await createImport(db, tenant.workspaceId, null, 'cancel.csv', Buffer.from('Name,Email\nAda,ada@cancel.test\nBob,bob@cancel.test\n'));
+    await startImport(db, job, ['name', 'email'], DEFAULT_SWITCHES);
+    const admin = await signInByLink(t, tenant.userId);
+    expect((await admin.post(`/console/leads/import/${job.id}/cancel`)).status).toBe(303);
+    expect(await runDueImport(importWriteGroups(db, t.ctx.logger), db, tenant.workspaceId, 'worker-c', 60_000, () => false)).toBe(0);
+    const page = await admin.get(`/console/leads/import/${job.id}`);
+    expect(page.text).toContain('cancelled');
+    const results = parse((await admin.get(`/console/leads/import/${job.id}/results.csv`)).text, { bom: true }) as string[][];
+    expect(results).toEqual([
+      ['Name', 'Email', 'status', 'lead_id', 'error'],
+      ['Ada', 'ada@cancel.test', 'not run', '', ''],
+      ['Bob', 'bob@cancel.test', 'not run', '', ''],
+    ]);
+  });
 });
