@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { runCsvScenario } from './bench/csv-import.js';
 import { runDeliveryScenario } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
 import { runFloodScenario } from './bench/flood.js';
@@ -54,7 +55,7 @@ const { values: flags } = parseArgs({
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
-const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate'] as const;
+const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate', 'csv'] as const;
 type OnlyScenario = (typeof ONLY_SCENARIOS)[number];
 const only =
   flags.only === undefined
@@ -307,8 +308,29 @@ async function main(): Promise<void> {
       const lowRate = wanted('low-rate')
         ? await atFixedRate('3 POST /leads new person, 20 req/s', 20, base, token, { kind: 'new-lead', runId: `${runId}l`, phoneBase: 8_000_000_000 }, pid)
         : null;
+      // The CSV scenario: a 50,000-row file imported through the console and a worker, then exported (bench/README.md).
+      const csv = wanted('csv')
+        ? await runCsvScenario({
+            base,
+            cookie: await consoleSession(base, demo.user.id as number),
+            databaseUrl: benchUrl,
+            pool,
+            servicePid: pid,
+            rows: smoke ? 2_000 : 50_000,
+            runId,
+          })
+        : null;
       serviceRss.stop();
       reportOnly(picked, insert);
+      if (csv) {
+        const batch = picked.find((scenario) => scenario.name.startsWith('5 '));
+        const batchLeads = batch ? batch.requestsPerSecond * 100 : null;
+        const versus = (leadsPerSecond: number) => (batchLeads ? `, ${(leadsPerSecond / batchLeads).toFixed(2)}x the batch scenario's ${batchLeads.toFixed(0)} leads/s` : '');
+        process.stdout.write(
+          `CSV import of ${csv.rows} rows: ${csv.importSeconds.toFixed(1)} s, ${csv.importLeadsPerSecond.toFixed(0)} leads/s${versus(csv.importLeadsPerSecond)}, worker peak RSS ${(csv.workerPeakRssBytes / 1024 ** 2).toFixed(0)} MB\n` +
+            `CSV export of ${csv.exportRows} leads: ${csv.exportSeconds.toFixed(1)} s, ${csv.exportLeadsPerSecond.toFixed(0)} leads/s${versus(csv.exportLeadsPerSecond)}, service peak RSS ${(csv.servicePeakRssBytes / 1024 ** 2).toFixed(0)} MB\n`,
+        );
+      }
       if (meVsConstant !== null) process.stdout.write(`1 GET /me: ${meVsConstant.toFixed(2)}x the constant JSON\n`);
       if (lowRate) process.stdout.write(`${lowRate.name}: p50 ${lowRate.p50} ms, p99 ${lowRate.p99} ms\n`);
       const broken = [...picked, ...(lowRate ? [lowRate] : [])].map(brokenBecause).filter((reason) => reason !== null);

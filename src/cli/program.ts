@@ -12,6 +12,7 @@ import { registerConnectorCommands } from './commands/connectors.js';
 import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
+import { registerLeadCommands } from './commands/leads.js';
 import { registerPersonalDataCommands } from './commands/personal-data.js';
 import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
@@ -36,6 +37,7 @@ function buildProgram(): Command {
   registerSecretsCommands(program);
   registerConsoleCommands(program);
   registerWorkspaceAdminCommands(program);
+  registerLeadCommands(program);
   registerPersonalDataCommands(program);
   return program;
 }

@@ -6,6 +6,7 @@ import { addCompanyRoutes } from './routes/companies.js';
 import { addConnectorRoutes } from './routes/connectors.js';
 import { addDeliveryRoutes } from './routes/deliveries.js';
 import { addKeyRoutes } from './routes/keys.js';
+import { addLeadImportRoutes, importUpload } from './routes/lead-imports.js';
 import { addLeadRoutes } from './routes/leads.js';
 import { addLeadErasureRoutes } from './routes/lead-erasure.js';
 import { addMemberRoutes } from './routes/members.js';
@@ -55,6 +56,7 @@ export function consoleRouter(ctx: AppContext): Router {
     next();
   });
   router.use(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 500 }));
+  router.use(importUpload);
   router.use(sameOriginPosts(ctx.config));
   addSignInRoutes(router, ctx);
 
@@ -63,6 +65,7 @@ export function consoleRouter(ctx: AppContext): Router {
   addPasswordRoutes(router, ctx);
   router.use((req, res, next) => (req.method === 'POST' ? requireChangeRight(req, res, next) : next()));
   addOverviewRoutes(router, ctx);
+  addLeadImportRoutes(router, ctx);
   addLeadRoutes(router, ctx);
   addLeadErasureRoutes(router, ctx);
   addKeyRoutes(router, ctx);
