@@ -8,6 +8,7 @@ import { Refused } from '../refused.js';
 import { SecretKeyError } from '../secrets/keyring.js';
 import { inSpan } from '../tracing/spans.js';
 import { flushTraces } from '../tracing/switch.js';
+import { registerAuditCommands } from './commands/audit.js';
 import { registerConnectorCommands } from './commands/connectors.js';
 import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
@@ -35,6 +36,7 @@ function buildProgram(): Command {
   registerSecretsCommands(program);
   registerConsoleCommands(program);
   registerWorkspaceAdminCommands(program);
+  registerAuditCommands(program);
   return program;
 }
 

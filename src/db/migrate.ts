@@ -15,6 +15,7 @@ import * as workspaceKeys from './migrations/0013_workspace_keys.js';
 import * as leadDailyCounts from './migrations/0015_lead_daily_counts.js';
 import * as traceContext from './migrations/0016_trace_context.js';
 import * as signInLinkMinter from './migrations/0017_sign_in_link_minter.js';
+import * as auditLog from './migrations/0019_audit_log.js';
 import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '0015_lead_daily_counts': leadDailyCounts,
   '0016_trace_context': traceContext,
   '0017_sign_in_link_minter': signInLinkMinter,
+  '0019_audit_log': auditLog,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
