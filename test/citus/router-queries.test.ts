@@ -63,7 +63,8 @@ async function recordStatements(work: () => Promise<void>): Promise<Recorded[]> 
   return recorded;
 }
 
-const TENANT_TABLES = /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records)\b/i;
+const TENANT_TABLES =
+  /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|audit_log)\b/i;
 
 /** The task counts of every distributed step of the plan (one per subplan, and the main query). */
 function taskCounts(plan: unknown): number[] {
@@ -112,6 +113,7 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
     '/console/companies',
     '/console/members',
     '/console/password',
+    '/console/audit-log',
   ]) {
     await ok(admin.get(path), path);
   }
@@ -133,6 +135,9 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
   await ok(admin.post(`/console/tags/${routerTag.id}`, { action: 'save', name: 'Router tag renamed', color: '#f00' }), 'tag update');
   await ok(admin.post(`/console/api-keys/${tenant.keyId}/revoke`), 'revoke key');
   await ok(admin.post(`/console/connectors/${connector.id}/delete`), 'connector delete');
+  // The audit entries those changes wrote, a page and the one before it.
+  await ok(admin.get('/console/audit-log'), 'audit log');
+  await ok(admin.get('/console/audit-log?before=3'), 'audit log, older');
 }
 
 describeOnCitus('every statement on Citus', () => {
