@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { AUDIT_ACTIONS, listAudit, type AuditAction } from '../../src/audit/service.js';
@@ -226,6 +227,14 @@ describe('the audit log', () => {
       address: via === 'cli' ? null : expect.stringMatching(/127\.0\.0\.1/),
     });
     if (target.secret !== undefined) expect(JSON.stringify(recorded)).not.toContain(target.secret);
+  });
+
+  it('names every action in docs/operations.md, and no other', () => {
+    const documented = readFileSync('docs/operations.md', 'utf8').split('## Audit log')[1]!.split('\n## ')[0]!;
+    const named = new Set([...documented.matchAll(/`([a-z_]+\.[a-z_]+)`/g)].map((match) => match[1]!));
+    // Backticked dotted names there that are settings, not actions.
+    const settings = /^(audit_log|citus)\./;
+    expect([...named].filter((name) => !settings.test(name)).sort()).toEqual([...AUDIT_ACTIONS].sort());
   });
 
   it('covers every action but the erasure and export (recorded by the lead erasure service)', () => {
