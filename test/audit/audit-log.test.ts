@@ -6,7 +6,7 @@ import { housekeeping } from '../../src/worker/housekeeping.js';
 import { sessionLimitsOf } from '../../src/console-auth/service.js';
 import { addUser, sessionCookie, sessionFromCookie, signInByLink, type ConsoleSession } from '../console/support.js';
 import { cliError, cliJson } from '../support/cli.js';
-import type { TestApp } from '../support/app.js';
+import { startTestApp, type TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
 import { cli, LOCAL_DELIVERY_ENV, outboundTestBed } from '../support/outbound.js';
 
@@ -227,6 +227,19 @@ describe('the audit log', () => {
       address: via === 'cli' ? null : expect.stringMatching(/127\.0\.0\.1/),
     });
     if (target.secret !== undefined) expect(JSON.stringify(recorded)).not.toContain(target.secret);
+  });
+
+  it('takes the console address from X-Forwarded-For only from a proxy TRUST_PROXY names', async () => {
+    await ok(admin.post('/console/tags', { name: 'Direct' }).set('X-Forwarded-For', '203.0.113.7'));
+    expect((await newest())!.address).toMatch(/127\.0\.0\.1/);
+    const behindProxy = await startTestApp({ env: { TRUST_PROXY: 'loopback' }, sameDatabaseAs: t });
+    try {
+      const proxied = await sessionFromCookie(behindProxy, admin.cookie);
+      await ok(proxied.post('/console/tags', { name: 'Proxied' }).set('X-Forwarded-For', '203.0.113.7'));
+      expect((await newest())!.address).toBe('203.0.113.7');
+    } finally {
+      await behindProxy.close();
+    }
   });
 
   it('names every action in docs/operations.md, and no other', () => {
