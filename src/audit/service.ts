@@ -73,6 +73,15 @@ export async function recordAudit(trx: Executor, entry: AuditEntry): Promise<voi
   });
 }
 
+/** An entry about a workspace user (a member, not a lead): it names them by id and email, so it still reads after they are removed. */
+export const recordUserChange = (
+  trx: Executor,
+  actor: Actor,
+  user: { id: number; workspace_id: number; email: string },
+  action: AuditAction,
+  details: NonNullable<AuditEntry['details']> = {},
+) => recordAudit(trx, { actor, workspaceId: user.workspace_id, action, target: { type: 'user', id: user.id }, details: { email: user.email, ...details } });
+
 export const AUDIT_PAGE_LIMIT = { min: 1, max: 1000, default: 100 };
 
 /** `audit list` and the console's Audit log: a workspace's entries, newest first, in keyset pages. */

@@ -1,4 +1,4 @@
-import { recordAudit, type Actor } from '../audit/service.js';
+import { recordUserChange, type Actor } from '../audit/service.js';
 import type { Config } from '../config.js';
 import type { Db, Executor } from '../db/connect.js';
 import { inTransaction } from '../db/transaction.js';
@@ -87,7 +87,7 @@ export async function mintSignInLink(db: Db, actor: Actor, publicUrl: string, us
       expires_at: new Date(Date.now() + SIGN_IN_LINK_MINUTES * 60_000),
       minted_by: mintedBy,
     });
-    await recordAudit(trx, { actor, workspaceId: user.workspace_id, action: 'sign_in_link.minted', target: { type: 'user', id: user.id }, details: { email: user.email } });
+    await recordUserChange(trx, actor, user, 'sign_in_link.minted');
     return link;
   });
   // The token rides in the fragment: browsers never send it, so no request log, proxy or
@@ -104,13 +104,10 @@ export async function setUserPassword(db: Executor, actor: Actor, userId: number
     const updated = await setPasswordHash(trx, userId, hash);
     if (!updated) throw new Refused('not_found', `User ${userId} does not exist.`);
     await deleteSessionsOfUser(trx, userId);
-    await recordPasswordSet(trx, actor, updated);
+    await recordUserChange(trx, actor, updated, 'password.set');
     return { id: updated.id, password_set: true };
   });
 }
-
-const recordPasswordSet = (trx: Executor, actor: Actor, user: { id: number; workspace_id: number; email: string }) =>
-  recordAudit(trx, { actor, workspaceId: user.workspace_id, action: 'password.set', target: { type: 'user', id: user.id }, details: { email: user.email } });
 
 /**
  * The console's "Your password": a signed-in user sets their own. When one is set already it
@@ -141,7 +138,7 @@ export async function changeOwnPassword(db: Db, actor: Actor, user: ConsoleUser,
     const updated = await setPasswordHash(trx, user.userId, hash);
     if (!updated) throw new Refused('not_found', `User ${user.userId} does not exist.`);
     await deleteSessionsOfUser(trx, user.userId);
-    await recordPasswordSet(trx, actor, updated);
+    await recordUserChange(trx, actor, updated, 'password.set');
     return startSession(trx, { workspace_id: user.workspaceId, user_id: user.userId }, limits);
   });
 }

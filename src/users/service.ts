@@ -1,4 +1,4 @@
-import { recordAudit, type Actor } from '../audit/service.js';
+import { recordUserChange, type Actor } from '../audit/service.js';
 import type { Executor } from '../db/connect.js';
 import { inTransaction } from '../db/transaction.js';
 import { isUniqueViolation } from '../db/sql.js';
@@ -28,7 +28,7 @@ export function addMember(db: Executor, actor: Actor, workspaceId: number, email
       if (isUniqueViolation(error)) throw new Refused('conflict', `${email} is already a member of this workspace.`);
       throw error;
     });
-    await recordAudit(trx, { actor, workspaceId, action: 'member.added', target: { type: 'user', id: added.id }, details: { email, role } });
+    await recordUserChange(trx, actor, { id: added.id, workspace_id: workspaceId, email }, 'member.added', { role });
     return added;
   });
 }
@@ -54,13 +54,7 @@ export async function changeRole(db: Executor, actor: Actor, id: number, role: R
     await deleteSessionsOfUser(trx, id);
     const prefixes = await prefixesOfUser(trx, id);
     await notifyKeysChanged(trx, prefixes);
-    await recordAudit(trx, {
-      actor,
-      workspaceId: before.workspace_id,
-      action: 'member.role_changed',
-      target: { type: 'user', id },
-      details: { email: before.email, from: before.role, to: role },
-    });
+    await recordUserChange(trx, actor, before, 'member.role_changed', { from: before.role, to: role });
     return { updated, prefixes };
   });
   keysChanged(prefixes);
@@ -80,13 +74,7 @@ export async function removeMember(db: Executor, actor: Actor, id: number, keysC
     const deleted = await deleteUser(trx, id);
     if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
     await notifyKeysChanged(trx, orphaned);
-    await recordAudit(trx, {
-      actor,
-      workspaceId: member.workspace_id,
-      action: 'member.removed',
-      target: { type: 'user', id },
-      details: { email: member.email, role: member.role, orphaned_keys: orphaned.length },
-    });
+    await recordUserChange(trx, actor, member, 'member.removed', { role: member.role, orphaned_keys: orphaned.length });
     return { deleted, orphaned };
   });
   keysChanged(orphaned);
