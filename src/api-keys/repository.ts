@@ -76,7 +76,7 @@ export async function revokeKey(db: Executor, keyId: number) {
     .updateTable('api_keys')
     .set({ revoked_at: sql`least(revoked_at, now())` })
     .where('id', '=', keyId)
-    .returning(['id', 'prefix'])
+    .returning(['id', 'prefix', 'workspace_id'])
     .executeTakeFirst();
   if (revoked) await notifyKeysChanged(db, [revoked.prefix]);
   return revoked;

@@ -8,6 +8,7 @@ import { Refused } from '../refused.js';
 import { SecretKeyError } from '../secrets/keyring.js';
 import { inSpan } from '../tracing/spans.js';
 import { flushTraces } from '../tracing/switch.js';
+import { registerAuditCommands } from './commands/audit.js';
 import { registerConnectorCommands } from './commands/connectors.js';
 import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
@@ -39,6 +40,7 @@ function buildProgram(): Command {
   registerWorkspaceAdminCommands(program);
   registerLeadCommands(program);
   registerPersonalDataCommands(program);
+  registerAuditCommands(program);
   return program;
 }
 

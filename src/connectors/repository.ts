@@ -108,8 +108,14 @@ export async function findAutoPushConnectors(db: Executor, workspaceIds: readonl
 }
 
 /** Marks the connector deleted, auto-push off; undefined when there is no such connector not yet deleted. */
-export async function softDeleteConnector(db: Executor, id: number): Promise<{ id: number } | undefined> {
-  return db.updateTable('connectors').set({ deleted_at: new Date(), auto_push: false }).where('id', '=', id).where('deleted_at', 'is', null).returning('id').executeTakeFirst();
+export async function softDeleteConnector(db: Executor, id: number): Promise<{ id: number; workspace_id: number } | undefined> {
+  return db
+    .updateTable('connectors')
+    .set({ deleted_at: new Date(), auto_push: false })
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .returning(['id', 'workspace_id'])
+    .executeTakeFirst();
 }
 
 export async function setAutoPush(db: Executor, id: number, autoPush: boolean): Promise<ConnectorRow | undefined> {

@@ -2,6 +2,7 @@ import express, { type Router } from 'express';
 import helmet from 'helmet';
 import type { AppContext } from '../context.js';
 import { consoleErrors, consoleNotFound } from './errors.js';
+import { addAuditRoutes } from './routes/audit.js';
 import { addCompanyRoutes } from './routes/companies.js';
 import { addConnectorRoutes } from './routes/connectors.js';
 import { addDeliveryRoutes } from './routes/deliveries.js';
@@ -75,6 +76,7 @@ export function consoleRouter(ctx: AppContext): Router {
   addTagRoutes(router, ctx);
   addCompanyRoutes(router, ctx);
   addMemberRoutes(router, ctx);
+  addAuditRoutes(router, ctx);
   router.use(consoleNotFound);
   router.use(consoleErrors(ctx.logger));
   return router;

@@ -1,6 +1,7 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type { CompanyStatus, LeadStage, Link, Location } from '../../generated/api.js';
 import type { Json, JsonWithDefault, NullableTimestamp, Timestamp } from './column-types.js';
+import type { AuditLogTable } from './audit-schema.js';
 import type { ConsoleSessionsTable, ConsoleSignInFailuresTable, ConsoleSignInLinksTable } from './console-schema.js';
 import type { ConnectorsTable, DeliveriesTable, DeliveryAttemptsTable, EndpointsTable, WorkflowsTable } from './outbound-schema.js';
 
@@ -173,6 +174,7 @@ export interface Database {
   console_sign_in_links: ConsoleSignInLinksTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;
   suppressed_contacts: SuppressedContactsTable;
+  audit_log: AuditLogTable;
 }
 
 export type TagRow = Selectable<TagsTable>;

@@ -1,5 +1,7 @@
+import { recordAudit, type Actor } from '../audit/service.js';
 import { findConnectors } from '../connectors/repository.js';
 import type { Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import type { DeliveryRow } from '../db/schema.js';
 import { findEndpointStates, type EndpointRef } from '../endpoints/repository.js';
 import { Refused } from '../refused.js';
@@ -89,8 +91,14 @@ export async function showDelivery(db: Executor, id: number, workspaceId?: numbe
  * Sends a finished delivery again: a new series of attempts under the same `webhook-id`,
  * made by the worker (due at once) and recorded like any other, retries included.
  */
-export async function replayDelivery(db: Executor, id: number, workspaceId?: number) {
-  const replayed = await startNewSeries(db, id, workspaceId);
+export async function replayDelivery(db: Executor, actor: Actor, id: number, workspaceId?: number) {
+  const replayed = await inTransaction(db, async (trx) => {
+    const started = await startNewSeries(trx, id, workspaceId);
+    if (!started) return undefined;
+    const { workspace_id, ...shown } = started;
+    await recordAudit(trx, { actor, workspaceId: workspace_id, action: 'delivery.replayed', target: { type: 'delivery', id }, details: { series: shown.series } });
+    return shown;
+  });
   if (replayed) return replayed;
   const row = await findDelivery(db, id, workspaceId);
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
@@ -119,7 +127,7 @@ async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId
  * and while the endpoint is disabled: every delivery would fail again at once and, being
  * recovered, never be recovered again.
  */
-export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
+export async function recoverDeliveries(db: Executor, actor: Actor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
   const target = await recoveryTarget(db, endpoint, workspaceId);
   const state = (await findEndpointStates(db, target.kind, [target.id], target.workspaceId)).get(target.id)!;
   if (state.disabled_at !== null) {
@@ -129,7 +137,18 @@ export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, w
         `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`,
     );
   }
-  return recoverFailedDeliveries(db, endpoint, window, target.workspaceId);
+  return inTransaction(db, async (trx) => {
+    const recovered = await recoverFailedDeliveries(trx, endpoint, window, target.workspaceId);
+    const [type, id] = 'connectorId' in endpoint ? (['connector', endpoint.connectorId] as const) : (['workflow', endpoint.workflowId] as const);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: target.workspaceId,
+      action: 'delivery.recovered',
+      target: { type, id },
+      details: { since: window.since, until: window.until ?? null, recovered: recovered.recovered, skipped: recovered.skipped },
+    });
+    return recovered;
+  });
 }
 
 /** Headers the service itself sets: nothing a workspace configured, so nothing of theirs to hide. */

@@ -1,3 +1,4 @@
+import { recordAudit, type Actor, type AuditEntry } from '../audit/service.js';
 import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../db/connect.js';
 import { deleteLeads } from '../leads/write-repository.js';
@@ -28,7 +29,7 @@ import {
 export type PersonSelector = { id: number } | { email: string } | { phone: string } | { linkedinUrl: string };
 
 /** Who asks: an operator with the CLI, or a console user (from an address). */
-export type Actor = { kind: 'operator' } | { kind: 'user'; userId: number; address: string | null };
+export type { Actor };
 
 /** The selector as the match key lead_identities holds (normalized as the intake normalizes). */
 export function personKey(selector: PersonSelector): PersonKey {
@@ -51,23 +52,17 @@ export async function findPerson(db: Executor, workspaceId: number, key: PersonK
   return leadIds;
 }
 
-/** What an audit entry of an erasure or an export says: ids and counts, never a personal detail. */
-export interface AuditEntry {
-  action: 'lead.erased' | 'lead.exported';
-  actor: Actor;
-  workspaceId: number;
-  leadIds: number[];
-  details: Record<string, unknown>;
-}
-
 /**
- * THE AUDIT CALL SITE of erasures and exports: called inside the transaction of the change. The
- * audit log is built apart (issue 49, item 6); its writer replaces this body when the branches
- * meet, so the entry is written in the same transaction as what it records.
+ * The audit entries of an erasure or an export, one per lead, in the transaction of the change:
+ * ids and counts only, never a personal detail (a contact that matched no lead is not named).
  */
-export async function recordPersonalDataAudit(trx: Executor, entry: AuditEntry): Promise<void> {
-  void trx;
-  void entry;
+export async function recordPersonalDataAudit(
+  trx: Executor,
+  entry: { action: 'lead.erased' | 'lead.exported'; actor: Actor; workspaceId: number; leadIds: readonly number[]; details: AuditEntry['details'] },
+): Promise<void> {
+  const { action, actor, workspaceId, details } = entry;
+  const ids: ReadonlyArray<number | null> = entry.leadIds.length > 0 ? entry.leadIds : [null];
+  for (const id of ids) await recordAudit(trx, { actor, workspaceId, action, target: { type: 'lead', id }, details });
 }
 
 export interface Endpoint {
@@ -161,7 +156,20 @@ export async function erasePerson(db: Db, request: { workspaceId: number; person
         companies_removed: companiesRemoved,
       },
     };
-    await recordPersonalDataAudit(trx, { action: 'lead.erased', actor: request.actor, workspaceId, leadIds, details: { receipt: result.receipt, notified } });
+    await recordPersonalDataAudit(trx, {
+      action: 'lead.erased',
+      actor: request.actor,
+      workspaceId,
+      leadIds,
+      details: {
+        receipt: result.receipt.id,
+        suppressed: request.suppress,
+        deliveries_tombstoned: tombstoned,
+        stored_answers_removed: answersRemoved,
+        companies_removed: companiesRemoved.length,
+        notified: notified.length,
+      },
+    });
     return result;
   });
 }

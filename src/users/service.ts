@@ -1,9 +1,11 @@
+import { recordUserChange, type Actor } from '../audit/service.js';
 import type { Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import { isUniqueViolation } from '../db/sql.js';
 import { notifyKeysChanged, prefixesOfUser } from '../api-keys/repository.js';
 import { deleteSessionsOfUser } from '../console-auth/repository.js';
 import { Refused } from '../refused.js';
-import { deleteUser, insertUser, type Role } from './repository.js';
+import { deleteUser, findUser, insertUser, type Role } from './repository.js';
 import { listMembers, setRole } from './members-repository.js';
 
 // A workspace's members: add, list, change role, remove (their API keys become orphaned).
@@ -20,13 +22,21 @@ export function parseRole(value: string | undefined, field: string): Role {
   return value;
 }
 
-export async function addMember(db: Executor, workspaceId: number, email: string, role: Role) {
-  try {
-    return await insertUser(db, { workspace_id: workspaceId, email, role });
-  } catch (error) {
-    if (isUniqueViolation(error)) throw new Refused('conflict', `${email} is already a member of this workspace.`);
-    throw error;
-  }
+export function addMember(db: Executor, actor: Actor, workspaceId: number, email: string, role: Role) {
+  return inTransaction(db, async (trx) => {
+    const added = await insertUser(trx, { workspace_id: workspaceId, email, role }).catch((error: unknown) => {
+      if (isUniqueViolation(error)) throw new Refused('conflict', `${email} is already a member of this workspace.`);
+      throw error;
+    });
+    await recordUserChange(trx, actor, { id: added.id, workspace_id: workspaceId, email }, 'member.added', { role });
+    return added;
+  });
+}
+
+async function requireMember(db: Executor, id: number) {
+  const user = await findUser(db, id);
+  if (!user) throw new Refused('not_found', `User ${id} does not exist.`);
+  return user;
 }
 
 export const listWorkspaceMembers = (db: Executor, workspaceId: number) => listMembers(db, workspaceId);
@@ -36,12 +46,17 @@ export const listWorkspaceMembers = (db: Executor, workspaceId: number) => listM
  * and every API process hears of their keys, which a role without the right to create keys
  * orphans (and a role with it brings back), as it hears of a removal's.
  */
-export async function changeRole(db: Executor, id: number, role: Role, keysChanged: (prefixes: string[]) => void = () => {}) {
-  const updated = await setRole(db, id, role);
-  if (!updated) throw new Refused('not_found', `User ${id} does not exist.`);
-  await deleteSessionsOfUser(db, id);
-  const prefixes = await prefixesOfUser(db, id);
-  await notifyKeysChanged(db, prefixes);
+export async function changeRole(db: Executor, actor: Actor, id: number, role: Role, keysChanged: (prefixes: string[]) => void = () => {}) {
+  const { updated, prefixes } = await inTransaction(db, async (trx) => {
+    const before = await requireMember(trx, id);
+    const updated = await setRole(trx, id, role);
+    if (!updated) throw new Refused('not_found', `User ${id} does not exist.`);
+    await deleteSessionsOfUser(trx, id);
+    const prefixes = await prefixesOfUser(trx, id);
+    await notifyKeysChanged(trx, prefixes);
+    await recordUserChange(trx, actor, before, 'member.role_changed', { from: before.role, to: role });
+    return { updated, prefixes };
+  });
   keysChanged(prefixes);
   return updated;
 }
@@ -52,11 +67,16 @@ export async function changeRole(db: Executor, id: number, role: Role, keysChang
  * reach them), so a cached key stops working at once; `keysChanged` is told the orphaned keys'
  * prefixes too, for a process that applies its own changes without waiting for it.
  */
-export async function removeMember(db: Executor, id: number, keysChanged: (prefixes: string[]) => void = () => {}) {
-  const orphaned = await prefixesOfUser(db, id);
-  const deleted = await deleteUser(db, id);
-  if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
-  await notifyKeysChanged(db, orphaned);
+export async function removeMember(db: Executor, actor: Actor, id: number, keysChanged: (prefixes: string[]) => void = () => {}) {
+  const { deleted, orphaned } = await inTransaction(db, async (trx) => {
+    const member = await requireMember(trx, id);
+    const orphaned = await prefixesOfUser(trx, id);
+    const deleted = await deleteUser(trx, id);
+    if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
+    await notifyKeysChanged(trx, orphaned);
+    await recordUserChange(trx, actor, member, 'member.removed', { role: member.role, orphaned_keys: orphaned.length });
+    return { deleted, orphaned };
+  });
   keysChanged(orphaned);
   return { id: deleted.id, deleted: true };
 }

@@ -129,12 +129,12 @@ export async function setWorkflowActive(db: Executor, id: number, active: boolea
 }
 
 /** Marks the workflow deleted and inactive (nothing is fanned out to it any more); undefined when there is no such workflow not yet deleted. */
-export async function softDeleteWorkflow(db: Executor, id: number): Promise<{ id: number } | undefined> {
+export async function softDeleteWorkflow(db: Executor, id: number): Promise<{ id: number; workspace_id: number } | undefined> {
   return db
     .updateTable('workflows')
     .set({ deleted_at: sql<string>`now()`, active: false })
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .returning('id')
+    .returning(['id', 'workspace_id'])
     .executeTakeFirst();
 }

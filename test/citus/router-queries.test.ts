@@ -66,7 +66,7 @@ async function recordStatements(work: () => Promise<void>): Promise<Recorded[]> 
 }
 
 const TENANT_TABLES =
-  /(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|suppressed_contacts|lead_imports|lead_import_rows)/i;
+  /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|suppressed_contacts|lead_imports|lead_import_rows|audit_log)\b/i;
 
 /** The task counts of every distributed step of the plan (one per subplan, and the main query). */
 function taskCounts(plan: unknown): number[] {
@@ -115,6 +115,7 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
     '/console/companies',
     '/console/members',
     '/console/password',
+    '/console/audit-log',
   ]) {
     await ok(admin.get(path), path);
   }
@@ -139,6 +140,9 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
   await ok(admin.post(`/console/leads/${leadId}/erase`, { suppress: 'on' }), 'erase');
   await ok(admin.post(`/console/api-keys/${tenant.keyId}/revoke`), 'revoke key');
   await ok(admin.post(`/console/connectors/${connector.id}/delete`), 'connector delete');
+  // The audit entries those changes wrote, a page and the one before it.
+  await ok(admin.get('/console/audit-log'), 'audit log');
+  await ok(admin.get('/console/audit-log?before=3'), 'audit log, older');
 }
 
 describeOnCitus('every statement on Citus', () => {

@@ -368,6 +368,13 @@ maybe('the console in a browser', () => {
     expect((await api('/leads', { method: 'POST', body: person })).status).toBe(422);
   }, 60_000);
 
+  it('lists the changes made so far under Audit log, for an admin', async () => {
+    await visit('Audit log', 'Audit log', 'audit-log');
+    const log = page.getByRole('region', { name: 'Audit log' });
+    await log.getByText('key.revoked').first().waitFor();
+    await log.getByText('operator (CLI)').first().waitFor();
+  }, 30_000);
+
   it("shows the day's leads and deliveries on the Overview, then signs out: the session ends", async () => {
     await page.goto(`${base}/console/leads`);
     await visit('Overview', 'Overview', 'overview');

@@ -8,6 +8,7 @@ import { createWorkflow } from '../../src/workflows/service.js';
 import type { TestApp } from '../support/app.js';
 import type { Tenant } from '../support/fixtures.js';
 import { addUser, http, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // Stored secrets in the console: a sealed value moved to another row, column or workspace does
 // not open there (a clear 409 page, never a 500), and members never see an endpoint's URL path,
@@ -28,7 +29,7 @@ afterAll(async () => {
 
 const SLACK_URL = 'https://hooks.slack.example/services/T0PATH/B0PATH/pathSecretXXXX';
 const newConnector = (workspaceId: number, overrides: { url?: string; fields?: Array<{ key: string; value: string }> } = {}) =>
-  createConnector(app.ctx.db, {
+  createConnector(app.ctx.db, OPERATOR, {
     workspace_id: workspaceId,
     url: overrides.url ?? 'https://crm.example/hook',
     method: 'POST',
@@ -83,7 +84,7 @@ describe('what a member sees of URL paths, constant fields and block fields', ()
       headers: [{ key: 'X-Team', value: 'team_header_value_2741' }],
       fields: [{ key: 'campaign', value: 'block_field_value_5527' }],
     };
-    const workflow = await createWorkflow(db, { workspaceId: tenant.workspaceId, trigger: 'lead_created', block });
+    const workflow = await createWorkflow(db, OPERATOR, { workspaceId: tenant.workspaceId, trigger: 'lead_created', block });
     const lead = await http(app).post('/api/v1/leads').set(tenant.auth).send({ name: 'Grace Hopper', email: 'grace@navy.test', enrich: false });
     expect(lead.status).toBe(201);
     const origin = { workspaceId: tenant.workspaceId, trigger: 'push', maxAttempts: 1 };

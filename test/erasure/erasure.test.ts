@@ -9,6 +9,7 @@ import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, cliRefused, drain, outboundTestBed } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 import { postBatch, postLead, uniqueName } from '../support/requests.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // Erasing a person (lead erase) reaches every copy of their data, tells every receiver, and
 // with --suppress refuses them afterwards; lead export gives everything stored about them.
@@ -64,7 +65,7 @@ const erasureNotices = () =>
 async function receivingTenant(): Promise<{ tenant: Tenant; connectorId: number; connectorSecret: string; workflowId: number }> {
   const tenant = await createTenant(t.ctx.db);
   receiver.routes['/crm'] = { status: 200, body: JSON.stringify({ id: 'crm-4711' }), headers: { 'content-type': 'application/json' } };
-  const connector = await createConnector(t.ctx.db, {
+  const connector = await createConnector(t.ctx.db, OPERATOR, {
     workspace_id: tenant.workspaceId,
     url: `${receiver.url}/crm`,
     method: 'POST',
@@ -75,7 +76,7 @@ async function receivingTenant(): Promise<{ tenant: Tenant; connectorId: number;
     headers: [],
     auto_push: false,
   });
-  const workflow = await createWorkflow(t.ctx.db, {
+  const workflow = await createWorkflow(t.ctx.db, OPERATOR, {
     workspaceId: tenant.workspaceId,
     trigger: 'lead_created',
     block: { endpoint: 'url', url: `${receiver.url}/hook?who={{lead.email}}`, method: 'POST', format: 'json', headers: [], fields: [{ key: 'name', value: '{{lead.name}}' }] },
@@ -186,6 +187,11 @@ describe('lead erase and lead export', () => {
     const again = await postLead(t, tenant, { name: person.name, email: person.email, enrich: false });
     expect(again.status).toBe(201);
     expect(again.body.data.id).not.toBe(first.body.data.id);
+    // The audit log names the lead by id, and the operator: never a detail of the person.
+    const audit = await cli(t, ['audit', 'list', '--workspace', String(tenant.workspaceId)]);
+    const entry = audit.find((row: any) => row.action === 'lead.erased');
+    expect(entry).toMatchObject({ actor: { type: 'operator' }, target: { type: 'lead', id: first.body.data.id } });
+    expect(JSON.stringify(audit)).not.toContain(person.email);
     expect(await cliRefused(t, ['lead', 'erase', '--workspace', String(tenant.workspaceId), '--id', String(first.body.data.id)])).toMatchObject({ error: 'not_found' });
   });
 });

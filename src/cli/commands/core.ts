@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { scopeValues, type Scope } from '../../../generated/api.js';
-import { listKeys, revokeKey } from '../../api-keys/repository.js';
-import { createApiKey } from '../../api-keys/service.js';
+import { listKeys } from '../../api-keys/repository.js';
+import { createApiKey, revokeApiKey } from '../../api-keys/service.js';
+import { OPERATOR } from '../../audit/service.js';
 import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
 import { Refused } from '../../refused.js';
-import { insertTag } from '../../tags/repository.js';
+import { createTag } from '../../tags/service.js';
 import { addMember, parseEmail, parseRole, removeMember } from '../../users/service.js';
-import { insertWorkspace } from '../../workspaces/repository.js';
-import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
+import { createDemoWorkspace, createWorkspace, requireWorkspace } from '../../workspaces/service.js';
 import { boundedInteger, nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
@@ -28,7 +28,7 @@ export function registerCoreCommands(program: Command): void {
   workspace
     .command('create')
     .requiredOption('--name <name>')
-    .action((options: { name: string }) => runCommand(({ db }) => insertWorkspace(db, nonEmpty(options.name, '--name'))));
+    .action((options: { name: string }) => runCommand(({ db }) => createWorkspace(db, OPERATOR, nonEmpty(options.name, '--name'))));
 
   const user = program.command('user').description('Users of a workspace');
   user
@@ -39,7 +39,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { workspace: string; email: string; role?: string }) =>
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return addMember(db, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
+        return addMember(db, OPERATOR, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
       }),
     );
   user
@@ -47,7 +47,7 @@ export function registerCoreCommands(program: Command): void {
     .requiredOption('--id <id>')
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
-        return removeMember(db, positiveId(options.id, '--id'));
+        return removeMember(db, OPERATOR, positiveId(options.id, '--id'));
       }),
     );
 
@@ -62,7 +62,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { workspace: string; user: string; name: string; scopes?: string; expiresAt?: string }) =>
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return createApiKey(db, {
+        return createApiKey(db, OPERATOR, {
           workspaceId: found.id,
           userId: positiveId(options.user, '--user'),
           name: nonEmpty(options.name, '--name'),
@@ -76,8 +76,7 @@ export function registerCoreCommands(program: Command): void {
     .requiredOption('--id <id>')
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
-        const revoked = await revokeKey(db, positiveId(options.id, '--id'));
-        if (!revoked) throw new Refused('not_found', `API key ${options.id} does not exist.`);
+        const revoked = await revokeApiKey(db, OPERATOR, positiveId(options.id, '--id'));
         return { id: revoked.id, revoked: true };
       }),
     );
@@ -96,8 +95,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { workspace: string; name: string; color?: string; archived?: boolean }) =>
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return insertTag(db, {
-          workspace_id: found.id,
+        return createTag(db, OPERATOR, found.id, {
           name: nonEmpty(options.name, '--name'),
           color: options.color ? nonEmpty(options.color, '--color', 32) : null,
           active: !options.archived,
@@ -116,7 +114,7 @@ export function registerCoreCommands(program: Command): void {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
         const website = options.website === undefined ? null : parseWebsite(options.website, '--website');
         const name = options.name === undefined ? null : nonEmpty(options.name, '--name');
-        return createCompany(db, { workspaceId: found.id, name, website });
+        return createCompany(db, OPERATOR, { workspaceId: found.id, name, website });
       }),
     );
   company
@@ -138,5 +136,5 @@ export function registerCoreCommands(program: Command): void {
   program
     .command('demo')
     .description('Creates a demo workspace, an admin user and a full-scope key')
-    .action(() => runCommand(({ db }) => createDemoWorkspace(db)));
+    .action(() => runCommand(({ db }) => createDemoWorkspace(db, OPERATOR)));
 }

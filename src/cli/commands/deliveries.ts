@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { listDeliveries } from '../../deliveries/repository.js';
 import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { OPERATOR } from '../../audit/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { boundedInteger, exactlyOne, parseBranch, parseTimeWindow, parseTimestamp, positiveId } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
@@ -55,7 +56,7 @@ export function registerDeliveryCommands(program: Command): void {
     .command('replay')
     .description('sends a finished delivery again under the same webhook-id')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, OPERATOR, positiveId(options.id, '--id'))));
 
   deliveries
     .command('recover')
@@ -68,7 +69,7 @@ export function registerDeliveryCommands(program: Command): void {
       runCommand(async ({ db }) => {
         const [flag, value] = exactlyOne(options, { connector: '--connector', workflow: '--workflow' });
         const endpoint = flag === 'connector' ? { connectorId: positiveId(value, '--connector') } : { workflowId: positiveId(value, '--workflow') };
-        return recoverDeliveries(db, endpoint, parseTimeWindow(options.since, options.until));
+        return recoverDeliveries(db, OPERATOR, endpoint, parseTimeWindow(options.since, options.until));
       }),
     );
 }

@@ -1,3 +1,4 @@
+import { OPERATOR } from '../../audit/service.js';
 import type { Command } from 'commander';
 import { erasePerson, type PersonSelector } from '../../erasure/service.js';
 import { exportPerson } from '../../person-export/service.js';
@@ -37,14 +38,14 @@ export function registerPersonalDataCommands(program: Command): void {
       runCommand(async ({ db }) => {
         const person = personSelector(options);
         const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return erasePerson(db, { workspaceId: workspace.id, person, suppress: options.suppress === true, actor: { kind: 'operator' } });
+        return erasePerson(db, { workspaceId: workspace.id, person, suppress: options.suppress === true, actor: OPERATOR });
       }),
     );
   personOptions(lead.command('export').description('one JSON document of everything stored about the person')).action((options: PersonOptions) =>
     runCommand(async ({ db }) => {
       const person = personSelector(options);
       const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-      return exportPerson(db, { workspaceId: workspace.id, person, actor: { kind: 'operator' } });
+      return exportPerson(db, { workspaceId: workspace.id, person, actor: OPERATOR });
     }),
   );
 }

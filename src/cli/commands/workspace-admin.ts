@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { OPERATOR } from '../../audit/service.js';
 import { revealSigningSecret } from '../../connectors/signing-secret.js';
 import { listTags } from '../../tags/repository.js';
 import { updateTag } from '../../tags/service.js';
@@ -25,7 +26,7 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .command('update')
     .requiredOption('--id <id>')
     .requiredOption('--role <role>', 'admin or member')
-    .action((options: { id: string; role: string }) => runCommand(({ db }) => changeRole(db, positiveId(options.id, '--id'), parseRole(options.role, '--role'))));
+    .action((options: { id: string; role: string }) => runCommand(({ db }) => changeRole(db, OPERATOR, positiveId(options.id, '--id'), parseRole(options.role, '--role'))));
 
   const tag = group(program, 'tag');
   tag
@@ -43,7 +44,7 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .option('--archived <on|off>', 'archive (on) or restore (off)')
     .action((options: { id: string; name?: string; color?: string; archived?: string }) =>
       runCommand(({ db }) =>
-        updateTag(db, positiveId(options.id, '--id'), {
+        updateTag(db, OPERATOR, positiveId(options.id, '--id'), {
           name: options.name === undefined ? undefined : nonEmpty(options.name, '--name'),
           color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : nonEmpty(options.color, '--color', 32),
           active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
@@ -55,5 +56,5 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .command('reveal-secret')
     .description('the signing secret receivers verify with')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => revealSigningSecret(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => revealSigningSecret(db, OPERATOR, positiveId(options.id, '--id'))));
 }

@@ -8,7 +8,7 @@ import { Refused } from '../../refused.js';
 import { listWorkspaceWorkflows } from '../../workflows/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { pathId, query, text } from './form.js';
 
@@ -67,7 +67,7 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/deliveries/:id/replay', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'deliveries', pathId(req.params.id));
-    await replayDelivery(ctx.db, id, signedIn(res).user.workspaceId);
+    await replayDelivery(ctx.db, actorOf(req, res), id, signedIn(res).user.workspaceId);
     res.redirect(303, `/console/deliveries/${id}?notice=replayed`);
   });
 
@@ -82,7 +82,7 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
         : { workflowId: await requireInWorkspace(ctx.db, workspaceId, 'workflows', pathId(workflow)) };
     const until = text(req.body, 'until');
     const window = parseTimeWindow(utc(text(req.body, 'since')), until === '' ? undefined : utc(until));
-    const result = await recoverDeliveries(ctx.db, endpoint, window, workspaceId);
+    const result = await recoverDeliveries(ctx.db, actorOf(req, res), endpoint, window, workspaceId);
     render(res, 'recovered', { title: 'Recovered', page: 'deliveries', result, endpoint, window });
   });
 }

@@ -1,7 +1,7 @@
 import type { Router } from 'express';
 import { scopeValues, type Scope } from '../../../generated/api.js';
-import { listKeys, revokeKey } from '../../api-keys/repository.js';
-import { createApiKey, keyIsOrphaned } from '../../api-keys/service.js';
+import { listKeys } from '../../api-keys/repository.js';
+import { createApiKey, keyIsOrphaned, revokeApiKey } from '../../api-keys/service.js';
 import { nonEmpty, parseTimestamp } from '../../cli/arguments.js';
 import type { AppContext } from '../../context.js';
 import { Refused } from '../../refused.js';
@@ -9,7 +9,7 @@ import type { Role } from '../../users/repository.js';
 import { listWorkspaceMembers } from '../../users/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { list, pathId, text } from './form.js';
 
@@ -47,7 +47,7 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
   router.post('/api-keys', async (req, res) => {
     const { user } = signedIn(res);
     const expiresAt = text(req.body, 'expires_at').trim();
-    const created = await createApiKey(ctx.db, {
+    const created = await createApiKey(ctx.db, actorOf(req, res), {
       workspaceId: user.workspaceId,
       userId: user.userId,
       name: nonEmpty(text(req.body, 'name'), 'Name'),
@@ -70,8 +70,7 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/api-keys/:id/revoke', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'api_keys', pathId(req.params.id));
-    const revoked = await revokeKey(ctx.db, id);
-    if (!revoked) throw new Refused('not_found', `API key ${id} does not exist.`);
+    const revoked = await revokeApiKey(ctx.db, actorOf(req, res), id);
     // Refused at once by this process, not only once the notification is back.
     ctx.apiKeyCache.changedHere(revoked.prefix);
     res.redirect(303, '/console/api-keys?notice=key-revoked');

@@ -1,16 +1,14 @@
 import type { Request, Response, Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { erasePerson, type Actor } from '../../erasure/service.js';
+import { erasePerson } from '../../erasure/service.js';
 import { exportPerson } from '../../person-export/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
-import { requireChangeRight, signedIn } from '../session.js';
+import { actorOf, requireChangeRight, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { checked, pathId } from './form.js';
 
 // A lead's personal data (admins): Erase person, its confirmation with the suppression box, and
 // Download data. The services are the CLI's `lead erase` and `lead export`.
-
-const actorOf = (req: Request, res: Response): Actor => ({ kind: 'user', userId: signedIn(res).user.userId, address: req.ip ?? null });
 
 export function addLeadErasureRoutes(router: Router, ctx: AppContext): void {
   // Reading another person's whole record, or asking to erase it, is an admin's act like the erasure itself.

@@ -5,7 +5,7 @@ import { findUser } from '../../users/repository.js';
 import { addMember, changeRole, listWorkspaceMembers, parseEmail, parseRole, removeMember } from '../../users/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { pathId, text } from './form.js';
 
@@ -16,13 +16,19 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/members', async (req, res) => {
-    await addMember(ctx.db, signedIn(res).user.workspaceId, parseEmail(text(req.body, 'email'), 'Email'), parseRole(text(req.body, 'role') || undefined, 'Role'));
+    await addMember(
+      ctx.db,
+      actorOf(req, res),
+      signedIn(res).user.workspaceId,
+      parseEmail(text(req.body, 'email'), 'Email'),
+      parseRole(text(req.body, 'role') || undefined, 'Role'),
+    );
     res.redirect(303, '/console/members?notice=member-saved');
   });
 
   router.post('/members/:id/role', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    await changeRole(ctx.db, id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    await changeRole(ctx.db, actorOf(req, res), id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
     // Their sessions ended: an admin who changed their own role signs in again.
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-saved');
   });
@@ -30,7 +36,7 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   // The CLI's `console link --user U`, for a member's first sign-in or a forgotten password.
   router.post('/members/:id/sign-in-link', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    const link = await mintSignInLink(ctx.db, ctx.config.PUBLIC_URL, id, signedIn(res).user);
+    const link = await mintSignInLink(ctx.db, actorOf(req, res), ctx.config.PUBLIC_URL, id);
     const member = (await findUser(ctx.db, id))!;
     render(res, 'sign-in-link-created', { title: 'Sign-in link', page: 'members', member, link });
   });
@@ -51,7 +57,7 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   router.post('/members/:id/remove', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
     // Their keys are refused at once by this process, not only once the notification is back.
-    await removeMember(ctx.db, id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    await removeMember(ctx.db, actorOf(req, res), id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-removed');
   });
 }

@@ -5,7 +5,7 @@ import { listTags } from '../../tags/repository.js';
 import { createTag, updateTag } from '../../tags/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { checked, pathId, text } from './form.js';
 
@@ -22,7 +22,11 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/tags', async (req, res) => {
-    await createTag(ctx.db, signedIn(res).user.workspaceId, { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body), active: !checked(req.body, 'archived') });
+    await createTag(ctx.db, actorOf(req, res), signedIn(res).user.workspaceId, {
+      name: nonEmpty(text(req.body, 'name'), 'Name'),
+      color: colour(req.body),
+      active: !checked(req.body, 'archived'),
+    });
     res.redirect(303, '/console/tags?notice=tag-saved');
   });
 
@@ -31,7 +35,7 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
     const action = text(req.body, 'action');
     const changes =
       action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body) };
-    await updateTag(ctx.db, id, changes);
+    await updateTag(ctx.db, actorOf(req, res), id, changes);
     res.redirect(303, `/console/tags?notice=tag-saved${action === 'restore' || action === 'archive' ? '&archived=1' : ''}`);
   });
 }
