@@ -21,6 +21,7 @@ export function findKeyForAuthentication(db: Executor, prefix: string) {
         'k.revoked_at',
         'k.last_used_at',
         'w.name as workspace_name',
+        'w.has_suppression_list',
         'u.role as creator_role',
       ])
       .executeTakeFirst()
@@ -48,6 +49,11 @@ export function touchLastUsed(db: Executor, keyId: number, intervalSeconds: numb
  * listeners. On plain PostgreSQL the table's trigger (migration 0004) notifies as well, which
  * also covers keys changed outside the service; a second notification only refreshes a cache.
  */
+/** The prefixes of a workspace's keys, for notifying that what authentication reads of it changed. */
+export async function keyPrefixesOfWorkspace(db: Executor, workspaceId: number): Promise<string[]> {
+  return (await db.selectFrom('api_keys').where('workspace_id', '=', workspaceId).select('prefix').execute()).map((row) => row.prefix);
+}
+
 export async function notifyKeysChanged(db: Executor, prefixes: readonly string[]): Promise<void> {
   if (prefixes.length === 0) return;
   await sql`SELECT pg_notify('api_key_changed', p) FROM unnest(${[...prefixes]}::text[]) AS p`.execute(db);

@@ -19,6 +19,8 @@ export type StoredLocation = Partial<Location>;
 export interface WorkspacesTable {
   id: Generated<number>;
   name: string;
+  /** Set by the first erasure with suppression: the workspace's writes are screened from then on. */
+  has_suppression_list: Generated<boolean>;
   created_at: Timestamp;
 }
 

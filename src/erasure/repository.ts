@@ -41,7 +41,7 @@ export async function lockErasedLeads(db: Executor, workspaceId: number, leadIds
   const { rows } = await sql<ErasedLead>`
     SELECT l.id::int AS id, l.crm_record_id, l.company_id::int AS company_id, l.emails, l.phones, l.links,
       coalesce((SELECT jsonb_agg(jsonb_build_object('kind', i.kind, 'value', i.value) ORDER BY i.kind, i.value)
-        FROM lead_identities AS i WHERE i.workspace_id = l.workspace_id AND i.lead_id = l.id), '[]'::jsonb) AS identities
+        FROM lead_identities AS i WHERE i.workspace_id = ${workspaceId} AND i.lead_id = l.id), '[]'::jsonb) AS identities
     FROM leads AS l
     WHERE l.workspace_id = ${workspaceId} AND l.id = ANY(${[...leadIds]}::bigint[])
     ORDER BY l.id
@@ -74,7 +74,7 @@ export async function receivingEndpoints(
     SELECT DISTINCT d.lead_id::int AS lead_id, d.connector_id::int AS connector_id, CASE WHEN d.connector_id IS NULL THEN d.workflow_id::int END AS workflow_id
     FROM deliveries AS d
     WHERE d.workspace_id = ${workspaceId} AND d.lead_id = ANY(${[...leadIds]}::bigint[]) AND d.sender NOT IN ('test', 'erasure_notice')
-      AND EXISTS (SELECT 1 FROM delivery_attempts AS a WHERE a.workspace_id = d.workspace_id AND a.delivery_id = d.id AND a.status_code IS NOT NULL)
+      AND EXISTS (SELECT 1 FROM delivery_attempts AS a WHERE a.workspace_id = ${workspaceId} AND a.delivery_id = d.id AND a.status_code IS NOT NULL)
     ORDER BY 1, 2, 3
   `.execute(db);
   return rows;
@@ -89,12 +89,16 @@ export const TOMBSTONE_NOTE = 'The lead was erased: the request and replies of t
  * finished as Failed, never sent. Returns how many.
  */
 export async function tombstoneDeliveries(db: Executor, workspaceId: number, leadIds: readonly number[]): Promise<number> {
+  // The pending ones are finished in a statement of their own: Citus refuses now() inside CASE
+  // in a distributed UPDATE.
+  await sql`
+    UPDATE deliveries SET branch = 'Failed', finished_at = now()
+    WHERE workspace_id = ${workspaceId} AND lead_id = ANY(${[...leadIds]}::bigint[]) AND sender <> 'erasure_notice' AND branch = 'pending'
+  `.execute(db);
   const { rows } = await sql<{ id: number }>`
     UPDATE deliveries AS d SET
       body = NULL, reply = NULL, headers = '[]'::jsonb, error = ${TOMBSTONE_NOTE}, locked_by = NULL, locked_until = NULL,
-      url = CASE WHEN d.sender = 'custom_url' THEN (SELECT coalesce(min(w.block->>'url'), '') FROM workflows AS w WHERE w.workspace_id = d.workspace_id AND w.id = d.workflow_id) ELSE d.url END,
-      branch = CASE WHEN d.branch = 'pending' THEN 'Failed' ELSE d.branch END,
-      finished_at = CASE WHEN d.branch = 'pending' THEN now() ELSE d.finished_at END
+      url = CASE WHEN d.sender = 'custom_url' THEN (SELECT coalesce(min(w.block->>'url'), '') FROM workflows AS w WHERE w.workspace_id = ${workspaceId} AND w.id = d.workflow_id) ELSE d.url END
     WHERE d.workspace_id = ${workspaceId} AND d.lead_id = ANY(${[...leadIds]}::bigint[]) AND d.sender <> 'erasure_notice'
     RETURNING d.id
   `.execute(db);
@@ -149,8 +153,8 @@ export async function deletePersonsCompanies(db: Executor, workspaceId: number, 
   const { rows } = await sql<{ id: number }>`
     DELETE FROM companies AS c
     WHERE c.workspace_id = ${workspaceId} AND c.id = ANY(${[...companyIds]}::bigint[]) AND c.domain = ANY(${[...emailDomains]}::text[])
-      AND NOT EXISTS (SELECT 1 FROM leads AS l WHERE l.workspace_id = c.workspace_id AND l.company_id = c.id)
-      AND NOT EXISTS (SELECT 1 FROM company_tags AS t WHERE t.workspace_id = c.workspace_id AND t.company_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM leads AS l WHERE l.workspace_id = ${workspaceId} AND l.company_id = c.id)
+      AND NOT EXISTS (SELECT 1 FROM company_tags AS t WHERE t.workspace_id = ${workspaceId} AND t.company_id = c.id)
     RETURNING c.id::int AS id
   `.execute(db);
   const ids = rows.map((row) => row.id);

@@ -1,3 +1,5 @@
+import { keyPrefixesOfWorkspace, notifyKeysChanged } from '../api-keys/repository.js';
+import { markSuppressionList } from '../workspaces/repository.js';
 import { recordAudit, type Actor, type AuditEntry } from '../audit/service.js';
 import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../db/connect.js';
@@ -120,6 +122,8 @@ export async function erasePerson(db: Db, request: { workspaceId: number; person
     if (request.suppress) {
       const keys: ContactKey[] = [...leads.flatMap((lead) => lead.identities), ...(key.kind === 'id' ? [] : [{ kind: key.kind, value: key.value }])];
       await suppressContacts(trx, workspaceId, keys);
+      // Authentication caches the flag with each key: the API processes learn it as they learn of a key's change.
+      if (await markSuppressionList(trx, workspaceId)) await notifyKeysChanged(trx, await keyPrefixesOfWorkspace(trx, workspaceId));
     }
 
     const endpointsOf = (leadId: number) => received.filter((row) => row.lead_id === leadId);

@@ -141,11 +141,14 @@ export async function recordChunk(trx: Executor, workspaceId: number, id: number
     UPDATE lead_imports SET done = done + ${results.length}, created = created + ${count('created')}, updated = updated + ${count('updated')},
       skipped = skipped + ${count('skipped')}, failed = failed + ${count('failed')},
       locked_until = now() + make_interval(secs => ${leaseMs / 1000}),
-      status = CASE WHEN status = 'running' AND done + ${results.length} >= total THEN 'done' ELSE status END,
-      finished_at = CASE WHEN status = 'running' AND done + ${results.length} >= total THEN now() ELSE finished_at END
+      status = CASE WHEN status = 'running' AND done + ${results.length} >= total THEN 'done' ELSE status END
     WHERE workspace_id = ${workspaceId} AND id = ${id} AND locked_by = ${workerId}
     RETURNING status`.execute(trx);
   if (rows.length === 0) return null;
+  // Its own statement: Citus refuses now() inside CASE in a distributed UPDATE.
+  if (rows[0]!.status === 'done') {
+    await sql`UPDATE lead_imports SET finished_at = now() WHERE workspace_id = ${workspaceId} AND id = ${id} AND finished_at IS NULL`.execute(trx);
+  }
   await sql`
     UPDATE lead_import_rows AS r SET status = x.status, lead_id = x.lead_id, error = x.error
     FROM jsonb_to_recordset(${jsonParameter(results)}::jsonb) AS x(ord int, status text, lead_id bigint, error text)

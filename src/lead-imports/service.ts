@@ -119,7 +119,10 @@ async function runRows(
       dry_run: dryRun,
     };
     const key = dryRun ? undefined : `lead-import:${job.id}:${sent[0]!.ord}`;
-    const answer = await createLeadsBatch(groups, suppressionScreen(db), { workspaceId: job.workspace_id, apiKeyId: IMPORTS_KEY_ID }, request, { key, bodyAsSent: request });
+    const answer = await createLeadsBatch(groups, suppressionScreen(db), { workspaceId: job.workspace_id, apiKeyId: IMPORTS_KEY_ID, hasSuppressionList: true }, request, {
+      key,
+      bodyAsSent: request,
+    });
     answer.body.data.forEach((row: BatchRowResult, index) => {
       const { ord } = sent[index]!;
       results.set(ord, {

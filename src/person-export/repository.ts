@@ -42,7 +42,7 @@ export async function deliveriesOf(db: Executor, workspaceId: number, leadIds: r
       d.message_id, d.url, d.method, d.content_type, d.body, d.branch, d.status_code, d.error, d.reply, d.created_at, d.finished_at,
       coalesce((SELECT jsonb_agg(jsonb_build_object('series', a.series, 'attempt', a.attempt, 'status_code', a.status_code, 'error', a.error, 'reply', a.reply,
         'duration_ms', a.duration_ms, 'at', a.created_at) ORDER BY a.series, a.attempt)
-        FROM delivery_attempts AS a WHERE a.workspace_id = d.workspace_id AND a.delivery_id = d.id), '[]'::jsonb) AS attempts
+        FROM delivery_attempts AS a WHERE a.workspace_id = ${workspaceId} AND a.delivery_id = d.id), '[]'::jsonb) AS attempts
     FROM deliveries AS d
     WHERE d.workspace_id = ${workspaceId} AND d.lead_id = ANY(${[...leadIds]}::bigint[])
     ORDER BY d.id

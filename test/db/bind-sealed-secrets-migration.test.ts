@@ -10,7 +10,7 @@ import { migrationTestDatabase } from '../support/migration-database.js';
 
 // Migration 0021 on values sealed as v1 (bound to no place) before it.
 
-const database = migrationTestDatabase('bind', '0017_sign_in_link_minter');
+const database = migrationTestDatabase('bind', '0020_lead_imports');
 let db: Db;
 beforeAll(() => {
   db = database.db();

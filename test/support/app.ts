@@ -121,7 +121,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.redis && testEnv.redisUrl ? { REDIS_URL: testEnv.redisUrl } : {}),
     ...options.env,
   });
-  const logger = options.logger ?? pino({ level: 'silent' });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   // The same shape as `npm start`: the process's database (here the test's) hands the root its pool.
   const processDatabase = await ProcessDatabase.open({ ...config, DATABASE_URL: database.url }, logger);
   const ctx = await createContext(config, { database: processDatabase, logger, validateResponses: true });

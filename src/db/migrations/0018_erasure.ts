@@ -5,7 +5,9 @@ import { sql, type Kysely } from 'kysely';
 //
 // suppressed_contacts holds an HMAC of each contact detail (src/secrets/contact-digest.ts),
 // never the detail itself. The deliveries' checks gain the event `lead_erased` and its sender
-// `erasure_notice`: the only change to a table this migration does not create.
+// `erasure_notice`. workspaces.has_suppression_list says whether a workspace ever suppressed
+// anyone: authentication reads it with the key (cached), so the writes of every other workspace
+// skip the suppression screen's statement.
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     CREATE TABLE suppressed_contacts (
@@ -15,6 +17,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (workspace_id, digest)
     );
+    ALTER TABLE workspaces ADD COLUMN has_suppression_list boolean NOT NULL DEFAULT false;
     ALTER TABLE deliveries
       DROP CONSTRAINT IF EXISTS deliveries_event_check,
       ADD CONSTRAINT deliveries_event_check CHECK (event IN ('lead', 'workflow', 'test', 'lead_erased')),
@@ -32,5 +35,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
       DROP CONSTRAINT deliveries_sender_check,
       ADD CONSTRAINT deliveries_sender_check CHECK (sender IN ('connector_push', 'saved_connector', 'custom_url', 'test'));
     DROP TABLE suppressed_contacts;
+    ALTER TABLE workspaces DROP COLUMN has_suppression_list;
   `.execute(db);
 }

@@ -8,12 +8,12 @@ import { idempotencyOf, sendWriteResult } from './write-result.js';
 
 export function createLeadHandler(ctx: AppContext): OperationHandler<'createLead'> {
   return async (req, res) => {
-    const { workspaceId, apiKeyId } = authOf(req);
+    const { workspaceId, apiKeyId, hasSuppressionList } = authOf(req);
     const write = () =>
       createLead(
         ctx.writeGroups,
         ctx.suppressionScreen,
-        { workspaceId, apiKeyId },
+        { workspaceId, apiKeyId, hasSuppressionList },
         req.body,
         idempotencyOf(req),
         deprecatedFieldNotices(res).map((notice) => notice.message),

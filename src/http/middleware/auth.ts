@@ -12,6 +12,8 @@ export interface AuthContext {
   apiKeyId: number;
   workspaceId: number;
   workspaceName: string;
+  /** The workspace suppressed someone: its writes are screened (src/suppression/). */
+  hasSuppressionList: boolean;
   name: string;
   prefix: string;
   scopes: Scope[];
@@ -76,6 +78,7 @@ export function authenticate(db: Db, cache: ApiKeyCache<KeyForAuthentication>, p
       apiKeyId: key.id,
       workspaceId: key.workspace_id,
       workspaceName: key.workspace_name,
+      hasSuppressionList: key.has_suppression_list,
       name: key.name,
       prefix: key.prefix,
       scopes: key.scopes as Scope[],

@@ -18,7 +18,13 @@ import { withRefusedRows, type SuppressionScreen } from '../../suppression/servi
 export interface Caller {
   workspaceId: number;
   apiKeyId: number;
+  /** The workspace keeps a suppression list: its rows are screened before they are planned. */
+  hasSuppressionList: boolean;
 }
+
+/** Each lead's refusal as a suppressed person, or null; no statement for a workspace that never suppressed anyone. */
+const refusalsOf = async (screen: SuppressionScreen, caller: Caller, leads: Parameters<SuppressionScreen>[1]) =>
+  caller.hasSuppressionList ? screen(caller.workspaceId, leads) : leads.map(() => null);
 
 /** The Idempotency-Key when one was sent, and the body as sent (before defaults were filled in), which it covers. */
 export interface Idempotency {
@@ -67,7 +73,7 @@ export async function createLead(
   const { options, dryRun } = switchesOf(request);
   const lead = { ...withNotices(prepareLead(request), notices), trace: storedTraceContext() };
   // A person erased with suppression is refused before the write is planned.
-  const [refusal] = await screen(caller.workspaceId, [lead]);
+  const [refusal] = await refusalsOf(screen, caller, [lead]);
   if (refusal) throw refusal;
   const write: WriteRequest<LeadWriteResponse> = {
     workspaceId: caller.workspaceId,
@@ -123,7 +129,7 @@ export async function createLeadsBatch(
   const trace = storedTraceContext();
   const leads = request.leads.map((lead, index) => ({ ...withNotices(prepareLead(lead), notices[index] ?? []), trace }));
   // Rows of people erased with suppression never reach the engine: they fail in their places.
-  const refusals = await screen(caller.workspaceId, leads);
+  const refusals = await refusalsOf(screen, caller, leads);
   return groups.alone<BatchResponse>({
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
