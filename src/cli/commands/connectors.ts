@@ -15,7 +15,9 @@ import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { collect, parseBoolean, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl, positiveId } from '../arguments.js';
+import { parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl } from '../../connectors/input.js';
+import { parseBoolean, positiveId } from '../../input.js';
+import { collect } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 import { CONNECTOR_SECRETS, otherWays, readConnectorSecrets, type ConnectorSecrets, type SecretSource } from '../secret-input.js';
 

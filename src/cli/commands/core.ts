@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { scopeValues, type Scope } from '../../../generated/api.js';
 import { listKeys, revokeKey } from '../../api-keys/repository.js';
 import { createApiKey } from '../../api-keys/service.js';
 import { listCompanies } from '../../companies/repository.js';
@@ -9,19 +8,20 @@ import { insertTag } from '../../tags/repository.js';
 import { addMember, parseEmail, parseRole, removeMember } from '../../users/service.js';
 import { insertWorkspace } from '../../workspaces/repository.js';
 import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
-import { boundedInteger, nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
+import { parseScopes } from '../../api-keys/input.js';
+import { parseWebsite } from '../../companies/input.js';
+import { boundedInteger, nonEmpty, parseTimestamp, positiveId } from '../../input.js';
+import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { runCommand } from '../cli-context.js';
 
-function parseScopes(value: string | undefined): Scope[] {
-  if (value === undefined) return [];
-  const scopes = value
-    .split(',')
-    .map((scope) => scope.trim())
-    .filter(Boolean);
-  const unknown = scopes.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
-  if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
-  return [...new Set(scopes)] as Scope[];
-}
+/** `--scopes a,b`: the list, as the key's scope rule reads it. */
+const scopesFlag = (value: string | undefined) =>
+  parseScopes(
+    (value ?? '')
+      .split(',')
+      .map((scope) => scope.trim())
+      .filter(Boolean),
+  );
 
 export function registerCoreCommands(program: Command): void {
   const workspace = program.command('workspace').description('Workspaces');
@@ -66,7 +66,7 @@ export function registerCoreCommands(program: Command): void {
           workspaceId: found.id,
           userId: positiveId(options.user, '--user'),
           name: nonEmpty(options.name, '--name'),
-          scopes: parseScopes(options.scopes),
+          scopes: scopesFlag(options.scopes),
           expiresAt: options.expiresAt === undefined ? null : parseTimestamp(options.expiresAt, '--expires-at'),
         });
       }),
@@ -98,8 +98,8 @@ export function registerCoreCommands(program: Command): void {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
         return insertTag(db, {
           workspace_id: found.id,
-          name: nonEmpty(options.name, '--name'),
-          color: options.color ? nonEmpty(options.color, '--color', 32) : null,
+          name: parseTagName(options.name, '--name'),
+          color: options.color ? parseTagColour(options.color, '--color') : null,
           active: !options.archived,
         });
       }),

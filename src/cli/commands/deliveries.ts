@@ -2,7 +2,9 @@ import type { Command } from 'commander';
 import { listDeliveries } from '../../deliveries/repository.js';
 import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { boundedInteger, exactlyOne, parseBranch, parseTimeWindow, parseTimestamp, positiveId } from '../arguments.js';
+import { parseBranch, parseTimeWindow } from '../../deliveries/input.js';
+import { boundedInteger, parseTimestamp, positiveId } from '../../input.js';
+import { exactlyOne } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 interface ListOptions {

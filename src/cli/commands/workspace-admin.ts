@@ -4,7 +4,8 @@ import { listTags } from '../../tags/repository.js';
 import { updateTag } from '../../tags/service.js';
 import { changeRole, listWorkspaceMembers, parseRole } from '../../users/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { nonEmpty, parseBoolean, positiveId } from '../arguments.js';
+import { parseBoolean, positiveId } from '../../input.js';
+import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { runCommand } from '../cli-context.js';
 
 const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
@@ -44,8 +45,8 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .action((options: { id: string; name?: string; color?: string; archived?: string }) =>
       runCommand(({ db }) =>
         updateTag(db, positiveId(options.id, '--id'), {
-          name: options.name === undefined ? undefined : nonEmpty(options.name, '--name'),
-          color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : nonEmpty(options.color, '--color', 32),
+          name: options.name === undefined ? undefined : parseTagName(options.name, '--name'),
+          color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : parseTagColour(options.color, '--color'),
           active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
         }),
       ),

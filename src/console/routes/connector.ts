@@ -1,7 +1,7 @@
 import type { Response, Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { shownToReader } from '../../deliveries/masking.js';
-import { parseBoolean } from '../../cli/arguments.js';
+import { parseBoolean } from '../../input.js';
 import { deleteConnector, enableConnector, listWorkspaceConnectors, rotateSigningSecret, testConnector, updateConnector } from '../../connectors/service.js';
 import { revealSigningSecret } from '../../connectors/signing-secret.js';
 import { connectorDeliveryStats } from '../../deliveries/stats-repository.js';

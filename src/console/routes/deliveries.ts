@@ -1,7 +1,8 @@
 import type { Request, Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { urlShownTo } from '../../deliveries/masking.js';
-import { parseBranch, parseTimeWindow, parseTimestamp } from '../../cli/arguments.js';
+import { parseBranch, parseTimeWindow } from '../../deliveries/input.js';
+import { parseTimestamp } from '../../input.js';
 import { listWorkspaceConnectors } from '../../connectors/service.js';
 import { listDeliveryPage } from '../../deliveries/log-repository.js';
 import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';

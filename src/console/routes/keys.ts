@@ -1,8 +1,9 @@
 import type { Router } from 'express';
-import { scopeValues, type Scope } from '../../../generated/api.js';
+import { scopeValues } from '../../../generated/api.js';
 import { listKeys, revokeKey } from '../../api-keys/repository.js';
 import { createApiKey, keyIsOrphaned } from '../../api-keys/service.js';
-import { nonEmpty, parseTimestamp } from '../../cli/arguments.js';
+import { parseScopes } from '../../api-keys/input.js';
+import { nonEmpty, parseTimestamp } from '../../input.js';
 import type { AppContext } from '../../context.js';
 import { Refused } from '../../refused.js';
 import type { Role } from '../../users/repository.js';
@@ -21,12 +22,6 @@ function condition(key: KeyRow, creatorRole: Role | null, now: number): 'valid' 
   if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return 'expired';
   if (keyIsOrphaned({ user_id: key.user_id, creator_role: creatorRole })) return 'orphaned';
   return 'valid';
-}
-
-function scopesOf(values: string[]): Scope[] {
-  const unknown = values.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
-  if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
-  return [...new Set(values)] as Scope[];
 }
 
 export function addKeyRoutes(router: Router, ctx: AppContext): void {
@@ -51,7 +46,7 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
       workspaceId: user.workspaceId,
       userId: user.userId,
       name: nonEmpty(text(req.body, 'name'), 'Name'),
-      scopes: scopesOf(list(req.body, 'scopes')),
+      scopes: parseScopes(list(req.body, 'scopes')),
       // datetime-local sends no zone: the form says the time is UTC.
       expiresAt: expiresAt === '' ? null : parseTimestamp(/[zZ]|[+-]\d\d:?\d\d$/.test(expiresAt) ? expiresAt : `${expiresAt}Z`, 'Expires at'),
     });

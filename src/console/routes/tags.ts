@@ -1,6 +1,6 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { nonEmpty } from '../../cli/arguments.js';
+import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { listTags } from '../../tags/repository.js';
 import { createTag, updateTag } from '../../tags/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
@@ -11,7 +11,7 @@ import { checked, pathId, text } from './form.js';
 
 const colour = (body: unknown) => {
   const value = text(body, 'color').trim();
-  return value === '' ? null : nonEmpty(value, 'Colour', 32);
+  return value === '' ? null : parseTagColour(value, 'Colour');
 };
 
 export function addTagRoutes(router: Router, ctx: AppContext): void {
@@ -22,7 +22,11 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/tags', async (req, res) => {
-    await createTag(ctx.db, signedIn(res).user.workspaceId, { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body), active: !checked(req.body, 'archived') });
+    await createTag(ctx.db, signedIn(res).user.workspaceId, {
+      name: parseTagName(text(req.body, 'name'), 'Name'),
+      color: colour(req.body),
+      active: !checked(req.body, 'archived'),
+    });
     res.redirect(303, '/console/tags?notice=tag-saved');
   });
 
@@ -30,7 +34,7 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'tags', pathId(req.params.id));
     const action = text(req.body, 'action');
     const changes =
-      action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body) };
+      action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: parseTagName(text(req.body, 'name'), 'Name'), color: colour(req.body) };
     await updateTag(ctx.db, id, changes);
     res.redirect(303, `/console/tags?notice=tag-saved${action === 'restore' || action === 'archive' ? '&archived=1' : ''}`);
   });
