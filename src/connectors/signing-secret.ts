@@ -1,10 +1,10 @@
 import type { Executor } from '../db/connect.js';
 import { Refused } from '../refused.js';
-import { findConnectors } from './repository.js';
+import { findConnectorsAcrossWorkspaces } from './repository.js';
 
 /** `connector reveal-secret`: the signing secret receivers verify with (and the previous one while it still signs). */
 export async function revealSigningSecret(db: Executor, id: number) {
-  const connector = (await findConnectors(db, [id])).get(id);
+  const connector = (await findConnectorsAcrossWorkspaces(db, [id])).get(id);
   if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
   const previousSigns =
     connector.previous_signing_secret !== null && connector.previous_secret_expires_at !== null && Date.parse(connector.previous_secret_expires_at) > Date.now();

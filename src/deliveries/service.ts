@@ -1,22 +1,17 @@
-import { findConnectors } from '../connectors/repository.js';
-import type { Executor } from '../db/connect.js';
+import type { Db, Executor } from '../db/connect.js';
 import type { DeliveryRow } from '../db/schema.js';
-import { findEndpointStates, type EndpointRef } from '../endpoints/repository.js';
+import { authHeaderName, findEndpointStates, liveEndpointOf, type EndpointRef } from '../endpoints/repository.js';
 import { Refused } from '../refused.js';
 import { requestUrl } from './attempt.js';
 import { maskHeaderRows, maskUrl } from './masking.js';
 import { methodCarriesBody } from './payload.js';
-import { findWorkflows } from '../workflows/repository.js';
-import { findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
+import { cancelPendingDeliveries, findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
 import { recoverFailedDeliveries, startNewSeries, type RecoveryWindow } from './series-repository.js';
 
-// Deliveries as an operator inspects and replays them (the admin CLI).
-
-/** The header name of a connector's `header` authentication, when it has one (whatever else its stored form holds). */
-function authHeaderName(auth: unknown): string[] {
-  const { type, name } = (auth ?? {}) as { type?: unknown; name?: unknown };
-  return type === 'header' && typeof name === 'string' ? [name] : [];
-}
+// Deliveries as an operator inspects, replays and recovers them (one workspace's: the CLI finds
+// the workspace of the id it is given first), and what deleting their endpoint does to them.
+// What this needs of connectors and workflows it reads through the endpoint seam
+// (src/endpoints/repository.ts), never from their own features, which build on this one.
 
 /** The URL called: for GET and DELETE with the payload as its query string; as stored when it never was a URL. */
 function calledUrl(row: DeliveryRow): string {
@@ -34,8 +29,8 @@ function calledUrl(row: DeliveryRow): string {
  * attempt; `webhook-id` is the same on all of them.
  */
 async function sentRequest(db: Executor, row: DeliveryRow) {
-  const connector = row.connector_id === null ? undefined : (await findConnectors(db, [row.connector_id], row.workspace_id)).get(row.connector_id);
-  const headers = maskHeaderRows(row.headers, authHeaderName(connector?.auth));
+  const authHeader = row.connector_id === null ? undefined : await authHeaderName(db, row.workspace_id, row.connector_id);
+  const headers = maskHeaderRows(row.headers, authHeader === undefined ? [] : [authHeader]);
   const carriesBody = methodCarriesBody(row.method);
   return {
     method: row.method,
@@ -46,7 +41,7 @@ async function sentRequest(db: Executor, row: DeliveryRow) {
 }
 
 /** One delivery: where it stands, the request as sent, and every attempt of every series. */
-export async function showDelivery(db: Executor, id: number, workspaceId?: number) {
+export async function showDelivery(db: Executor, id: number, workspaceId: number) {
   const row = await findDelivery(db, id, workspaceId);
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
   const attempts = await listDeliveryAttempts(db, row.workspace_id, id);
@@ -89,7 +84,7 @@ export async function showDelivery(db: Executor, id: number, workspaceId?: numbe
  * Sends a finished delivery again: a new series of attempts under the same `webhook-id`,
  * made by the worker (due at once) and recorded like any other, retries included.
  */
-export async function replayDelivery(db: Executor, id: number, workspaceId?: number) {
+export async function replayDelivery(db: Executor, id: number, workspaceId: number) {
   const replayed = await startNewSeries(db, id, workspaceId);
   if (replayed) return replayed;
   const row = await findDelivery(db, id, workspaceId);
@@ -99,17 +94,11 @@ export async function replayDelivery(db: Executor, id: number, workspaceId?: num
 }
 
 /** Where a recovery's deliveries go: the connector, or the workflow's block (its Custom URL, or the connector it sends to). */
-async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId?: number): Promise<EndpointRef & { workspaceId: number }> {
-  if ('connectorId' in endpoint) {
-    const connector = (await findConnectors(db, [endpoint.connectorId], workspaceId)).get(endpoint.connectorId);
-    if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${endpoint.connectorId} does not exist.`);
-    return { kind: 'connector', id: connector.id, workspaceId: connector.workspace_id };
-  }
-  const workflow = (await findWorkflows(db, [endpoint.workflowId], workspaceId)).get(endpoint.workflowId);
-  if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
-  return workflow.block.endpoint === 'url'
-    ? { kind: 'workflow', id: workflow.id, workspaceId: workflow.workspace_id }
-    : { kind: 'connector', id: workflow.block.connector_id, workspaceId: workflow.workspace_id };
+async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId: number): Promise<EndpointRef> {
+  const owner: EndpointRef = 'connectorId' in endpoint ? { kind: 'connector', id: endpoint.connectorId } : { kind: 'workflow', id: endpoint.workflowId };
+  const target = await liveEndpointOf(db, workspaceId, owner);
+  if (!target) throw new Refused('not_found', `${owner.kind === 'connector' ? 'Connector' : 'Workflow'} ${owner.id} does not exist.`);
+  return target;
 }
 
 /**
@@ -119,9 +108,9 @@ async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId
  * and while the endpoint is disabled: every delivery would fail again at once and, being
  * recovered, never be recovered again.
  */
-export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
+export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId: number) {
   const target = await recoveryTarget(db, endpoint, workspaceId);
-  const state = (await findEndpointStates(db, target.kind, [target.id], target.workspaceId)).get(target.id)!;
+  const state = (await findEndpointStates(db, target.kind, [target.id], workspaceId)).get(target.id)!;
   if (state.disabled_at !== null) {
     throw new Refused(
       'endpoint_disabled',
@@ -129,5 +118,24 @@ export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, w
         `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`,
     );
   }
-  return recoverFailedDeliveries(db, endpoint, window, target.workspaceId);
+  return recoverFailedDeliveries(db, endpoint, window, workspaceId);
+}
+
+/**
+ * Deletes a connector, or a workflow (whatever its block sends to), so that it sends nothing
+ * more: in one transaction it is marked deleted by `markDeleted`, its feature's own statement
+ * (no fan-out, auto-push, push, test, recovery or listing any more), and every pending delivery
+ * of it, retries included, is finished `Failed` without another attempt. A delivery of it
+ * composed by a fan-out that read it just before the delete is refused by the worker without a
+ * call (src/worker/deliveries/load-credentials.ts); an attempt already on the wire when the
+ * delete commits completes, and is the last.
+ */
+export async function deleteEndpoint(db: Db, endpoint: EndpointRef, markDeleted: (trx: Executor, id: number) => Promise<unknown>) {
+  const name = endpoint.kind === 'connector' ? 'Connector' : 'Workflow';
+  return db.transaction().execute(async (trx) => {
+    if (!(await markDeleted(trx, endpoint.id))) throw new Refused('not_found', `${name} ${endpoint.id} does not exist.`);
+    const owner = endpoint.kind === 'connector' ? { connectorId: endpoint.id } : { workflowId: endpoint.id };
+    const cancelled = await cancelPendingDeliveries(trx, owner, `cancelled: ${name.toLowerCase()} ${endpoint.id} was deleted, so nothing more is sent`);
+    return { id: endpoint.id, deleted: true, cancelled_deliveries: cancelled };
+  });
 }

@@ -6,10 +6,11 @@ import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
 import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
 import { findEndpointStates, setEndpointCap } from '../endpoints/repository.js';
-import { deleteEndpoint, enable } from '../endpoints/service.js';
+import { enable } from '../endpoints/service.js';
+import { deleteEndpoint } from '../deliveries/service.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import { Refused } from '../refused.js';
-import { findWorkflows, insertWorkflow, listWorkflows, setWorkflowActive } from './repository.js';
+import { findWorkflowsAcrossWorkspaces, insertWorkflow, listWorkflows, setWorkflowActive, softDeleteWorkflow } from './repository.js';
 
 /**
  * A workflow: one trigger (a tag_added trigger names its tag) and one Send Webhook (or Send to
@@ -27,7 +28,7 @@ export type NewWorkflowInput = { workspaceId: number; block: WorkflowBlock; maxP
  */
 export async function blockWarnings(db: Db, workspaceId: number, block: WorkflowBlock): Promise<string[]> {
   if (block.endpoint !== 'url') {
-    const problem = connectorProblem((await findConnectors(db, [block.connector_id])).get(block.connector_id), workspaceId, block.connector_id);
+    const problem = connectorProblem((await findConnectors(db, [block.connector_id], workspaceId)).get(block.connector_id), workspaceId, block.connector_id);
     return problem ? [`${problem} Runs of this workflow will fail until it is fixed.`] : [];
   }
   return [...(block.url.trim() === '' ? ['The Custom URL is empty: runs of this workflow will fail.'] : []), ...unsentHeaderWarnings(block.headers)];
@@ -117,7 +118,7 @@ function requireCustomUrl(block: WorkflowBlock, what: string): void {
 }
 
 async function requireWorkflow(db: Db, id: number) {
-  const workflow = (await findWorkflows(db, [id])).get(id);
+  const workflow = (await findWorkflowsAcrossWorkspaces(db, [id])).get(id);
   if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   return workflow;
 }
@@ -146,4 +147,4 @@ export async function switchWorkflow(db: Db, id: number, active: boolean) {
 }
 
 /** `workflow delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
-export const deleteWorkflow = (db: Db, id: number) => deleteEndpoint(db, { kind: 'workflow', id });
+export const deleteWorkflow = (db: Db, id: number) => deleteEndpoint(db, { kind: 'workflow', id }, softDeleteWorkflow);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { revokeKey } from '../../src/api-keys/repository.js';
-import { removeMember } from '../../src/users/service.js';
+import { removeMember } from '../../src/workspaces/members.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';

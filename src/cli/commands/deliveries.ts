@@ -4,6 +4,7 @@ import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliverie
 import { requireWorkspace } from '../../workspaces/service.js';
 import { parseBranch, parseTimeWindow } from '../../deliveries/input.js';
 import { boundedInteger, parseTimestamp, positiveId } from '../../input.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
 import { exactlyOne } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
@@ -51,13 +52,23 @@ export function registerDeliveryCommands(program: Command): void {
     .command('show')
     .description('the request as sent (credentials masked) and every attempt')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => showDelivery(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        return showDelivery(db, id, await workspaceOfId(db, 'deliveries', id));
+      }),
+    );
 
   deliveries
     .command('replay')
     .description('sends a finished delivery again under the same webhook-id')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        return replayDelivery(db, id, await workspaceOfId(db, 'deliveries', id));
+      }),
+    );
 
   deliveries
     .command('recover')
@@ -69,8 +80,10 @@ export function registerDeliveryCommands(program: Command): void {
     .action((options: RecoverOptions) =>
       runCommand(async ({ db }) => {
         const [flag, value] = exactlyOne(options, { connector: '--connector', workflow: '--workflow' });
-        const endpoint = flag === 'connector' ? { connectorId: positiveId(value, '--connector') } : { workflowId: positiveId(value, '--workflow') };
-        return recoverDeliveries(db, endpoint, parseTimeWindow(options.since, options.until));
+        const id = positiveId(value, `--${flag}`);
+        const window = parseTimeWindow(options.since, options.until);
+        const workspaceId = await workspaceOfId(db, flag === 'connector' ? 'connectors' : 'workflows', id);
+        return recoverDeliveries(db, flag === 'connector' ? { connectorId: id } : { workflowId: id }, window, workspaceId);
       }),
     );
 }

@@ -34,7 +34,7 @@ export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/connectors/:id/test', async (req, res) => {
-    const id = await owned(res, req.params.id);
+    const id = pathId(req.params.id);
     const testResult = await testConnector(ctx, id, signedIn(res).user.workspaceId);
     await renderConnector(res, ctx, id, { testResult });
   });
