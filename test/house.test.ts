@@ -6,7 +6,8 @@ import { layerOf, mayImport, readFeatureOrder, readLayerTable } from './support/
 
 // House rules that hold for the whole of src/ (docs/architecture.md): no import cycle, not
 // even through `import type`, every import allowed by the "Who may import whom" table, none
-// running back up "Which feature builds on which", and no file over 250 lines.
+// running back up "Which feature builds on which", the outbox written only by src/outbox/,
+// and no file over 250 lines.
 
 const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '..');
 const MAX_LINES = 250;
@@ -77,6 +78,13 @@ describe('the house', () => {
       });
     });
     expect(upwards).toEqual([]);
+  });
+
+  it('writes the outbox table only from src/outbox/ (a statement of another feature composes its part from there)', () => {
+    const writesOutbox = /\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+outbox\b|\.(insertInto|updateTable|deleteFrom|mergeInto)\(\s*'outbox\b/i;
+    // Migrations made the table; src/queries/ is the SQL of the prepared statements, rendered from the code.
+    const checked = sourceFiles.filter((file) => file.endsWith('.ts') && !file.startsWith(`src${path.sep}outbox${path.sep}`) && !file.includes(`${path.sep}migrations${path.sep}`));
+    expect(checked.filter((file) => writesOutbox.test(readFileSync(path.join(ROOT, file), 'utf8')))).toEqual([]);
   });
 
   it(`has no file in src/ over ${MAX_LINES} lines`, () => {

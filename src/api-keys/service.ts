@@ -2,7 +2,7 @@ import type { Scope } from '../../generated/api.js';
 import type { Executor } from '../db/connect.js';
 import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
-import { insertKey } from './repository.js';
+import { insertKey, revokeKey } from './repository.js';
 import { generateToken } from './tokens.js';
 
 const KEY_CREATION_PERMISSION = 'update-companies';
@@ -45,4 +45,11 @@ export async function createApiKey(
     expires_at: input.expiresAt,
   });
   return { ...key, token };
+}
+
+/** Revokes one of the workspace's keys (another workspace's is refused as a missing one); every API process refuses it once it hears. */
+export async function revokeApiKey(db: Executor, id: number, workspaceId: number) {
+  const revoked = await revokeKey(db, id, workspaceId);
+  if (!revoked) throw new Refused('not_found', `API key ${id} does not exist.`);
+  return revoked;
 }

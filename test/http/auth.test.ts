@@ -54,7 +54,7 @@ describe('authentication', () => {
   });
 
   it('rejects a revoked key, also one the process had cached', async () => {
-    const response = await answerAfter((key) => revokeKey(t.ctx.db, key.keyId));
+    const response = await answerAfter((key) => revokeKey(t.ctx.db, key.keyId, key.workspaceId));
     expectInvalidKey(response, 'The API key has been revoked.');
   });
 

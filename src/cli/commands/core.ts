@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
-import { listKeys, revokeKey } from '../../api-keys/repository.js';
-import { createApiKey } from '../../api-keys/service.js';
+import { listKeys } from '../../api-keys/repository.js';
+import { createApiKey, revokeApiKey } from '../../api-keys/service.js';
 import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
-import { Refused } from '../../refused.js';
 import { insertTag } from '../../tags/repository.js';
 import { parseEmail, parseRole } from '../../users/input.js';
 import { addMember } from '../../users/service.js';
 import { removeMember } from '../../workspaces/members.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
 import { insertWorkspace } from '../../workspaces/repository.js';
 import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
 import { parseScopes } from '../../api-keys/input.js';
@@ -78,8 +78,8 @@ export function registerCoreCommands(program: Command): void {
     .requiredOption('--id <id>')
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
-        const revoked = await revokeKey(db, positiveId(options.id, '--id'));
-        if (!revoked) throw new Refused('not_found', `API key ${options.id} does not exist.`);
+        const id = positiveId(options.id, '--id');
+        const revoked = await revokeApiKey(db, id, await workspaceOfId(db, 'api_keys', id));
         return { id: revoked.id, revoked: true };
       }),
     );

@@ -1,14 +1,13 @@
 import type { Router } from 'express';
 import { scopeValues } from '../../../generated/api.js';
-import { listKeys, revokeKey } from '../../api-keys/repository.js';
-import { createApiKey, keyIsOrphaned } from '../../api-keys/service.js';
+import { listKeys } from '../../api-keys/repository.js';
+import { createApiKey, keyIsOrphaned, revokeApiKey } from '../../api-keys/service.js';
 import { parseScopes } from '../../api-keys/input.js';
 import { nonEmpty, parseTimestamp } from '../../input.js';
 import type { AppContext } from '../../context.js';
 import { Refused } from '../../refused.js';
 import type { Role } from '../../users/repository.js';
 import { listWorkspaceMembers } from '../../users/service.js';
-import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
 import { signedIn } from '../session.js';
 import { render } from '../views.js';
@@ -58,15 +57,14 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
 
   router.get('/api-keys/:id/revoke', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
-    const id = await requireInWorkspace(ctx.db, workspaceId, 'api_keys', pathId(req.params.id));
-    const key = (await listKeys(ctx.db, workspaceId)).find((row) => row.id === id)!;
+    const id = pathId(req.params.id);
+    const key = (await listKeys(ctx.db, workspaceId)).find((row) => row.id === id);
+    if (!key) throw new Refused('not_found', `API key ${id} does not exist.`);
     render(res, 'key-revoke', { title: 'Revoke key', page: 'keys', key });
   });
 
   router.post('/api-keys/:id/revoke', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'api_keys', pathId(req.params.id));
-    const revoked = await revokeKey(ctx.db, id);
-    if (!revoked) throw new Refused('not_found', `API key ${id} does not exist.`);
+    const revoked = await revokeApiKey(ctx.db, pathId(req.params.id), signedIn(res).user.workspaceId);
     // Refused at once by this process, not only once the notification is back.
     ctx.apiKeyCache.changedHere(revoked.prefix);
     res.redirect(303, '/console/api-keys?notice=key-revoked');
