@@ -18,10 +18,10 @@ export async function createTag(db: Executor, workspaceId: number, tag: NewTag) 
 }
 
 /** `tag update`: rename, colour (null clears it), archive (active false) or restore. */
-export async function updateTag(db: Executor, id: number, changes: Partial<NewTag>) {
+export async function updateTag(db: Executor, id: number, changes: Partial<NewTag>, workspaceId: number) {
   if (Object.values(changes).every((value) => value === undefined)) throw new Refused('invalid_argument', 'Give a name, a colour, or archive or restore it.');
   try {
-    const updated = await updateTagRow(db, id, changes);
+    const updated = await updateTagRow(db, id, changes, workspaceId);
     if (!updated) throw new Refused('not_found', `Tag ${id} does not exist.`);
     return updated;
   } catch (error) {

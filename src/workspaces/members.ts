@@ -13,8 +13,8 @@ import { deleteUser, type Role } from '../users/repository.js';
  * and every API process hears of their keys, which a role without the right to create keys
  * orphans (and a role with it brings back), as it hears of a removal's.
  */
-export async function changeRole(db: Executor, id: number, role: Role, keysChanged: (prefixes: string[]) => void = () => {}) {
-  const updated = await setRole(db, id, role);
+export async function changeRole(db: Executor, workspaceId: number, id: number, role: Role, keysChanged: (prefixes: string[]) => void = () => {}) {
+  const updated = await setRole(db, id, role, workspaceId);
   if (!updated) throw new Refused('not_found', `User ${id} does not exist.`);
   await deleteSessionsOfUser(db, id);
   const prefixes = await prefixesOfUser(db, id);
@@ -29,9 +29,9 @@ export async function changeRole(db: Executor, id: number, role: Role, keysChang
  * reach them), so a cached key stops working at once; `keysChanged` is told the orphaned keys'
  * prefixes too, for a process that applies its own changes without waiting for it.
  */
-export async function removeMember(db: Executor, id: number, keysChanged: (prefixes: string[]) => void = () => {}) {
+export async function removeMember(db: Executor, workspaceId: number, id: number, keysChanged: (prefixes: string[]) => void = () => {}) {
   const orphaned = await prefixesOfUser(db, id);
-  const deleted = await deleteUser(db, id);
+  const deleted = await deleteUser(db, id, workspaceId);
   if (!deleted) throw new Refused('not_found', `User ${id} does not exist.`);
   await notifyKeysChanged(db, orphaned);
   keysChanged(orphaned);

@@ -65,7 +65,7 @@ describe('authentication', () => {
   });
 
   it('rejects an orphaned key with its own message and the same code', async () => {
-    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, key.userId));
+    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, key.workspaceId, key.userId));
     expectInvalidKey(orphaned, 'The API key is orphaned: the user who created it no longer exists or no longer holds the update-companies permission. Create a new key.');
   });
 });

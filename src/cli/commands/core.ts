@@ -49,7 +49,8 @@ export function registerCoreCommands(program: Command): void {
     .requiredOption('--id <id>')
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
-        return removeMember(db, positiveId(options.id, '--id'));
+        const id = positiveId(options.id, '--id');
+        return removeMember(db, await workspaceOfId(db, 'users', id), id);
       }),
     );
 

@@ -5,6 +5,7 @@ import { updateTag } from '../../tags/service.js';
 import { parseRole } from '../../users/input.js';
 import { listWorkspaceMembers } from '../../users/service.js';
 import { changeRole } from '../../workspaces/members.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { parseBoolean, positiveId } from '../../input.js';
 import { parseTagColour, parseTagName } from '../../tags/input.js';
@@ -28,7 +29,12 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .command('update')
     .requiredOption('--id <id>')
     .requiredOption('--role <role>', 'admin or member')
-    .action((options: { id: string; role: string }) => runCommand(({ db }) => changeRole(db, positiveId(options.id, '--id'), parseRole(options.role, '--role'))));
+    .action((options: { id: string; role: string }) =>
+      runCommand(async ({ db }) => {
+        const [id, role] = [positiveId(options.id, '--id'), parseRole(options.role, '--role')];
+        return changeRole(db, await workspaceOfId(db, 'users', id), id, role);
+      }),
+    );
 
   const tag = group(program, 'tag');
   tag
@@ -45,13 +51,15 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .option('--color <color>', 'a colour, or "none" to clear it')
     .option('--archived <on|off>', 'archive (on) or restore (off)')
     .action((options: { id: string; name?: string; color?: string; archived?: string }) =>
-      runCommand(({ db }) =>
-        updateTag(db, positiveId(options.id, '--id'), {
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        const changes = {
           name: options.name === undefined ? undefined : parseTagName(options.name, '--name'),
           color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : parseTagColour(options.color, '--color'),
           active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
-        }),
-      ),
+        };
+        return updateTag(db, id, changes, await workspaceOfId(db, 'tags', id));
+      }),
     );
 
   group(program, 'connector')

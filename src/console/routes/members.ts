@@ -23,8 +23,10 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/members/:id/role', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    await changeRole(ctx.db, id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    const id = pathId(req.params.id);
+    await changeRole(ctx.db, signedIn(res).user.workspaceId, id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) =>
+      prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)),
+    );
     // Their sessions ended: an admin who changed their own role signs in again.
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-saved');
   });
@@ -51,9 +53,9 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/members/:id/remove', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
+    const id = pathId(req.params.id);
     // Their keys are refused at once by this process, not only once the notification is back.
-    await removeMember(ctx.db, id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    await removeMember(ctx.db, signedIn(res).user.workspaceId, id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-removed');
   });
 }

@@ -3,7 +3,6 @@ import type { AppContext } from '../../context.js';
 import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { listTags } from '../../tags/repository.js';
 import { createTag, updateTag } from '../../tags/service.js';
-import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
 import { signedIn } from '../session.js';
 import { render } from '../views.js';
@@ -31,11 +30,11 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/tags/:id', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'tags', pathId(req.params.id));
+    const id = pathId(req.params.id);
     const action = text(req.body, 'action');
     const changes =
       action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: parseTagName(text(req.body, 'name'), 'Name'), color: colour(req.body) };
-    await updateTag(ctx.db, id, changes);
+    await updateTag(ctx.db, id, changes, signedIn(res).user.workspaceId);
     res.redirect(303, `/console/tags?notice=tag-saved${action === 'restore' || action === 'archive' ? '&archived=1' : ''}`);
   });
 }
