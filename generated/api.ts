@@ -1513,6 +1513,106 @@ export interface webhooks {
         };
         trace?: never;
     };
+    leadErased: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Standard Webhooks message id: one per delivery, the same on every retry
+                 *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                 *     your answer was lost, a worker stopped mid-delivery).
+                 * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                 *     more than 5 minutes away from your clock: it may be a replay.
+                 * @example 1795428051
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                /**
+                 * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                 *     keyed with the signing secret (the `whsec_...` value shown when the
+                 *     connector or workflow was created) without `whsec_`, base64-decoded.
+                 *     The content is the raw body; for `GET` and `DELETE` it is the query
+                 *     string as sent, without `?`. Standard Webhooks allows several
+                 *     space-separated signatures; this service sends one, or two (the
+                 *     new secret's, then the previous one's) while a connector's signing
+                 *     secret is being rotated: accept the message when any one matches.
+                 *     Compare in constant time.
+                 * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                /**
+                 * @description Identifies the sender; the version may change.
+                 * @example LeadIntake-Webhooks/1.0
+                 */
+                "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lead erased (always POST, JSON)
+         * @description The erased lead's id and its CRM record id; the receiver should delete what it holds about that person.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /**
+                     * @description Standard Webhooks message id: one per delivery, the same on every retry
+                     *     of it. Deduplicate on it: a delivery can arrive twice (a retry after
+                     *     your answer was lost, a worker stopped mid-delivery).
+                     * @example msg_2f8c1b7e4a9d4c0e8b6a5f3d2c1e0a9b
+                     */
+                    "webhook-id": components["parameters"]["WebhookIdHeader"];
+                    /**
+                     * @description Unix time in seconds when this attempt was signed. Refuse a delivery
+                     *     more than 5 minutes away from your clock: it may be a replay.
+                     * @example 1795428051
+                     */
+                    "webhook-timestamp": components["parameters"]["WebhookTimestampHeader"];
+                    /**
+                     * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<content>`,
+                     *     keyed with the signing secret (the `whsec_...` value shown when the
+                     *     connector or workflow was created) without `whsec_`, base64-decoded.
+                     *     The content is the raw body; for `GET` and `DELETE` it is the query
+                     *     string as sent, without `?`. Standard Webhooks allows several
+                     *     space-separated signatures; this service sends one, or two (the
+                     *     new secret's, then the previous one's) while a connector's signing
+                     *     secret is being rotated: accept the message when any one matches.
+                     *     Compare in constant time.
+                     * @example v1,6x+e3bidldRV+N55d0XKlenEOf+YbWjsve69c5G7Rtc=
+                     */
+                    "webhook-signature": components["parameters"]["WebhookSignatureHeader"];
+                    /**
+                     * @description Identifies the sender; the version may change.
+                     * @example LeadIntake-Webhooks/1.0
+                     */
+                    "User-Agent": components["parameters"]["WebhookUserAgentHeader"];
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: components["requestBodies"]["LeadErasedDelivery"];
+            responses: {
+                408: components["responses"]["WebhookRetried"];
+                429: components["responses"]["WebhookRateLimited"];
+                "2XX": components["responses"]["WebhookBlockAccepted"];
+                "3XX": components["responses"]["WebhookRedirectNotFollowed"];
+                "4XX": components["responses"]["WebhookRefused"];
+                "5XX": components["responses"]["WebhookRetried"];
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -1701,6 +1801,18 @@ export interface components {
             sent_at: components["schemas"]["Timestamp"];
         } & {
             [key: string]: string;
+        };
+        /**
+         * Lead erased
+         * @description The notice of an erasure; no field of the person.
+         */
+        LeadErasedPayload: {
+            /** @constant */
+            event: "lead_erased";
+            lead_id: components["schemas"]["Id"];
+            /** @description The receiver's record id a connector push stored on the lead (its reply's `id`); `null` when none was stored. */
+            crm_record_id: string | null;
+            sent_at: components["schemas"]["Timestamp"];
         };
         /**
          * Send test, form or query string
@@ -2618,7 +2730,9 @@ export interface components {
          *     with dot-separated field keys; there is no `error` code. A payload with
          *     no contact detail is filed under `email`. Unknown tag names (with
          *     `create_missing_tags: false`), unknown tag ids and a foreign
-         *     `company.id` are reported here too.
+         *     `company.id` are reported here too, and so is a person the workspace
+         *     erased with suppression (under `email`, `phone` or `linkedin_url`,
+         *     whichever detail matched; see "Erased people").
          */
         LeadValidationFailed: {
             headers: {
@@ -2798,6 +2912,12 @@ export interface components {
                 "application/x-www-form-urlencoded": components["schemas"]["SendTestForm"];
             };
         };
+        /** @description Always JSON. */
+        LeadErasedDelivery: {
+            content: {
+                "application/json": components["schemas"]["LeadErasedPayload"];
+            };
+        };
         /** @description The block's body format (JSON by default). */
         CustomUrlWorkflowDelivery: {
             content: {
@@ -2880,6 +3000,7 @@ export type CustomUrlWorkflowPayload = components['schemas']['CustomUrlWorkflowP
 export type SavedConnectorEnvelope = components['schemas']['SavedConnectorEnvelope'];
 export type SavedConnectorWorkflowPayload = components['schemas']['SavedConnectorWorkflowPayload'];
 export type LeadPushForm = components['schemas']['LeadPushForm'];
+export type LeadErasedPayload = components['schemas']['LeadErasedPayload'];
 export type SendTestForm = components['schemas']['SendTestForm'];
 export type CustomUrlWorkflowForm = components['schemas']['CustomUrlWorkflowForm'];
 export type SavedConnectorWorkflowForm = components['schemas']['SavedConnectorWorkflowForm'];
@@ -2966,6 +3087,7 @@ export type ParameterCustomUrlWorkflowQuery = components['parameters']['CustomUr
 export type ParameterSavedConnectorWorkflowQuery = components['parameters']['SavedConnectorWorkflowQuery'];
 export type RequestBodyLeadPushDelivery = components['requestBodies']['LeadPushDelivery'];
 export type RequestBodySendTestDelivery = components['requestBodies']['SendTestDelivery'];
+export type RequestBodyLeadErasedDelivery = components['requestBodies']['LeadErasedDelivery'];
 export type RequestBodyCustomUrlWorkflowDelivery = components['requestBodies']['CustomUrlWorkflowDelivery'];
 export type RequestBodySavedConnectorWorkflowDelivery = components['requestBodies']['SavedConnectorWorkflowDelivery'];
 export type HeaderAllow = components['headers']['Allow'];

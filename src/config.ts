@@ -82,6 +82,8 @@ const envSchema = z.object({
     )
     .optional(),
   DELIVERY_RETENTION_DAYS: positiveInt.default(30),
+  // Audit entries older than this are purged by housekeeping (src/audit/repository.ts).
+  AUDIT_RETENTION_DAYS: positiveInt.default(365),
   TRUST_PROXY: trustProxy.default(false),
   // A console session ends after this long unused, and this long after signing in whatever its use.
   SESSION_IDLE_MINUTES: positiveInt.max(7 * 24 * 60).default(30),

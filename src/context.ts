@@ -14,10 +14,11 @@ import { FairSlots } from './db/fair-slots.js';
 import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
-import { runGroupTransaction } from './leads/intake/group-transaction.js';
+import { runGroupTransaction } from './leads/intake/executor.js';
 import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';
+import { suppressionScreen, type SuppressionScreen } from './leads/suppression-screen.js';
 
 // Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far
 // above any statement of a request; it ends runaway statements and forgotten transactions.
@@ -34,6 +35,8 @@ export interface AppContext {
   db: Db;
   /** Runs the lead writes: concurrent POST /leads calls of this process share a transaction. */
   writeGroups: WriteGroups;
+  /** Refuses the people erased with suppression, before their writes are planned. */
+  suppressionScreen: SuppressionScreen;
   /** Reads GET /leads/{id}: concurrent reads of one event-loop turn share a statement. */
   leadReads: LeadReads;
   /** This process's metrics: counted always, served on METRICS_PORT when it is set. */
@@ -109,6 +112,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
       groupRan: metrics.intake.groupRan,
     }),
     leadReads: new LeadReads(db),
+    suppressionScreen: suppressionScreen(db),
     metrics,
     redis,
     rateLimitStore,

@@ -1,9 +1,9 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import { logTraceFields } from './tracing/spans.js';
 import { TRACING } from './tracing/switch.js';
 
-// `fd` 2 sends logs to stderr (the CLI keeps stdout for its JSON answer).
-export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
+// `fd` 2 sends logs to stderr (the CLI keeps stdout for its JSON answer); a stream, to it (tests read the lines).
+export function createLogger(level: string, fd: 1 | 2 | DestinationStream = 1): Logger {
   return pino(
     {
       level,
@@ -29,6 +29,6 @@ export function createLogger(level: string, fd: 1 | 2 = 1): Logger {
         censor: '[redacted]',
       },
     },
-    pino.destination(fd),
+    typeof fd === 'number' ? pino.destination(fd) : fd,
   );
 }

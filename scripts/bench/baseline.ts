@@ -1,8 +1,9 @@
 // The reference servers the benchmark compares against, on the same machine and load. Each is
 // a bare express 5 app with a pg pool of 10 (the service's default DATABASE_POOL_SIZE):
 //   constant:  answers a constant JSON (GET /me);
-//   insert:    one INSERT ... RETURNING per request (POST /insert);
-//   read:      one primary-key SELECT of a lead per request (GET /api/v1/leads/:id);
+//   insert:    one INSERT ... RETURNING per request into a table of the workspace's
+//              (POST /insert; on Citus a routed INSERT: scripts/bench/baseline-table.ts);
+//   read:      one primary-key SELECT of a lead of the workspace per request (GET /api/v1/leads/:id);
 //   same-work: a JSON body parser and the service's own statements for a new lead, its
 //              lookup and its write, in a transaction of their own per request, sent
 //              straight through pg (POST /api/v1/leads): what one request for a new person
@@ -10,17 +11,19 @@
 //              normalization beyond the keys, logging) and nothing shared with others.
 // The same-work statements are the service's prepared statements from dist/ (their text,
 // name and parameter order compiled from the service's own builders), so they cannot drift.
-// Run as its own process: `tsx scripts/bench/baseline.ts <mode>` with PORT (and DATABASE_URL,
-// and WORKSPACE_ID for same-work).
+// Run as its own process: `tsx scripts/bench/baseline.ts <mode>` with PORT (and DATABASE_URL
+// and WORKSPACE_ID).
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import express from 'express';
 import pg from 'pg';
+import { BASELINE_INSERT, BASELINE_READ, prepareBaselineTable } from './baseline-table.js';
 
 const mode = process.argv[2];
 const port = Number(process.env.PORT ?? 0);
 const app = express();
 const ROOT = path.resolve(import.meta.dirname, '../..');
+const workspaceId = Number(process.env.WORKSPACE_ID);
 const newPool = () => new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 
 if (mode === 'constant') {
@@ -29,17 +32,15 @@ if (mode === 'constant') {
   });
 } else if (mode === 'insert') {
   const pool = newPool();
-  await pool.query(
-    'CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
-  );
+  await prepareBaselineTable(pool);
   app.post('/insert', express.json(), async (request, response) => {
-    const { rows } = await pool.query<{ id: string; created_at: Date }>('INSERT INTO bench_baseline (payload) VALUES ($1) RETURNING id, created_at', [request.body]);
+    const { rows } = await pool.query<{ id: string; created_at: Date }>(BASELINE_INSERT, [workspaceId, request.body]);
     response.status(201).json({ data: rows[0] });
   });
 } else if (mode === 'read') {
   const pool = newPool();
   app.get('/api/v1/leads/:id', async (request, response) => {
-    const { rows } = await pool.query('SELECT * FROM leads WHERE id = $1', [Number(request.params.id)]);
+    const { rows } = await pool.query(BASELINE_READ, [workspaceId, Number(request.params.id)]);
     if (rows.length === 0) response.status(404).json({ error: 'not_found' });
     else response.json({ data: rows[0] });
   });
@@ -55,7 +56,6 @@ async function serveSameWork(): Promise<void> {
   // Typed as the sources, so a changed signature fails the type check instead of the run.
   const { INTAKE_LOOKUP } = await load<typeof import('../../src/leads/lookup-repository.js')>('leads/lookup-repository.js');
   const { NEW_LEAD_RECORDS, newLeadsInput } = await load<typeof import('../../src/leads/new-leads-repository.js')>('leads/new-leads-repository.js');
-  const workspaceId = Number(process.env.WORKSPACE_ID);
   const pool = newPool();
   app.post('/api/v1/leads', express.json(), async (request, response) => {
     const body = request.body as { name: string; email: string; phone: string; linkedin_url: string; job_title?: string; tags: string[] };

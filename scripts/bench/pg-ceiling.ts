@@ -4,7 +4,7 @@
 // prints { statementsPerSecond, statements }.
 //
 //   insert:     the baseline's one INSERT ... RETURNING (autocommit);
-//   lead-write: the service's own write of a new lead (insertNewLead from dist:
+//   lead-write: the service's own write of a new lead (insertNewLeads from dist:
 //               the lead, its three match keys, two tags and its lead.created event in one
 //               statement, autocommit), for new people with a company, two tags, a phone and
 //               a LinkedIn URL, like scenario 3.
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
+import { BASELINE_INSERT, prepareBaselineTable } from './baseline-table.js';
 
 interface Spec {
   databaseUrl: string;
@@ -32,7 +33,7 @@ const phoneOffset = 5_000_000_000 + Math.floor(Math.random() * 100) * 1_000_000;
 async function main(): Promise<void> {
   // Typed as the sources, so a changed signature fails the type check instead of the run.
   const { createDb, createPool } = (await import(pathToFileURL(path.join(ROOT, 'dist/src/db/connect.js')).href)) as typeof import('../../src/db/connect.js');
-  const { insertNewLead } = (await import(
+  const { insertNewLeads } = (await import(
     pathToFileURL(path.join(ROOT, 'dist/src/leads/new-leads-repository.js')).href
   )) as typeof import('../../src/leads/new-leads-repository.js');
   const pool: pg.Pool = createPool(spec.databaseUrl, spec.poolSize, { logger: pino({ level: 'error' }, pino.destination(2)), name: 'bench' });
@@ -48,10 +49,8 @@ async function main(): Promise<void> {
       job_title: 'Buyer',
       tags: ['bench', 'wave-1'],
     });
-    await pool.query(
-      'CREATE TABLE IF NOT EXISTS bench_baseline (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())',
-    );
-    work = () => pool.query('INSERT INTO bench_baseline (payload) VALUES ($1) RETURNING id, created_at', [payload]);
+    await prepareBaselineTable(pool);
+    work = () => pool.query(BASELINE_INSERT, [spec.workspaceId, payload]);
   } else {
     const { rows: companies } = await pool.query<{ id: number }>('SELECT id FROM companies WHERE workspace_id = $1 ORDER BY id LIMIT 500', [spec.workspaceId]);
     const { rows: tags } = await pool.query<{ id: number }>('SELECT id FROM tags WHERE workspace_id = $1 ORDER BY id LIMIT 10', [spec.workspaceId]);
@@ -60,25 +59,32 @@ async function main(): Promise<void> {
       const email = `ceiling${salt}-${n}@firm${n % 500}.example`;
       const phone = String(phoneOffset + n);
       const handle = `ceiling-${salt}-${n}`;
-      return insertNewLead(db, spec.workspaceId, {
-        values: {
-          name: `Ceiling Person ${n}`,
-          job_title: 'Buyer',
-          company_id: companies[n % companies.length]!.id,
-          emails: [email],
-          phones: [`1${phone}`],
-          links: [{ type: 'linkedin', url: `https://www.linkedin.com/in/${handle}` }],
-          locations: [],
-          custom_fields: {},
-        },
-        keys: [
-          { kind: 'email', value: email },
-          { kind: 'linkedin', value: handle },
-          { kind: 'phone', value: phone },
+      return insertNewLeads(
+        db,
+        [
+          {
+            workspaceId: spec.workspaceId,
+            values: {
+              name: `Ceiling Person ${n}`,
+              job_title: 'Buyer',
+              company_id: companies[n % companies.length]!.id,
+              emails: [email],
+              phones: [`1${phone}`],
+              links: [{ type: 'linkedin', url: `https://www.linkedin.com/in/${handle}` }],
+              locations: [],
+              custom_fields: {},
+            },
+            keys: [
+              { kind: 'email', value: email },
+              { kind: 'linkedin', value: handle },
+              { kind: 'phone', value: phone },
+            ],
+            tagIds: [tags[0]!.id, tags[1 + (n % (tags.length - 1))]!.id],
+            events: [{ topic: 'lead.created' }],
+          },
         ],
-        tagIds: [tags[0]!.id, tags[1 + (n % (tags.length - 1))]!.id],
-        events: [{ topic: 'lead.created' }],
-      });
+        { records: true },
+      );
     };
   }
 

@@ -77,7 +77,7 @@ export async function revokeKey(db: Executor, keyId: number, workspaceId: number
     .set({ revoked_at: sql`least(revoked_at, now())` })
     .where('workspace_id', '=', workspaceId)
     .where('id', '=', keyId)
-    .returning(['id', 'prefix'])
+    .returning(['id', 'prefix', 'workspace_id'])
     .executeTakeFirst();
   if (revoked) await notifyKeysChanged(db, [revoked.prefix]);
   return revoked;

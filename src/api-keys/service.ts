@@ -1,5 +1,7 @@
 import type { Scope } from '../../generated/api.js';
+import { recordAudit, type Actor } from '../audit/service.js';
 import type { Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { insertKey, revokeKey } from './repository.js';
@@ -19,6 +21,7 @@ export const roleKeepsKeys = (role: Role): boolean => roleHasPermission(role, KE
 
 export async function createApiKey(
   db: Executor,
+  actor: Actor,
   input: {
     workspaceId: number;
     userId: number;
@@ -35,21 +38,36 @@ export async function createApiKey(
     throw new Refused('permission_denied', `User ${input.userId} lacks the "${KEY_CREATION_PERMISSION}" permission needed to create API keys.`);
   }
   const { prefix, token, hash } = generateToken();
-  const key = await insertKey(db, {
-    workspace_id: input.workspaceId,
-    user_id: input.userId,
-    name: input.name,
-    prefix,
-    token_hash: hash,
-    scopes: input.scopes,
-    expires_at: input.expiresAt,
+  return inTransaction(db, async (trx) => {
+    const key = await insertKey(trx, {
+      workspace_id: input.workspaceId,
+      user_id: input.userId,
+      name: input.name,
+      prefix,
+      token_hash: hash,
+      scopes: input.scopes,
+      expires_at: input.expiresAt,
+    });
+    await recordAudit(trx, {
+      actor,
+      workspaceId: input.workspaceId,
+      action: 'key.created',
+      target: { type: 'api_key', id: key.id },
+      details: { name: input.name, prefix, scopes: input.scopes, expires_at: input.expiresAt, user_id: input.userId },
+    });
+    return { ...key, token };
   });
-  return { ...key, token };
 }
 
-/** Revokes one of the workspace's keys (another workspace's is refused as a missing one); every API process refuses it once it hears. */
-export async function revokeApiKey(db: Executor, id: number, workspaceId: number) {
-  const revoked = await revokeKey(db, id, workspaceId);
-  if (!revoked) throw new Refused('not_found', `API key ${id} does not exist.`);
-  return revoked;
+/**
+ * `key revoke` and the console's Revoke key: one of the workspace's keys (another workspace's is
+ * refused as a missing one), refused from then on (every API process hears of it).
+ */
+export function revokeApiKey(db: Executor, actor: Actor, keyId: number, workspaceId: number) {
+  return inTransaction(db, async (trx) => {
+    const revoked = await revokeKey(trx, keyId, workspaceId);
+    if (!revoked) throw new Refused('not_found', `API key ${keyId} does not exist.`);
+    await recordAudit(trx, { actor, workspaceId: revoked.workspace_id, action: 'key.revoked', target: { type: 'api_key', id: revoked.id } });
+    return { id: revoked.id, prefix: revoked.prefix };
+  });
 }

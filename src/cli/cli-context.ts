@@ -13,7 +13,7 @@ export interface CliContext {
 
 // The CLI reads the same environment as the server. Without DATABASE_URL it joins the
 // embedded database the server started, or starts it for the length of the command.
-async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): Promise<T> {
+export async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): Promise<T> {
   const config = loadConfig();
   // Logs go to stderr: stdout carries exactly one JSON value.
   const logger = createLogger(config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL, 2);

@@ -8,10 +8,13 @@ import { Refused } from '../refused.js';
 import { SecretKeyError } from '../secrets/keyring.js';
 import { inSpan } from '../tracing/spans.js';
 import { flushTraces } from '../tracing/switch.js';
+import { registerAuditCommands } from './commands/audit.js';
 import { registerConnectorCommands } from './commands/connectors.js';
 import { registerConsoleCommands } from './commands/console.js';
 import { registerCoreCommands } from './commands/core.js';
 import { registerDeliveryCommands } from './commands/deliveries.js';
+import { registerLeadCommands } from './commands/leads.js';
+import { registerPersonalDataCommands } from './commands/personal-data.js';
 import { registerSecretsCommands } from './commands/secrets.js';
 import { registerWorkflowCommands } from './commands/workflows.js';
 import { registerWorkspaceAdminCommands } from './commands/workspace-admin.js';
@@ -35,6 +38,9 @@ function buildProgram(): Command {
   registerSecretsCommands(program);
   registerConsoleCommands(program);
   registerWorkspaceAdminCommands(program);
+  registerLeadCommands(program);
+  registerPersonalDataCommands(program);
+  registerAuditCommands(program);
   return program;
 }
 

@@ -33,4 +33,4 @@ export type {
 } from './types.js';
 export { verifyWebhook, verifyWebhookForm, WebhookVerificationError, WEBHOOK_TOLERANCE_SECONDS, type WebhookHeaders, type WebhookRefusal } from './webhooks.js';
 export type { LeadPushEvent, TestEvent, WebhookEvent, WorkflowEvent } from './webhook-event.js';
-export type { CustomUrlWorkflowPayload, LeadPushPayload, SavedConnectorWorkflowPayload, SendTestPayload } from '../../generated/api.js';
+export type { CustomUrlWorkflowPayload, LeadErasedPayload, LeadPushPayload, SavedConnectorWorkflowPayload, SendTestPayload } from '../../generated/api.js';

@@ -1,4 +1,6 @@
+import { recordAudit, type Actor } from '../audit/service.js';
 import type { Db, Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import type { ConnectorRow, KeyValue } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { composeConnectorDelivery, connectorProblem } from '../deliveries/compose.js';
@@ -69,10 +71,17 @@ function presentConnector(connector: ConnectorRow, showSecret: boolean, state: E
 const stateOf = async (db: Executor, connector: ConnectorRow) => (await findEndpointStates(db, 'connector', [connector.id], connector.workspace_id)).get(connector.id)!;
 
 /** A new connector with its own signing secret; `maxPerSecond` caps its deliveries (null: no cap). */
-export async function createConnector(db: Db, connector: Omit<NewConnector, 'signing_secret'>, maxPerSecond: number | null = null) {
+export async function createConnector(db: Db, actor: Actor, connector: Omit<NewConnector, 'signing_secret'>, maxPerSecond: number | null = null) {
   return db.transaction().execute(async (trx) => {
     const created = await insertConnector(trx, { ...connector, signing_secret: newSigningSecret() });
     if (maxPerSecond !== null) await setEndpointCap(trx, { kind: 'connector', id: created.id }, maxPerSecond);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: created.workspace_id,
+      action: 'connector.created',
+      target: { type: 'connector', id: created.id },
+      details: { auth: connector.auth.type, auto_push: connector.auto_push, max_per_second: maxPerSecond },
+    });
     return { ...presentConnector(created, true, await stateOf(trx, created)), warnings: unsentHeaderWarnings(connector.headers) };
   });
 }
@@ -90,34 +99,53 @@ export async function listWorkspaceConnectors(db: Executor, workspaceId: number)
 }
 
 /** Changes auto-push and the cap (null removes it), each when given. */
-export async function updateConnector(db: Db, id: number, changes: { autoPush?: boolean; maxPerSecond?: number | null }) {
+export async function updateConnector(db: Db, actor: Actor, id: number, changes: { autoPush?: boolean; maxPerSecond?: number | null }) {
   return db.transaction().execute(async (trx) => {
     const updated = changes.autoPush === undefined ? (await findConnectorsAcrossWorkspaces(trx, [id])).get(id) : await setAutoPush(trx, id, changes.autoPush);
     if (!updated || updated.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
     if (changes.maxPerSecond !== undefined) await setEndpointCap(trx, { kind: 'connector', id }, changes.maxPerSecond);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: updated.workspace_id,
+      action: 'connector.updated',
+      target: { type: 'connector', id },
+      details: {
+        ...(changes.autoPush === undefined ? {} : { auto_push: changes.autoPush }),
+        ...(changes.maxPerSecond === undefined ? {} : { max_per_second: changes.maxPerSecond }),
+      },
+    });
     return presentConnector(updated, false, await stateOf(trx, updated));
   });
 }
 
 /** `connector enable`: a connector disabled for sustained failure is sent to again, its failure count reset. */
-export async function enableConnector(db: Executor, id: number) {
+export async function enableConnector(db: Executor, actor: Actor, id: number) {
   const connector = (await findConnectorsAcrossWorkspaces(db, [id])).get(id);
   if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
-  return enable(db, { kind: 'connector', id });
+  return enable(db, actor, { kind: 'connector', id, workspaceId: connector.workspace_id });
 }
 
 /** `connector delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
-export const deleteConnector = (db: Db, id: number) => deleteEndpoint(db, { kind: 'connector', id }, softDeleteConnector);
+export const deleteConnector = (db: Db, actor: Actor, id: number) => deleteEndpoint(db, actor, { kind: 'connector', id }, softDeleteConnector);
 
 /**
  * A new signing secret. For `overlapHours` the previous one signs too (both signatures in
  * webhook-signature), so receivers can switch to the new secret without rejecting anything.
  */
-export async function rotateSigningSecret(db: Executor, id: number, overlapHours: number, now = new Date()) {
+export async function rotateSigningSecret(db: Executor, actor: Actor, id: number, overlapHours: number, now = new Date()) {
   const overlapEnds = new Date(now.getTime() + overlapHours * 60 * 60 * 1000);
-  const rotated = await replaceSigningSecret(db, id, newSigningSecret(), overlapEnds);
-  if (!rotated) throw new Refused('not_found', `Connector ${id} does not exist.`);
-  return { id: rotated.id, signing_secret: rotated.signing_secret, previous_secret_signs_until: overlapEnds.toISOString() };
+  return inTransaction(db, async (trx) => {
+    const rotated = await replaceSigningSecret(trx, id, newSigningSecret(), overlapEnds);
+    if (!rotated) throw new Refused('not_found', `Connector ${id} does not exist.`);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: rotated.workspace_id,
+      action: 'connector.secret_rotated',
+      target: { type: 'connector', id },
+      details: { overlap_hours: overlapHours, previous_secret_signs_until: overlapEnds.toISOString() },
+    });
+    return { id: rotated.id, signing_secret: rotated.signing_secret, previous_secret_signs_until: overlapEnds.toISOString() };
+  });
 }
 
 async function requireUsableConnector(db: Executor, id: number, workspaceId: number): Promise<ConnectorRow> {

@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 
 // Every statement of the console's sign-in: links, sessions, failures and password hashes.
 
 /** A new link replaces the user's earlier unused ones: only the newest can sign them in. */
-export async function insertSignInLink(db: Db, link: { token_hash: Buffer; workspace_id: number; user_id: number; expires_at: Date; minted_by: number | null }) {
-  return db.transaction().execute(async (trx) => {
+export async function insertSignInLink(db: Executor, link: { token_hash: Buffer; workspace_id: number; user_id: number; expires_at: Date; minted_by: number | null }) {
+  return inTransaction(db, async (trx) => {
     await trx.deleteFrom('console_sign_in_links').where('user_id', '=', link.user_id).where('used_at', 'is', null).execute();
     return trx.insertInto('console_sign_in_links').values(link).returning('expires_at').executeTakeFirstOrThrow();
   });
@@ -108,7 +109,7 @@ export function findPasswordHash(db: Executor, userId: number) {
 }
 
 export function setPasswordHash(db: Executor, userId: number, passwordHash: string) {
-  return db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).returning('id').executeTakeFirst();
+  return db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).returning(['id', 'workspace_id', 'email']).executeTakeFirst();
 }
 
 /**

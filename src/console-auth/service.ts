@@ -1,5 +1,7 @@
+import { recordUserChange, type Actor } from '../audit/service.js';
 import type { Config } from '../config.js';
 import type { Db, Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import { Refused } from '../refused.js';
 import { findUser, roleHasPermission, type Role } from '../users/repository.js';
 import { checkPassword, hashPassword, verifyPassword } from './passwords.js';
@@ -63,25 +65,30 @@ async function requireUser(db: Executor, userId: number) {
 }
 
 /**
- * `console link --user U` (mintedBy null) or the console's Members page (mintedBy the admin): a
- * link that signs U in once within 15 minutes; U's earlier unused links stop working. An admin
- * cannot mint one for another admin (it would let them sign in as that admin): the CLI can.
+ * `console link --user U` (the operator) or the console's Members page (an admin): a link that
+ * signs U in once within 15 minutes; U's earlier unused links stop working. An admin cannot
+ * mint one for another admin (it would let them sign in as that admin): the CLI can.
  */
-export async function mintSignInLink(db: Db, publicUrl: string, userId: number, mintedBy: { userId: number } | null = null) {
+export async function mintSignInLink(db: Db, actor: Actor, publicUrl: string, userId: number) {
   const user = await requireUser(db, userId);
-  if (mintedBy !== null && user.id !== mintedBy.userId && user.role === 'admin') {
+  const mintedBy = actor.kind === 'user' ? actor.userId : null;
+  if (mintedBy !== null && user.id !== mintedBy && user.role === 'admin') {
     throw new Refused(
       'permission_denied',
       `${user.email} is an admin: an admin cannot mint a sign-in link for another admin. An operator can, with \`console link --user ${user.id}\`.`,
     );
   }
   const token = newToken();
-  const { expires_at } = await insertSignInLink(db, {
-    token_hash: tokenHash(token),
-    workspace_id: user.workspace_id,
-    user_id: user.id,
-    expires_at: new Date(Date.now() + SIGN_IN_LINK_MINUTES * 60_000),
-    minted_by: mintedBy?.userId ?? null,
+  const { expires_at } = await inTransaction(db, async (trx) => {
+    const link = await insertSignInLink(trx, {
+      token_hash: tokenHash(token),
+      workspace_id: user.workspace_id,
+      user_id: user.id,
+      expires_at: new Date(Date.now() + SIGN_IN_LINK_MINUTES * 60_000),
+      minted_by: mintedBy,
+    });
+    await recordUserChange(trx, actor, user, 'sign_in_link.minted');
+    return link;
   });
   // The token rides in the fragment: browsers never send it, so no request log, proxy or
   // link previewer sees it; the page posts it when the person presses Sign in.
@@ -89,13 +96,17 @@ export async function mintSignInLink(db: Db, publicUrl: string, userId: number, 
 }
 
 /** `user set-password --id U`: every session of U ends (whoever held one signs in again). */
-export async function setUserPassword(db: Executor, userId: number, password: string) {
+export async function setUserPassword(db: Executor, actor: Actor, userId: number, password: string) {
   checkPassword(password);
   await requireUser(db, userId);
-  const updated = await setPasswordHash(db, userId, await hashPassword(password));
-  if (!updated) throw new Refused('not_found', `User ${userId} does not exist.`);
-  await deleteSessionsOfUser(db, userId);
-  return { id: updated.id, password_set: true };
+  const hash = await hashPassword(password);
+  return inTransaction(db, async (trx) => {
+    const updated = await setPasswordHash(trx, userId, hash);
+    if (!updated) throw new Refused('not_found', `User ${userId} does not exist.`);
+    await deleteSessionsOfUser(trx, userId);
+    await recordUserChange(trx, actor, updated, 'password.set');
+    return { id: updated.id, password_set: true };
+  });
 }
 
 /**
@@ -105,7 +116,7 @@ export async function setUserPassword(db: Executor, userId: number, password: st
  * is set only within the link's minutes after that sign-in. Every session of the user ends;
  * the returned token is this browser's new one.
  */
-export async function changeOwnPassword(db: Db, user: ConsoleUser, change: { current: string; next: string }, limits: SessionLimits): Promise<string> {
+export async function changeOwnPassword(db: Db, actor: Actor, user: ConsoleUser, change: { current: string; next: string }, limits: SessionLimits): Promise<string> {
   checkPassword(change.next);
   const stored = (await findPasswordHash(db, user.userId))?.password_hash ?? null;
   if (stored === null && user.sessionAgeSeconds > SIGN_IN_LINK_MINUTES * 60) {
@@ -122,9 +133,14 @@ export async function changeOwnPassword(db: Db, user: ConsoleUser, change: { cur
     if (checked === null) throw new Refused('throttled', SIGN_IN_THROTTLED);
     if (!checked) throw new Refused('invalid_argument', 'The current password is wrong.');
   }
-  await setPasswordHash(db, user.userId, await hashPassword(change.next));
-  await deleteSessionsOfUser(db, user.userId);
-  return startSession(db, { workspace_id: user.workspaceId, user_id: user.userId }, limits);
+  const hash = await hashPassword(change.next);
+  return inTransaction(db, async (trx) => {
+    const updated = await setPasswordHash(trx, user.userId, hash);
+    if (!updated) throw new Refused('not_found', `User ${user.userId} does not exist.`);
+    await deleteSessionsOfUser(trx, user.userId);
+    await recordUserChange(trx, actor, updated, 'password.set');
+    return startSession(trx, { workspace_id: user.workspaceId, user_id: user.userId }, limits);
+  });
 }
 
 async function startSession(db: Executor, user: { workspace_id: number; user_id: number }, limits: SessionLimits, previousToken?: unknown): Promise<string> {

@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { isUnavailable } from '../db/availability.js';
 import { Refused } from '../refused.js';
+import { SecretKeyError } from '../secrets/keyring.js';
 import { render } from './views.js';
 
 /** A page the console answers instead of the one asked for: status and what to tell the person. */
@@ -50,6 +51,9 @@ export function consoleErrors(logger: Logger): ErrorRequestHandler {
     const known = error instanceof ConsoleError ? error : parserRefusal(error);
     if (known) ({ status, message } = known);
     else if (error instanceof Refused) ({ status, message } = { status: statusOf(error), message: error.message });
+    // A stored secret that does not open (moved from another row, altered, or sealed with a key this
+    // server lacks) is the stored data's state, not a fault of this request: said plainly, not a 500.
+    else if (error instanceof SecretKeyError) ({ status, message } = { status: 409, message: `A stored secret cannot be used: ${error.message}. Nothing was changed.` });
     else if (isUnavailable(error)) ({ status, message } = { status: 503, message: 'The database cannot be reached right now. Try again in a few seconds.' });
     else logger.error({ err: error }, 'console page failed');
     render(res, 'error', { title: status === 404 ? 'Not found' : 'Not done', message, status }, status);

@@ -2,11 +2,14 @@ import express, { type Router } from 'express';
 import helmet from 'helmet';
 import type { AppContext } from '../context.js';
 import { consoleErrors, consoleNotFound } from './errors.js';
+import { addAuditRoutes } from './routes/audit.js';
 import { addCompanyRoutes } from './routes/companies.js';
 import { addConnectorRoutes } from './routes/connectors.js';
 import { addDeliveryRoutes } from './routes/deliveries.js';
 import { addKeyRoutes } from './routes/keys.js';
+import { addLeadImportRoutes, importUpload } from './routes/lead-imports.js';
 import { addLeadRoutes } from './routes/leads.js';
+import { addLeadErasureRoutes } from './routes/lead-erasure.js';
 import { addMemberRoutes } from './routes/members.js';
 import { addOverviewRoutes } from './routes/overview.js';
 import { addPasswordRoutes } from './routes/password.js';
@@ -54,6 +57,7 @@ export function consoleRouter(ctx: AppContext): Router {
     next();
   });
   router.use(express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 500 }));
+  router.use(importUpload);
   router.use(sameOriginPosts(ctx.config));
   addSignInRoutes(router, ctx);
 
@@ -62,7 +66,9 @@ export function consoleRouter(ctx: AppContext): Router {
   addPasswordRoutes(router, ctx);
   router.use((req, res, next) => (req.method === 'POST' ? requireChangeRight(req, res, next) : next()));
   addOverviewRoutes(router, ctx);
+  addLeadImportRoutes(router, ctx);
   addLeadRoutes(router, ctx);
+  addLeadErasureRoutes(router, ctx);
   addKeyRoutes(router, ctx);
   addConnectorRoutes(router, ctx);
   addDeliveryRoutes(router, ctx);
@@ -70,6 +76,7 @@ export function consoleRouter(ctx: AppContext): Router {
   addTagRoutes(router, ctx);
   addCompanyRoutes(router, ctx);
   addMemberRoutes(router, ctx);
+  addAuditRoutes(router, ctx);
   router.use(consoleNotFound);
   router.use(consoleErrors(ctx.logger));
   return router;

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Actor } from '../audit/service.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
 import { resolveSession, sessionLimitsOf, type ConsoleUser } from '../console-auth/service.js';
@@ -75,6 +76,12 @@ export function requireHttps(config: Config): RequestHandler {
 }
 
 export const signedIn = (res: Response): SignedIn => res.locals.signedIn as SignedIn;
+
+/** Who makes a change from the console, for its audit entry: the signed-in user, from the client's address (as TRUST_PROXY lets express see it). */
+export function actorOf(req: Request, res: Response): Actor {
+  const { user } = signedIn(res);
+  return { kind: 'user', userId: user.userId, email: user.email, address: req.ip ?? req.socket.remoteAddress ?? null };
+}
 
 /** A live session, or the sign-in page (a GET) or 401 (anything else); then the CSRF token of every POST. */
 export function requireSession(db: Db, config: Config): RequestHandler {

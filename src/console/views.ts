@@ -22,12 +22,15 @@ export const NAVIGATION = [
   ['companies', 'Companies', '/console/companies'],
   ['members', 'Members', '/console/members'],
 ] as const;
+/** Admins only: members are refused the page. */
+const ADMIN_NAVIGATION = [...NAVIGATION, ['audit', 'Audit log', '/console/audit-log']] as const;
 
 /** A date as people read it in a table: UTC, to the minute. */
 export const when = (value: string | Date | null | undefined): string => (value ? new Date(value).toISOString().slice(0, 16).replace('T', ' ') + ' UTC' : '—');
 
 /** Renders a page: the session (when there is one) and the helpers reach every template. */
 export function render(res: Response, view: string, data: Record<string, unknown>, status = 200): void {
-  const html = eta.render(view, { ...res.locals, nav: NAVIGATION, when, ...data });
+  const nav = (res.locals.signedIn as { user?: { canChange?: boolean } } | undefined)?.user?.canChange ? ADMIN_NAVIGATION : NAVIGATION;
+  const html = eta.render(view, { ...res.locals, nav, when, ...data });
   res.status(status).type('html').send(html);
 }

@@ -75,6 +75,9 @@ export async function distributeTables(db: Db): Promise<string[]> {
     for (const key of keys) await sql`ALTER TABLE ${sql.table(key.table)} DROP CONSTRAINT ${sql.id(key.name)}`.execute(trx);
     // Citus refuses tables with triggers; the statements that change keys notify instead (src/api-keys/repository.ts).
     await sql`DROP TRIGGER IF EXISTS api_keys_changed ON api_keys`.execute(trx);
+    // But for audit_log's append-only trigger (migration 0019), which only raises on the row's
+    // own shard and reads nothing else: Citus copies it to every shard when allowed to.
+    await sql`SET LOCAL citus.enable_unsafe_triggers TO on`.execute(trx);
     for (const table of references) await sql`SELECT create_reference_table(${table})`.execute(trx);
     for (const table of distributed) {
       const colocate = placed.has(ANCHOR) || table !== ANCHOR ? ANCHOR : 'none';

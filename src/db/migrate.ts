@@ -15,6 +15,10 @@ import * as workspaceKeys from './migrations/0013_workspace_keys.js';
 import * as leadDailyCounts from './migrations/0015_lead_daily_counts.js';
 import * as traceContext from './migrations/0016_trace_context.js';
 import * as signInLinkMinter from './migrations/0017_sign_in_link_minter.js';
+import * as erasure from './migrations/0018_erasure.js';
+import * as auditLog from './migrations/0019_audit_log.js';
+import * as leadImports from './migrations/0020_lead_imports.js';
+import * as bindSealedSecrets from './migrations/0021_bind_sealed_secrets.js';
 import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -35,6 +39,10 @@ const migrations: Record<string, Migration> = {
   '0015_lead_daily_counts': leadDailyCounts,
   '0016_trace_context': traceContext,
   '0017_sign_in_link_minter': signInLinkMinter,
+  '0018_erasure': erasure,
+  '0019_audit_log': auditLog,
+  '0020_lead_imports': leadImports,
+  '0021_bind_sealed_secrets': bindSealedSecrets,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

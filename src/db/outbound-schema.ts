@@ -63,8 +63,9 @@ export interface WorkflowsTable {
   created_at: Timestamp;
 }
 
-export type DeliveryEvent = 'lead' | 'workflow' | 'test';
-export type DeliverySender = 'connector_push' | 'saved_connector' | 'custom_url' | 'test';
+export type DeliveryEvent = 'lead' | 'workflow' | 'test' | 'lead_erased';
+/** `erasure_notice`: the `lead_erased` notice to an endpoint that received an erased lead (src/erasure/). */
+export type DeliverySender = 'connector_push' | 'saved_connector' | 'custom_url' | 'test' | 'erasure_notice';
 export type DeliveryBranch = 'pending' | 'Delivered' | 'Failed';
 export interface HeaderRow {
   name: string;

@@ -1,6 +1,7 @@
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type { CompanyStatus, LeadStage, Link, Location } from '../../generated/api.js';
 import type { Json, JsonWithDefault, NullableTimestamp, Timestamp } from './column-types.js';
+import type { AuditLogTable } from './audit-schema.js';
 import type { ConsoleSessionsTable, ConsoleSignInFailuresTable, ConsoleSignInLinksTable } from './console-schema.js';
 import type { ConnectorsTable, DeliveriesTable, DeliveryAttemptsTable, EndpointsTable, WorkflowsTable } from './outbound-schema.js';
 
@@ -144,6 +145,14 @@ export interface OutboxTable {
   trace_context: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/** A contact detail of a person who asked not to be stored again: its keyed digest only (src/secrets/contact-digest.ts). */
+export interface SuppressedContactsTable {
+  workspace_id: number;
+  digest: Buffer;
+  kind: IdentityKind;
+  created_at: Timestamp;
+}
+
 export interface Database {
   workspaces: WorkspacesTable;
   users: UsersTable;
@@ -164,6 +173,8 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   console_sign_in_links: ConsoleSignInLinksTable;
   console_sign_in_failures: ConsoleSignInFailuresTable;
+  suppressed_contacts: SuppressedContactsTable;
+  audit_log: AuditLogTable;
 }
 
 export type TagRow = Selectable<TagsTable>;

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../generated/api.js';
-import type { ConnectorRow, DeliveryEvent, DeliverySender, HeaderRow, KeyValue, NewDelivery, WorkflowBlock } from '../db/schema.js';
+import type { ConnectorRow, DeliveryEvent, DeliverySender, HeaderRow, KeyValue, NewDelivery, WorkflowBlock, WorkflowRow } from '../db/schema.js';
 import { jsonParameter } from '../db/sql.js';
-import { mapCredentialHeaders } from '../secrets/credential-headers.js';
-import { sealSecret } from '../secrets/keyring.js';
+import { deliveryHeaderSecrets, mapCredentialHeaders } from '../secrets/credential-headers.js';
 import { mergeHeaders, sanitizeHeaders, type WebhookHeaders } from './headers.js';
 import { checkUrlShape, RefusedDestination } from './network-guard.js';
 import {
@@ -15,6 +14,7 @@ import {
   renderMergeTags,
   renderUrl,
   savedConnectorBody,
+  leadErasedBody,
   sendTestBody,
   type MergeContext,
   type StoredLead,
@@ -83,13 +83,14 @@ function request(
   // GET and DELETE carry the fields as a query string, always form-encoded.
   const body = encodeBody(target.body, carriesBody ? target.format : 'form');
   const headers = mergeHeaders([{ name: 'User-Agent', value: USER_AGENT }], carriesBody ? [{ name: 'Content-Type', value: contentType }] : [], target.headers);
+  const row = deliveryRow(origin, target);
   return {
-    ...deliveryRow(origin, target),
+    ...row,
     // Headers named like credentials are sealed in the row (src/secrets/credential-headers.ts).
     headers: jsonParameter(
       mapCredentialHeaders(
         Object.entries(headers).map(([name, value]) => ({ name, value })),
-        sealSecret,
+        deliveryHeaderSecrets(row).seal,
       ),
     ),
     body,
@@ -199,4 +200,34 @@ export function composeCustomUrlDelivery(
     headers,
     body,
   });
+}
+
+/**
+ * The `lead_erased` notice to an endpoint that received an erased lead: always POST JSON, ids
+ * only; to the connector (its credentials added at send time) or the workflow's Custom URL (merge
+ * tags rendered empty: the lead is gone). Null when the endpoint was deleted since, or the
+ * workflow's block no longer has a URL of its own: nothing to tell.
+ */
+export function composeErasureNotice(
+  origin: DeliveryOrigin,
+  notice: { leadId: number; crmRecordId: string | null },
+  endpoint: { connectorId: number; connector: ConnectorRow | undefined } | { workflowId: number; workflow: WorkflowRow | undefined },
+): NewDelivery | null {
+  const body = leadErasedBody(notice.leadId, notice.crmRecordId);
+  const base = { event: 'lead_erased' as const, sender: 'erasure_notice' as const, leadId: notice.leadId, method: 'POST', format: 'json' as const, body };
+  if ('connectorId' in endpoint) {
+    if (connectorProblem(endpoint.connector, origin.workspaceId, endpoint.connectorId)) return null;
+    const { url, headers } = endpoint.connector!;
+    const refused = urlProblem(url);
+    if (refused) return failedDelivery(origin, { ...base, connectorId: endpoint.connectorId, url, error: refused });
+    return request(origin, { ...base, connectorId: endpoint.connectorId, url, headers: sanitizeHeaders(headers) });
+  }
+  const workflow = endpoint.workflow;
+  if (!workflow || workflow.workspace_id !== origin.workspaceId || workflow.deleted_at !== null || workflow.block.endpoint !== 'url') return null;
+  const context = { lead: null };
+  const url = renderUrl(workflow.block.url, context).trim();
+  const refused = urlProblem(url);
+  if (refused) return failedDelivery(origin, { ...base, workflowId: workflow.id, url, error: refused });
+  const headers = sanitizeHeaders(workflow.block.headers.map(({ key, value }) => ({ key, value: renderMergeTags(value, context) })));
+  return request(origin, { ...base, workflowId: workflow.id, url, headers });
 }

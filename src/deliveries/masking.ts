@@ -63,3 +63,25 @@ export function shownToReader<T extends { url: string; headers: readonly KeyValu
 export const blockShownToReader = (block: WorkflowBlock): WorkflowBlock => (block.endpoint === 'url' ? shownToReader(block) : { ...block, fields: maskAllValues(block.fields) });
 
 const maskAllValues = (rows: readonly KeyValue[]): KeyValue[] => rows.map(({ key, value }) => ({ key, value: maskSecret(value) }));
+
+/**
+ * A request body as a member is shown it: the values under `keys` (the endpoint's constant and
+ * block fields) masked; the rest, the lead's own data and the envelope, as sent. JSON or
+ * form-encoded, as `contentType` says; any other body is masked whole.
+ */
+export function bodyShownToReader(body: string | null, contentType: string | undefined, keys: ReadonlySet<string>): string | null {
+  if (body === null || keys.size === 0) return body;
+  if (contentType?.startsWith('application/x-www-form-urlencoded')) {
+    const params = [...new URLSearchParams(body)].map(([key, value]): [string, string] => [key, keys.has(key) ? maskSecret(value) : value]);
+    return new URLSearchParams(params).toString();
+  }
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return maskSecret(body);
+    return JSON.stringify(
+      Object.fromEntries(Object.entries(parsed).map(([key, value]) => [key, keys.has(key) ? maskSecret(typeof value === 'string' ? value : JSON.stringify(value)) : value])),
+    );
+  } catch {
+    return maskSecret(body);
+  }
+}

@@ -2,6 +2,7 @@ import type {
   CustomUrlWorkflowPayload,
   DefaultLeadFields,
   Lead,
+  LeadErasedPayload,
   LeadPushEnvelope,
   LeadPushPayload,
   MappedLeadFields,
@@ -19,7 +20,7 @@ export type StoredLead = Lead & { id: number };
 
 // The functions below return the bodies the OpenAPI document gives each webhook, so a
 // renamed or retyped envelope key fails the typecheck.
-export type WebhookBody = LeadPushPayload | SendTestPayload | CustomUrlWorkflowPayload | SavedConnectorWorkflowPayload;
+export type WebhookBody = LeadPushPayload | SendTestPayload | CustomUrlWorkflowPayload | SavedConnectorWorkflowPayload | LeadErasedPayload;
 type CustomUrlEnvelope = Pick<CustomUrlWorkflowPayload, 'event' | 'lead_id' | 'workflow_id' | 'sent_at'>;
 
 /** Fields under keys the workspace chose: receiver keys, constant fields, block fields. */
@@ -170,6 +171,14 @@ export function customUrlBody(workflowId: number, lead: StoredLead | null, block
   const kept = Object.fromEntries(Object.entries(blockFields).filter(([key]) => !(CUSTOM_URL_ENVELOPE_KEYS.has(key) && Object.hasOwn(envelope, key))));
   return layer(newFields(kept), envelope);
 }
+
+/** An erased lead's notice: webhook `leadErased`, ids only. */
+export const leadErasedBody = (leadId: number, crmRecordId: string | null): LeadErasedPayload => ({
+  event: 'lead_erased',
+  lead_id: leadId,
+  crm_record_id: crmRecordId,
+  sent_at: sentAtNow(),
+});
 
 // ---- merge tags ({{lead.name}} ...) in Custom URL blocks -------------------------------
 

@@ -2,11 +2,10 @@ import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
 import type { DeliveryBranch, DeliveryRow, DeliverySender, NewDelivery } from '../db/schema.js';
 import { jsonParameter } from '../db/sql.js';
-import { CREDENTIAL_NAME_PATTERN, mapCredentialHeaders } from '../secrets/credential-headers.js';
-import { openSecret, sealSecret } from '../secrets/keyring.js';
+import { CREDENTIAL_NAME_PATTERN, deliveryHeaderSecrets, mapCredentialHeaders } from '../secrets/credential-headers.js';
 
 /** The stored row with its credential headers opened (sealed when composed, src/deliveries/compose.ts). */
-export const openDelivery = <Row extends DeliveryRow>(row: Row): Row => ({ ...row, headers: mapCredentialHeaders(row.headers, openSecret) });
+export const openDelivery = <Row extends DeliveryRow>(row: Row): Row => ({ ...row, headers: mapCredentialHeaders(row.headers, deliveryHeaderSecrets(row).open) });
 
 /** Whose deliveries: a connector's (a workflow's to that connector included), or a workflow's (to its Custom URL or to a connector). */
 export type DeliveryOwner = { connectorId: number } | { workflowId: number };
@@ -151,19 +150,20 @@ export async function findDelivery(db: Executor, id: number, workspaceId: number
   return row && openDelivery(row);
 }
 
-/** Seals the credential headers of every delivery row holding any again with the current key (after a key change); returns how many rows. */
+/** Seals the credential headers of every delivery row holding any again with the current key, for their row (after a key change, or v1 values); returns how many rows. */
 export async function resealDeliveries(db: Executor): Promise<number> {
   const rows = await db
     .selectFrom('deliveries')
-    .select(['id', 'headers'])
-    .where(sql<boolean>`headers::text LIKE '%"v1:%'`)
+    .select(['id', 'workspace_id', 'message_id', 'headers'])
+    .where(sql<boolean>`headers::text ~ '"v[12]:'`)
     .orderBy('id')
     .execute();
   for (const row of rows) {
-    const headers = mapCredentialHeaders(mapCredentialHeaders(row.headers, openSecret), sealSecret);
+    const secrets = deliveryHeaderSecrets(row);
     await db
       .updateTable('deliveries')
-      .set({ headers: jsonParameter(headers) })
+      .set({ headers: jsonParameter(mapCredentialHeaders(mapCredentialHeaders(row.headers, secrets.open), secrets.seal)) })
+      .where('workspace_id', '=', row.workspace_id)
       .where('id', '=', row.id)
       .execute();
   }
@@ -182,7 +182,7 @@ export async function listDeliveryAttempts(db: Executor, workspaceId: number, de
     .execute();
 }
 
-const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test'];
+const SENDERS: readonly DeliverySender[] = ['custom_url', 'saved_connector', 'connector_push', 'test', 'erasure_notice'];
 
 /**
  * Per sender (every sender, 0 when none): pending deliveries due now (those being attempted

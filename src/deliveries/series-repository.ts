@@ -36,7 +36,7 @@ export async function startNewSeries(db: Executor, id: number, workspaceId: numb
     .where('id', '=', id)
     .where('branch', '!=', 'pending')
     .where('attempts', '>', 0)
-    .returning(NEW_SERIES_RETURNED)
+    .returning([...NEW_SERIES_RETURNED, 'workspace_id'])
     .executeTakeFirst();
 }
 

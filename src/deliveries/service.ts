@@ -1,9 +1,11 @@
+import { recordAudit, type Actor } from '../audit/service.js';
 import type { Db, Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import type { DeliveryRow } from '../db/schema.js';
-import { authHeaderName, findEndpointStates, liveEndpointOf, type EndpointRef } from '../endpoints/repository.js';
+import { authHeaderName, configuredFieldKeys, findEndpointStates, liveEndpointOf, type EndpointRef } from '../endpoints/repository.js';
 import { Refused } from '../refused.js';
 import { requestUrl } from './attempt.js';
-import { maskHeaderRows, maskUrl } from './masking.js';
+import { bodyShownToReader, maskHeaderRows, maskSecret, maskUrl, urlForReader } from './masking.js';
 import { methodCarriesBody } from './payload.js';
 import { cancelPendingDeliveries, findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
 import { recoverFailedDeliveries, startNewSeries, type RecoveryWindow } from './series-repository.js';
@@ -84,8 +86,14 @@ export async function showDelivery(db: Executor, id: number, workspaceId: number
  * Sends a finished delivery again: a new series of attempts under the same `webhook-id`,
  * made by the worker (due at once) and recorded like any other, retries included.
  */
-export async function replayDelivery(db: Executor, id: number, workspaceId: number) {
-  const replayed = await startNewSeries(db, id, workspaceId);
+export async function replayDelivery(db: Executor, actor: Actor, id: number, workspaceId: number) {
+  const replayed = await inTransaction(db, async (trx) => {
+    const started = await startNewSeries(trx, id, workspaceId);
+    if (!started) return undefined;
+    const { workspace_id, ...shown } = started;
+    await recordAudit(trx, { actor, workspaceId: workspace_id, action: 'delivery.replayed', target: { type: 'delivery', id }, details: { series: shown.series } });
+    return shown;
+  });
   if (replayed) return replayed;
   const row = await findDelivery(db, id, workspaceId);
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
@@ -108,7 +116,7 @@ async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId
  * and while the endpoint is disabled: every delivery would fail again at once and, being
  * recovered, never be recovered again.
  */
-export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId: number) {
+export async function recoverDeliveries(db: Executor, actor: Actor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId: number) {
   const target = await recoveryTarget(db, endpoint, workspaceId);
   const state = (await findEndpointStates(db, target.kind, [target.id], workspaceId)).get(target.id)!;
   if (state.disabled_at !== null) {
@@ -118,7 +126,18 @@ export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, w
         `(${state.disabled_reason}). Turn it back on first (\`${target.kind} enable --id ${target.id}\`), then recover.`,
     );
   }
-  return recoverFailedDeliveries(db, endpoint, window, workspaceId);
+  return inTransaction(db, async (trx) => {
+    const recovered = await recoverFailedDeliveries(trx, endpoint, window, workspaceId);
+    const [type, id] = 'connectorId' in endpoint ? (['connector', endpoint.connectorId] as const) : (['workflow', endpoint.workflowId] as const);
+    await recordAudit(trx, {
+      actor,
+      workspaceId,
+      action: 'delivery.recovered',
+      target: { type, id },
+      details: { since: window.since, until: window.until ?? null, recovered: recovered.recovered, skipped: recovered.skipped },
+    });
+    return recovered;
+  });
 }
 
 /**
@@ -130,12 +149,45 @@ export async function recoverDeliveries(db: Executor, endpoint: DeliveryOwner, w
  * call (src/worker/deliveries/load-credentials.ts); an attempt already on the wire when the
  * delete commits completes, and is the last.
  */
-export async function deleteEndpoint(db: Db, endpoint: EndpointRef, markDeleted: (trx: Executor, id: number) => Promise<unknown>) {
+export async function deleteEndpoint(db: Db, actor: Actor, endpoint: EndpointRef, markDeleted: (trx: Executor, id: number) => Promise<{ workspace_id: number } | undefined>) {
   const name = endpoint.kind === 'connector' ? 'Connector' : 'Workflow';
   return db.transaction().execute(async (trx) => {
-    if (!(await markDeleted(trx, endpoint.id))) throw new Refused('not_found', `${name} ${endpoint.id} does not exist.`);
+    const deleted = await markDeleted(trx, endpoint.id);
+    if (!deleted) throw new Refused('not_found', `${name} ${endpoint.id} does not exist.`);
     const owner = endpoint.kind === 'connector' ? { connectorId: endpoint.id } : { workflowId: endpoint.id };
     const cancelled = await cancelPendingDeliveries(trx, owner, `cancelled: ${name.toLowerCase()} ${endpoint.id} was deleted, so nothing more is sent`);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: deleted.workspace_id,
+      action: endpoint.kind === 'connector' ? 'connector.deleted' : 'workflow.deleted',
+      target: { type: endpoint.kind, id: endpoint.id },
+      details: { cancelled_deliveries: cancelled },
+    });
     return { id: endpoint.id, deleted: true, cancelled_deliveries: cancelled };
   });
+}
+
+/** Headers the service itself sets: nothing a workspace configured, so nothing of theirs to hide. */
+const SERVICE_HEADERS = new Set(['user-agent', 'content-type', 'webhook-id']);
+
+/**
+ * A delivery as a member (who reads but cannot change) is shown it, under the rule of the
+ * Connectors and Workflows pages (shownToReader): the URL's origin only, every configured
+ * header value masked, and in the body the values of the connector's constant fields and the
+ * workflow block's fields masked (fields as they are configured now, read through the endpoint
+ * seam). The lead's data in the body stays: members may read leads.
+ */
+export async function deliveryShownToReader(db: Executor, delivery: Awaited<ReturnType<typeof showDelivery>>): Promise<Awaited<ReturnType<typeof showDelivery>>> {
+  const keys = await configuredFieldKeys(db, delivery.workspace_id, { connectorId: delivery.connector_id, workflowId: delivery.workflow_id });
+  const { request } = delivery;
+  const contentType = Object.entries(request.headers).find(([name]) => name.toLowerCase() === 'content-type')?.[1];
+  return {
+    ...delivery,
+    request: {
+      ...request,
+      url: urlForReader(request.url),
+      headers: Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, SERVICE_HEADERS.has(name.toLowerCase()) ? value : maskSecret(String(value))])),
+      body: bodyShownToReader(request.body, typeof contentType === 'string' ? contentType : undefined, keys),
+    },
+  };
 }

@@ -65,6 +65,29 @@ export async function authHeaderName(db: Executor, workspaceId: number, connecto
   return row?.name ?? undefined;
 }
 
+/**
+ * The keys of the constant fields a delivery's connector and workflow block configure now (read
+ * as stored: a field is not sealed), for showing the delivery to a reader with their values masked.
+ */
+export async function configuredFieldKeys(db: Executor, workspaceId: number, owner: { connectorId: number | null; workflowId: number | null }): Promise<Set<string>> {
+  const keysOf = (table: 'connectors' | 'workflows', id: number) =>
+    db
+      .selectFrom(table)
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .select(
+        sql<string[]>`ARRAY(SELECT field->>'key' FROM jsonb_array_elements(coalesce(${table === 'connectors' ? sql.ref('fields') : sql`block->'fields'`}, '[]')) AS field)`.as(
+          'keys',
+        ),
+      )
+      .executeTakeFirst();
+  const rows = await Promise.all([
+    owner.connectorId === null ? undefined : keysOf('connectors', owner.connectorId),
+    owner.workflowId === null ? undefined : keysOf('workflows', owner.workflowId),
+  ]);
+  return new Set(rows.flatMap((row) => row?.keys ?? []));
+}
+
 /** When an endpoint is to be disabled (src/deliveries/endpoint-health.ts): every attempt failed for long enough, and enough of them. */
 export interface HealthPolicy {
   failingForSeconds: number;

@@ -5,8 +5,8 @@ import { PreparedStatement } from '../db/prepared.js';
 const REPOSITORY = 'leads/daily-counts-repository';
 
 // Every statement of lead_daily_counts (migration 0015): what the intake did per workspace
-// and UTC day, for the console's overview. Counted per row the engine ran for a real write
-// (dry runs, replays and requests refused before the engine never count):
+// and UTC day, for the console's overview. Counted per row the executor ran for a real write
+// (dry runs, replays and requests refused before the executor never count):
 // - created, updated, skipped: the row's outcome, as POST /leads's meta.status and a batch
 //   row's status report it;
 // - failed: every other row: a batch row answered `failed`, and a POST /leads refused after

@@ -13,7 +13,7 @@ import type { MatchKey } from './lookup-repository.js';
 /**
  * Where a set statement's workspace comes from: one parameter for the whole statement (every
  * statement Citus runs: it routes by that value), or each row's own `workspace_id` (one
- * statement for the runs of several workspaces: plain PostgreSQL only, see group-transaction.ts).
+ * statement for the runs of several workspaces: plain PostgreSQL only, see src/leads/intake/executor.ts).
  */
 export interface WorkspaceScope {
   /** The workspace of the row `alias` (a CTE or table of the run's rows that has `workspace_id` when `across`). */

@@ -3,9 +3,10 @@ import type { Executor } from '../db/connect.js';
 
 // The console's lead list: newest first through the (workspace_id, id) index, one page at a
 // time from a keyset (the id the last page ended at), so the thousandth page costs what the first does.
+// The CSV export reads every page of the same list.
 
 export interface LeadListFilter {
-  /** An email (exact, case-insensitive, through the identities' primary key) or the start of a name. */
+  /** Any part of the name, of an email, of the company's name or domain, or a phone's digits. */
   search?: string;
   tagId?: number;
   /** Only leads older than this id (the cursor). */
@@ -13,7 +14,31 @@ export interface LeadListFilter {
   limit: number;
 }
 
-const likePrefix = (text: string) => `${text.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+const likeContains = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+
+/** Phone identities hold the last 10 digits (src/normalize.ts): a longer number is searched by those. */
+const PHONE_KEY_DIGITS = 10;
+const MIN_PHONE_DIGITS = 3;
+
+/**
+ * The ids of the workspace's leads a search finds: by name, email, phone digits, company name
+ * or domain, each through a trigram index of its own (migration 0020), in one statement whose
+ * every part names the workspace.
+ */
+function searched(workspaceId: number, search: string) {
+  const pattern = likeContains(search);
+  const digits = search.replace(/\D/g, '').slice(-PHONE_KEY_DIGITS);
+  const byPhone =
+    digits.length >= MIN_PHONE_DIGITS
+      ? sql`UNION ALL SELECT lead_id FROM lead_identities WHERE workspace_id = ${workspaceId} AND kind = 'phone' AND value LIKE ${`%${digits}%`}`
+      : sql``;
+  return sql<boolean>`l.id IN (
+    SELECT id FROM leads WHERE workspace_id = ${workspaceId} AND lower(name) LIKE ${pattern}
+    UNION ALL SELECT lead_id FROM lead_identities WHERE workspace_id = ${workspaceId} AND kind = 'email' AND value LIKE ${pattern}
+    ${byPhone}
+    UNION ALL SELECT m.id FROM companies AS c JOIN leads AS m ON m.workspace_id = c.workspace_id AND m.company_id = c.id
+      WHERE c.workspace_id = ${workspaceId} AND (lower(c.name) LIKE ${pattern} OR c.domain LIKE ${pattern}))`;
+}
 
 export async function listLeadPage(db: Executor, workspaceId: number, filter: LeadListFilter) {
   let query = db
@@ -23,21 +48,7 @@ export async function listLeadPage(db: Executor, workspaceId: number, filter: Le
     .where('l.workspace_id', '=', workspaceId)
     .select(['l.id', 'l.name', 'l.job_title', 'l.stage', 'l.created_at', 'c.name as company_name', sql<string | null>`l.emails[1]`.as('email')]);
   const search = filter.search?.trim();
-  if (search && search.includes('@')) {
-    const email = search.toLowerCase();
-    query = query.where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('lead_identities as i')
-          .select('i.lead_id')
-          .whereRef('i.workspace_id', '=', 'l.workspace_id')
-          .whereRef('i.lead_id', '=', 'l.id')
-          .where('i.kind', '=', 'email')
-          .where('i.value', '=', email),
-      ),
-    );
-  } else if (search) {
-    query = query.where(sql<string>`lower(l.name)`, 'like', likePrefix(search));
-  }
+  if (search) query = query.where(searched(workspaceId, search));
   if (filter.tagId !== undefined) {
     const tagId = filter.tagId;
     query = query.where(({ exists, selectFrom }) =>
@@ -56,6 +67,13 @@ export async function listLeadPage(db: Executor, workspaceId: number, filter: Le
     .limit(filter.limit + 1)
     .execute();
   return { leads: rows.slice(0, filter.limit), next: rows.length > filter.limit ? rows[filter.limit - 1]!.id : null };
+}
+
+/** The keys of custom fields the workspace's leads hold, sorted: the export's columns. */
+export async function customFieldKeys(db: Executor, workspaceId: number): Promise<string[]> {
+  const { rows } = await sql<{ key: string }>`
+    SELECT DISTINCT jsonb_object_keys(custom_fields) AS key FROM leads WHERE workspace_id = ${workspaceId} AND custom_fields <> '{}'::jsonb ORDER BY 1`.execute(db);
+  return rows.map((row) => row.key);
 }
 
 /** The id a connector push stored on the lead (the receiver's reply `id`), or null. */

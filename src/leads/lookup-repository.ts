@@ -8,7 +8,8 @@ const REPOSITORY = 'leads/lookup-repository';
 
 // What lead intake reads before it writes, as statements: the tags a payload names, the
 // existing leads holding its match keys and its company candidates, one statement per request
-// or per batch. What to look for and what the answer means: src/leads/intake/lookup.ts.
+// or per batch. What to look for: src/leads/intake/executor.ts (a group's runs) and
+// row-intake.ts (a row alone); what the answer means: src/leads/intake/plan.ts.
 
 export interface MatchKey {
   kind: IdentityKind;
@@ -184,7 +185,7 @@ export interface LookupsAcross {
  * for in its own workspace, by the same indexes, one probe each (LATERAL: joined by hash, the
  * planner would read every workspace's tags and lower-case each name, on every call). It names
  * no single workspace, so on Citus it would ask every shard: it runs on plain PostgreSQL only
- * (group-transaction.ts).
+ * (src/leads/intake/executor.ts).
  */
 export const LOOKUPS_ACROSS_WORKSPACES = new PreparedStatement<LookupsAcrossInput, LookupsAcross>(
   { repository: REPOSITORY, name: 'LOOKUPS_ACROSS_WORKSPACES' },

@@ -153,45 +153,33 @@ const NEW_LEAD_RECORDS_ACROSS_ALONE = newLeadsStatement<LeadRows, WrittenLead & 
   commitsAlone: true,
 });
 
-/**
- * New leads of one or more workspaces in one statement that commits on its own (no
- * transaction around it; see newLeadsStatement's `commitsAlone`), each returned as stored, the
- * day's counts added. It fails, writing nothing, when another lead holds one of their keys.
- * Leads of several workspaces: plain PostgreSQL only (insertNewLeadsAcrossWorkspaces).
- */
-export async function insertNewLeadsCommitted(db: Executor, leads: readonly NewLeadOf[]) {
-  const workspaceId = leads[0]!.workspaceId;
-  const rows = leads.every((lead) => lead.workspaceId === workspaceId)
-    ? await NEW_LEAD_RECORDS_ALONE.execute(db, newLeadsInput(workspaceId, leads))
-    : await NEW_LEAD_RECORDS_ACROSS_ALONE.execute(db, acrossInput(leads));
-  return withRecords(rows);
-}
-
-/**
- * New leads inside a transaction (see newLeadsStatement). With `records`, each written lead
- * comes back as stored too, which saves POST /leads the read-back round trip. Incomplete
- * leads: delete them and match again.
- */
-export async function insertNewLeads(
-  db: Executor,
-  workspaceId: number,
-  leads: readonly NewLeadWrite[],
-  options: { records: boolean } = { records: false },
-): Promise<Array<WrittenLead & { record?: LeadRecord }>> {
-  if (!options.records) return NEW_LEADS.execute(db, newLeadsInput(workspaceId, leads));
-  return withRecords(await NEW_LEAD_RECORDS.execute(db, newLeadsInput(workspaceId, leads)));
-}
-
 /** A new lead of one of several workspaces. */
 export type NewLeadOf = NewLeadWrite & { workspaceId: number };
 
+/** A lead the statement wrote, as stored when the statement read it back. */
+export type WrittenLeadOf = WrittenLead & { record?: LeadRecord };
+
 /**
- * New leads of several workspaces in one statement, each returned as stored (as insertNewLeads
- * with `records`; `ord`: the lead's position in `leads`). It names no single workspace: plain
- * PostgreSQL only.
+ * Writes new leads (see newLeadsStatement), the one way every new lead is inserted; `ord`: the
+ * lead's position in `leads`. Leads of one workspace go through a statement that names it (every
+ * statement Citus runs); leads of several through one whose rows carry their workspace (plain
+ * PostgreSQL only). `records`: each written lead comes back as stored too, which saves POST
+ * /leads the read-back round trip. `commitsAlone`: no transaction around it, the day's counts
+ * added, and a key another lead holds fails it writing nothing. Inside a transaction,
+ * incomplete leads are the caller's to delete and match again.
  */
-export async function insertNewLeadsAcrossWorkspaces(db: Executor, leads: readonly NewLeadOf[]) {
-  return withRecords(await NEW_LEAD_RECORDS_ACROSS.execute(db, acrossInput(leads)));
+export async function insertNewLeads(
+  db: Executor,
+  leads: readonly NewLeadOf[],
+  { records, commitsAlone = false }: { records: boolean; commitsAlone?: boolean },
+): Promise<WrittenLeadOf[]> {
+  const workspaceId = leads[0]!.workspaceId;
+  if (leads.some((lead) => lead.workspaceId !== workspaceId)) {
+    return withRecords(await (commitsAlone ? NEW_LEAD_RECORDS_ACROSS_ALONE : NEW_LEAD_RECORDS_ACROSS).execute(db, acrossInput(leads)));
+  }
+  const input = newLeadsInput(workspaceId, leads);
+  if (commitsAlone) return withRecords(await NEW_LEAD_RECORDS_ALONE.execute(db, input));
+  return records ? withRecords(await NEW_LEAD_RECORDS.execute(db, input)) : NEW_LEADS.execute(db, input);
 }
 
 const acrossInput = (leads: readonly NewLeadOf[]) => leadRowsInput(leads, (lead) => ({ workspace_id: lead.workspaceId, ...newLeadRow(lead) }));
@@ -201,12 +189,6 @@ const withRecords = (rows: ReadonlyArray<WrittenLead & LeadRecord>) =>
     const { ord, complete, ...record } = row;
     return { ord, id: record.id, complete, record };
   });
-
-/** One new lead inside a transaction, returned as stored. Incomplete: delete it and match again. */
-export async function insertNewLead(db: Executor, workspaceId: number, lead: NewLeadWrite): Promise<{ complete: boolean; record: LeadRecord }> {
-  const [written] = await insertNewLeads(db, workspaceId, [lead], { records: true });
-  return { complete: written!.complete, record: written!.record! };
-}
 
 type CreatedCompany = Pick<CompanyRow, 'id' | 'status'> & { domain: string };
 type CreatedTag = Pick<TagRow, 'id' | 'name'>;

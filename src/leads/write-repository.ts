@@ -148,25 +148,21 @@ const MERGE_INTO_LEADS_ACROSS = mergeStatement<MergeAcrossInput>('MERGE_INTO_LEA
   workspaces: sql`= ANY(${input.workspaceIds}::bigint[])`,
 }));
 
-/** Merges intake rows into existing leads, in one statement (see MERGE_INTO_LEADS); each lead's `ord` is its position in `merges`. */
-export async function mergeIntoLeads(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
-  if (merges.length === 0) return [];
-  return MERGE_INTO_LEADS.execute(db, { workspaceId, ...mergeRows(merges) });
-}
-
 /** A merge into a lead of one of several workspaces. */
 export type LeadMergeOf = LeadMerge & { workspaceId: number };
 
 /**
- * Merges into the leads of several workspaces in one statement (as mergeIntoLeads; `ord`: the
- * lead's position in `merges`). It names no single workspace: plain PostgreSQL only.
+ * Merges intake rows into existing leads in one statement, the one way a lead is updated by
+ * intake; each lead's `ord` is its position in `merges`, a lead deleted since the lookup is
+ * missing from the answer. Merges of one workspace go through MERGE_INTO_LEADS, which names
+ * it (every statement Citus runs); merges of several through MERGE_INTO_LEADS_ACROSS (plain
+ * PostgreSQL only).
  */
-export async function mergeIntoLeadsAcrossWorkspaces(db: Executor, merges: readonly LeadMergeOf[]): Promise<MergedLead[]> {
+export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
-  return MERGE_INTO_LEADS_ACROSS.execute(db, {
-    ...mergeRows(merges, (merge) => ({ workspace_id: merge.workspaceId })),
-    workspaceIds: [...new Set(merges.map((merge) => merge.workspaceId))],
-  });
+  const workspaceIds = [...new Set(merges.map((merge) => merge.workspaceId))];
+  if (workspaceIds.length === 1) return MERGE_INTO_LEADS.execute(db, { workspaceId: workspaceIds[0]!, ...mergeRows(merges) });
+  return MERGE_INTO_LEADS_ACROSS.execute(db, { ...mergeRows(merges, (merge) => ({ workspace_id: merge.workspaceId })), workspaceIds });
 }
 
 /** The merge statement's rows (see MergeInput); `extra`: more of a row's columns. */

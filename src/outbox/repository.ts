@@ -9,11 +9,20 @@ import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 export type OutboxEvent =
   | { topic: 'lead.created'; payload: { lead_id: number } }
   | { topic: 'lead.tag_added'; payload: { lead_id: number; tag_id: number } }
-  | { topic: 'company.analyze'; payload: { company_id: number } };
+  | { topic: 'company.analyze'; payload: { company_id: number } }
+  /** An erased lead's notice to every endpoint that received it (src/erasure/): ids only, never the person. */
+  | { topic: 'lead.erased'; payload: LeadErasedPayload };
+
+export interface LeadErasedPayload {
+  lead_id: number;
+  crm_record_id: string | null;
+  connector_ids: number[];
+  workflow_ids: number[];
+}
 
 export type OutboxTopic = OutboxEvent['topic'];
 
-const OUTBOX_TOPICS: readonly OutboxTopic[] = ['lead.created', 'lead.tag_added', 'company.analyze'];
+const OUTBOX_TOPICS: readonly OutboxTopic[] = ['lead.created', 'lead.tag_added', 'company.analyze', 'lead.erased'];
 
 export type CompanyAnalyzeEvent = Extract<OutboxEvent, { topic: 'company.analyze' }>;
 
@@ -99,12 +108,16 @@ export function mergedLeadEvents(at: { workspaceId: RawBuilder<unknown>; carried
     ORDER BY e.ord, e.part, e.n`;
 }
 
-export type LeadEvent = StoredEvent<'lead.created' | 'lead.tag_added'> & { created_at: string; trace_context: string | null };
+export type LeadEvent = StoredEvent<LeadEventTopic> & { created_at: string; trace_context: string | null };
+
+/** The topics the fan-out turns into deliveries. */
+export const LEAD_EVENT_TOPICS = ['lead.created', 'lead.tag_added', 'lead.erased'] as const;
+export type LeadEventTopic = (typeof LEAD_EVENT_TOPICS)[number];
 
 export async function lockDueLeadEvents(trx: Executor, workspaceId: number, limit: number): Promise<LeadEvent[]> {
   const { rows } = await sql<LeadEvent>`
     SELECT id, workspace_id, attempts, topic, payload, created_at, trace_context FROM outbox
-    WHERE workspace_id = ${workspaceId} AND processed_at IS NULL AND available_at <= now() AND topic IN ('lead.created', 'lead.tag_added')
+    WHERE workspace_id = ${workspaceId} AND processed_at IS NULL AND available_at <= now() AND topic = ANY(${sql.val([...LEAD_EVENT_TOPICS])}::text[])
     ORDER BY id LIMIT ${limit}
     FOR UPDATE SKIP LOCKED
   `.execute(trx);

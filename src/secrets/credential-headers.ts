@@ -1,3 +1,5 @@
+import { secretsAt } from './keyring.js';
+
 // Headers an operator types (a connector's constant headers, a Custom URL block's headers)
 // carry credentials too when their name says so: Authorization, X-Api-Key, X-Auth-Token...
 // the names whose values are also masked when shown (src/deliveries/masking.ts). Their values
@@ -39,3 +41,11 @@ export const mapCredentialHeaders = (rows: readonly HeaderRow[], transform: Tran
 /** A Custom URL block with its credential headers transformed; a connector block has none. */
 export const mapBlockCredentials = <Block extends { endpoint: string }>(block: Block, transform: Transform): Block =>
   block.endpoint === 'url' && 'headers' in block ? { ...block, headers: mapCredentialValues(block.headers as KeyValue[], transform) } : block;
+
+/**
+ * The credential headers of a delivery row are sealed for that delivery: its workspace and its
+ * webhook-id (`message_id`, unique in the workspace and made when the row is composed, before
+ * the database gives it an id). A replay or a recovery keeps the row, and so its webhook-id.
+ */
+export const deliveryHeaderSecrets = (row: { workspace_id: number; message_id: string }) =>
+  secretsAt({ table: 'deliveries', column: 'headers', workspaceId: row.workspace_id, row: row.message_id });

@@ -5,8 +5,11 @@ import type { Logger } from 'pino';
 import { PROJECT_ROOT } from '../paths.js';
 
 // Secrets at rest (connector credentials, signing secrets) are AES-256-GCM ciphertext:
-// `v1:<key id>:<iv>:<tag>:<ciphertext>` (base64 parts). The key id names the key that sealed
-// a value, so after a rotation values sealed with a previous key still open.
+// `v2:<key id>:<iv>:<tag>:<ciphertext>` (base64 parts). The key id names the key that sealed
+// a value, so after a rotation values sealed with a previous key still open. A v2 value is
+// bound to its place (table, column, workspace, row) as associated data: copied to another
+// row, column or workspace it no longer opens. `v1` values (no associated data) still open:
+// migrations 0005 and 0007 wrote them, 0021 and `secrets reencrypt` seal them again as v2.
 
 export interface SecretKey {
   id: string;
@@ -27,7 +30,8 @@ export const DEFAULT_KEY_FILE = path.join(PROJECT_ROOT, '.data', 'secrets.key');
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
-const FORMAT = 'v1';
+const UNBOUND = 'v1';
+const BOUND = 'v2';
 
 export class SecretKeyError extends Error {}
 
@@ -88,23 +92,49 @@ export function resolveKeyring(settings: KeySettings, keyFile = DEFAULT_KEY_FILE
   return { current, byId, source: fromFile ? (fromFile.created ? 'created key file' : 'key file') : 'SECRETS_KEY' };
 }
 
-export function sealWith(keyring: Keyring, plain: string): string {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', keyring.current.bytes, iv);
-  const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return [FORMAT, keyring.current.id, iv.toString('base64'), cipher.getAuthTag().toString('base64'), ciphertext.toString('base64')].join(':');
+/** Where a sealed value lives; a value sealed for one place opens only there. */
+export interface SealedPlace {
+  table: 'connectors' | 'workflows' | 'deliveries';
+  /** The column, or the JSON field, that holds it. */
+  column: string;
+  workspaceId: number;
+  /** The row's stable identity: its id, or a delivery's webhook-id. */
+  row: number | string;
 }
 
-export const isSealed = (stored: string) => stored.startsWith(`${FORMAT}:`);
+const associatedData = (place: SealedPlace) => Buffer.from(`${place.table}.${place.column}/${place.workspaceId}/${place.row}`, 'utf8');
+const describePlace = (place: SealedPlace) => `${place.table}.${place.column} of row ${place.row} (workspace ${place.workspaceId})`;
 
-export function openWith(keyring: Keyring, stored: string): string {
+function seal(keyring: Keyring, plain: string, place: SealedPlace | null): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', keyring.current.bytes, iv);
+  if (place) cipher.setAAD(associatedData(place));
+  const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+  return [place ? BOUND : UNBOUND, keyring.current.id, iv.toString('base64'), cipher.getAuthTag().toString('base64'), ciphertext.toString('base64')].join(':');
+}
+
+/** Seals `plain` for its place (v2). */
+export const sealWith = (keyring: Keyring, plain: string, place: SealedPlace): string => seal(keyring, plain, place);
+
+/** The v1 format, bound to no place: only what migrations 0005 and 0007 wrote (and tests of them). */
+export const sealUnboundWith = (keyring: Keyring, plain: string): string => seal(keyring, plain, null);
+
+export const isSealed = (stored: string) => stored.startsWith(`${UNBOUND}:`) || stored.startsWith(`${BOUND}:`);
+
+/** Opens a value stored at `place`: v2 only when sealed for that very place, v1 anywhere (the transition). */
+export function openWith(keyring: Keyring, stored: string, place: SealedPlace): string {
   const [format, id, iv, tag, ciphertext, ...rest] = stored.split(':');
-  if (format !== FORMAT || ciphertext === undefined || rest.length > 0) throw new SecretKeyError('a stored secret is not in the sealed format');
+  if ((format !== UNBOUND && format !== BOUND) || ciphertext === undefined || rest.length > 0) throw new SecretKeyError(`${describePlace(place)} is not in the sealed format`);
   const key = keyring.byId.get(id!);
   if (!key) throw new SecretKeyError(`a stored secret was sealed with key ${id}, which is neither SECRETS_KEY nor in SECRETS_KEY_PREVIOUS`);
-  const decipher = createDecipheriv('aes-256-gcm', key.bytes, Buffer.from(iv!, 'base64'));
-  decipher.setAuthTag(Buffer.from(tag!, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]).toString('utf8');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key.bytes, Buffer.from(iv!, 'base64'));
+    if (format === BOUND) decipher.setAAD(associatedData(place));
+    decipher.setAuthTag(Buffer.from(tag!, 'base64'));
+    return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64')), decipher.final()]).toString('utf8');
+  } catch {
+    throw new SecretKeyError(`${describePlace(place)} does not open: it was sealed for another row, column or workspace, or altered`);
+  }
 }
 
 // One keyring per process: every repository that stores a secret seals and opens through it.
@@ -135,5 +165,24 @@ export function useSecretsKey(settings: KeySettings, logger: Logger, keyFileRead
   return active;
 }
 
-export const sealSecret = (plain: string) => sealWith(keyring(), plain);
-export const openSecret = (stored: string) => openWith(keyring(), stored);
+/**
+ * For lists people read, whose secrets are only ever shown masked: a value that does not open
+ * reads as empty, so one moved or altered value does not take down every page listing its
+ * neighbours. Sending and revealing open strictly and say which value failed.
+ */
+export const openedOrEmpty =
+  (open: (stored: string) => string) =>
+  (stored: string): string => {
+    try {
+      return open(stored);
+    } catch (error) {
+      if (error instanceof SecretKeyError) return '';
+      throw error;
+    }
+  };
+
+/** Seal and open, with the process's keyring, for one place. */
+export const secretsAt = (place: SealedPlace) => ({
+  seal: (plain: string) => sealWith(keyring(), plain, place),
+  open: (stored: string) => openWith(keyring(), stored, place),
+});

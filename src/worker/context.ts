@@ -12,6 +12,7 @@ import { deliveriesTask } from './deliveries/job.js';
 import { fanOutTask } from './fan-out.js';
 import { housekeepingTask } from './housekeeping.js';
 import { websiteAnalysisTask } from './website-analysis.js';
+import { leadImportsTask } from './lead-imports.js';
 import type { JobDeps, WorkerDeps } from './worker-deps.js';
 
 export interface WorkerContextOptions {
@@ -46,7 +47,7 @@ export class WorkerContext {
     });
     const { config, db, logger, metrics } = deps;
     this.jobs = { config, db, logger, metrics, workerId, leaseMs: leaseMs(config), outage };
-    this.dueWork = [fanOutTask(this.jobs), websiteAnalysisTask(this.jobs), deliveriesTask(this.jobs)];
+    this.dueWork = [fanOutTask(this.jobs), websiteAnalysisTask(this.jobs), deliveriesTask(this.jobs), leadImportsTask(this.jobs)];
     this.housekeeping = housekeepingTask(this.jobs);
   }
 

@@ -6,11 +6,12 @@ import { insertDeliveries } from '../deliveries/repository.js';
 import { loadLeads } from '../leads/read-service.js';
 import { markLeadsAnalyzed } from '../leads/write-repository.js';
 import type { WorkerMetrics } from '../metrics/metrics.js';
-import { dueEventWorkspaces, lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
+import { dueEventWorkspaces, LEAD_EVENT_TOPICS, lockDueLeadEvents, markProcessed, type LeadEvent } from '../outbox/repository.js';
 import { findActiveWorkflows } from '../workflows/repository.js';
 import { eventSpans, inSpan, linksTo, storedContext, type Span } from '../tracing/spans.js';
 import { composeAutoPushes } from './auto-push.js';
 import { countFailedAtOnce } from './deliveries/counts.js';
+import { composeErasureNotices } from './erasure-notices.js';
 import type { PeriodicTask } from './scheduler.js';
 import type { JobDeps } from './worker-deps.js';
 import { WorkspaceTurns } from './workspace-turns.js';
@@ -34,12 +35,14 @@ function firesFor(workflow: WorkflowRow, event: LeadEvent): boolean {
   // Both are the database's timestamps in one fixed-width format: they compare as strings.
   if (workflow.active_since !== null && event.created_at < workflow.active_since) return false;
   if (event.topic === 'lead.created') return workflow.trigger === 'lead_created';
+  if (event.topic === 'lead.erased') return false;
   return workflow.trigger === 'tag_added' && workflow.tag_id === event.payload.tag_id;
 }
 
 /**
  * Turns lead events into deliveries: `lead.created` runs the lead_created workflows (and
- * auto-push once the lead counts as analyzed), `lead.tag_added` runs that tag's workflows.
+ * auto-push once the lead counts as analyzed), `lead.tag_added` runs that tag's workflows,
+ * `lead.erased` tells each endpoint that received the lead.
  * Claiming the events, writing the deliveries and marking the events processed happen in
  * one transaction, so an event is fanned out exactly once even with many workers.
  */
@@ -53,7 +56,7 @@ async function fanOutLeadEvents(db: Db, turns: WorkspaceTurns, options: FanOutOp
 }
 
 /** The workspaces whose lead events are due, in turn (see WorkspaceTurns). */
-const dueLeadEventWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, ['lead.created', 'lead.tag_added'], after, limit);
+const dueLeadEventWorkspaces = (db: Db) => (after: number, limit: number) => dueEventWorkspaces(db, [...LEAD_EVENT_TOPICS], after, limit);
 
 interface FanOutOptions {
   limit: number;
@@ -122,7 +125,7 @@ async function fanOutInTransaction(db: Db, workspaceId: number, options: FanOutO
     const createdBy = new Map(created.map((event) => [event.payload.lead_id, event]));
     const autoPushes = await composeAutoPushes(trx, analyzed, (leadId) => createdBy.get(leadId)?.id ?? null, options.maxAttempts, leads);
     for (const push of autoPushes) push.trace_context = createdBy.get(push.lead_id!)?.trace_context ?? null;
-    deliveries.push(...autoPushes);
+    deliveries.push(...autoPushes, ...(await composeErasureNotices(trx, workspaceId, events, options.maxAttempts)));
     await insertDeliveries(trx, deliveries);
     await markProcessed(
       trx,

@@ -1,3 +1,4 @@
+import { recordAudit, type Actor } from '../audit/service.js';
 import type { Db } from '../db/connect.js';
 import type { WorkflowBlock } from '../db/schema.js';
 import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
@@ -21,7 +22,7 @@ const originOf = (url: string): string | null => (URL.canParse(url) ? new URL(ur
  * another origin drops the stored credential headers (they were meant for the old receiver,
  * and the person editing never saw them): they are sent again only when entered again.
  */
-export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
+export async function editWorkflow(db: Db, actor: Actor, id: number, input: WorkflowEdit) {
   const workflow = (await findWorkflowsAcrossWorkspaces(db, [id])).get(id);
   if (!workflow) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   const stored = workflow.block.endpoint === 'url' ? workflow.block : null;
@@ -42,7 +43,14 @@ export async function editWorkflow(db: Db, id: number, input: WorkflowEdit) {
   }
   return db.transaction().execute(async (trx) => {
     const tag = await triggerTag(trx, workflow.workspace_id, input);
-    await updateWorkflowDefinition(trx, id, { trigger: input.trigger, tag_id: tag?.id ?? null, block });
+    await updateWorkflowDefinition(trx, workflow, { trigger: input.trigger, tag_id: tag?.id ?? null, block });
+    await recordAudit(trx, {
+      actor,
+      workspaceId: workflow.workspace_id,
+      action: 'workflow.edited',
+      target: { type: 'workflow', id },
+      details: { trigger: input.trigger, tag_id: tag?.id ?? null, endpoint: block.endpoint },
+    });
     const shown = block.endpoint === 'url' ? { ...block, url: maskUrl(block.url), headers: maskKeyValues(block.headers) } : block;
     return { id, trigger: input.trigger, tag, block: shown, warnings };
   });

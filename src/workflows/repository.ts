@@ -3,7 +3,8 @@ import type { Executor } from '../db/connect.js';
 import { jsonParameter } from '../db/sql.js';
 import type { WorkflowBlock, WorkflowRow, WorkflowTrigger } from '../db/schema.js';
 import { mapBlockCredentials } from '../secrets/credential-headers.js';
-import { openSecret, sealSecret } from '../secrets/keyring.js';
+import { insertWithIdentity, nextIdentity } from '../db/identity.js';
+import { openedOrEmpty, secretsAt } from '../secrets/keyring.js';
 
 export interface NewWorkflow {
   workspace_id: number;
@@ -13,32 +14,47 @@ export interface NewWorkflow {
   signing_secret: string;
 }
 
+/** A workflow's secrets are sealed for it (workspace and id) and their column (src/secrets/keyring.ts). */
+export const workflowSecrets = (workflow: { id: number; workspace_id: number }, column: 'signing_secret' | 'block') =>
+  secretsAt({ table: 'workflows', column, workspaceId: workflow.workspace_id, row: workflow.id });
+
+/** The block as stored: its credential headers sealed for this workflow. */
+export const sealedBlock = (workflow: { id: number; workspace_id: number }, block: WorkflowBlock) =>
+  jsonParameter(mapBlockCredentials(block, workflowSecrets(workflow, 'block').seal));
+
+/** Inserts the workflow under an id taken first, as its secrets are sealed for it. */
 export async function insertWorkflow(db: Executor, workflow: NewWorkflow): Promise<WorkflowRow> {
-  const row = await db
-    .insertInto('workflows')
-    .values({ ...workflow, block: jsonParameter(mapBlockCredentials(workflow.block, sealSecret)), signing_secret: sealSecret(workflow.signing_secret) })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return openWorkflow(row);
+  const id = await nextIdentity(db, 'workflows');
+  const place = { id, workspace_id: workflow.workspace_id };
+  return openWorkflow(
+    await insertWithIdentity(db, 'workflows', {
+      ...workflow,
+      id,
+      block: sealedBlock(place, workflow.block),
+      signing_secret: workflowSecrets(place, 'signing_secret').seal(workflow.signing_secret),
+    }),
+  );
 }
+
+/** A stored block with its credential headers opened. */
+const openBlock = (row: { id: number; workspace_id: number; block: WorkflowBlock }) => mapBlockCredentials(row.block, workflowSecrets(row, 'block').open);
 
 /** The stored row with its signing secret and its block's credential headers opened (the table holds them sealed). */
 export const openWorkflow = (row: WorkflowRow): WorkflowRow => ({
   ...row,
-  block: mapBlockCredentials(row.block, openSecret),
-  signing_secret: openSecret(row.signing_secret),
+  block: openBlock(row),
+  signing_secret: workflowSecrets(row, 'signing_secret').open(row.signing_secret),
 });
 
-/** Seals every workflow's secrets again with the current key (after a key change); returns how many. */
+/** Seals every workflow's secrets again with the current key, for their place (after a key change, or v1 values); returns how many. */
 export async function resealWorkflows(db: Executor): Promise<number> {
-  const rows = await db.selectFrom('workflows').select(['id', 'block', 'signing_secret']).orderBy('id').execute();
+  const rows = await db.selectFrom('workflows').select(['id', 'workspace_id', 'block', 'signing_secret']).orderBy('id').execute();
   for (const row of rows) {
+    const signing = workflowSecrets(row, 'signing_secret');
     await db
       .updateTable('workflows')
-      .set({
-        block: jsonParameter(mapBlockCredentials(mapBlockCredentials(row.block, openSecret), sealSecret)),
-        signing_secret: sealSecret(openSecret(row.signing_secret)),
-      })
+      .set({ block: sealedBlock(row, openBlock(row)), signing_secret: signing.seal(signing.open(row.signing_secret)) })
+      .where('workspace_id', '=', row.workspace_id)
       .where('id', '=', row.id)
       .execute();
   }
@@ -81,7 +97,7 @@ export async function findActiveWorkflows(db: Executor, workspaceIds: readonly n
     .then((rows) => rows.map(openWorkflow));
 }
 
-/** A workspace's workflows that are not deleted, with their tag's name, in creation order. */
+/** A workspace's workflows that are not deleted, with their tag's name, in creation order, to be shown (block credentials opened leniently: openedOrEmpty). */
 export async function listWorkflows(db: Executor, workspaceId: number) {
   return db
     .selectFrom('workflows')
@@ -101,7 +117,7 @@ export async function listWorkflows(db: Executor, workspaceId: number) {
     .where('workflows.deleted_at', 'is', null)
     .orderBy('workflows.id')
     .execute()
-    .then((rows) => rows.map((row) => ({ ...row, block: mapBlockCredentials(row.block, openSecret) })));
+    .then((rows) => rows.map((row) => ({ ...row, block: mapBlockCredentials(row.block, openedOrEmpty(workflowSecrets(row, 'block').open)) })));
 }
 
 /**
@@ -124,12 +140,12 @@ export async function setWorkflowActive(db: Executor, id: number, active: boolea
 }
 
 /** Marks the workflow deleted and inactive (nothing is fanned out to it any more); undefined when there is no such workflow not yet deleted. */
-export async function softDeleteWorkflow(db: Executor, id: number): Promise<{ id: number } | undefined> {
+export async function softDeleteWorkflow(db: Executor, id: number): Promise<{ id: number; workspace_id: number } | undefined> {
   return db
     .updateTable('workflows')
     .set({ deleted_at: sql<string>`now()`, active: false })
     .where('id', '=', id)
     .where('deleted_at', 'is', null)
-    .returning('id')
+    .returning(['id', 'workspace_id'])
     .executeTakeFirst();
 }

@@ -1,6 +1,8 @@
+import { recordAudit, type Actor } from '../audit/service.js';
 import { findConnectors } from '../connectors/repository.js';
 import { unsentHeaderWarnings } from '../connectors/service.js';
 import type { Db, Executor } from '../db/connect.js';
+import { inTransaction } from '../db/transaction.js';
 import type { WorkflowBlock } from '../db/schema.js';
 import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
@@ -47,7 +49,7 @@ export async function triggerTag(
 }
 
 /** Creates the workflow with its own signing secret; the tag of a tag_added trigger is created when missing. */
-export async function createWorkflow(db: Db, input: NewWorkflowInput) {
+export async function createWorkflow(db: Db, actor: Actor, input: NewWorkflowInput) {
   const maxPerSecond = input.maxPerSecond ?? null;
   if (maxPerSecond !== null) requireCustomUrl(input.block, 'A cap (--max-per-second)');
   const warnings = await blockWarnings(db, input.workspaceId, input.block);
@@ -61,6 +63,13 @@ export async function createWorkflow(db: Db, input: NewWorkflowInput) {
       signing_secret: newSigningSecret(),
     });
     if (maxPerSecond !== null) await setEndpointCap(trx, { kind: 'workflow', id: created.id }, maxPerSecond);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: input.workspaceId,
+      action: 'workflow.created',
+      target: { type: 'workflow', id: created.id },
+      details: { trigger: input.trigger, tag_id: tag?.id ?? null, endpoint: input.block.endpoint, max_per_second: maxPerSecond },
+    });
     return {
       id: created.id,
       workspace_id: created.workspace_id,
@@ -117,34 +126,43 @@ function requireCustomUrl(block: WorkflowBlock, what: string): void {
   }
 }
 
-async function requireWorkflow(db: Db, id: number) {
+async function requireWorkflow(db: Executor, id: number) {
   const workflow = (await findWorkflowsAcrossWorkspaces(db, [id])).get(id);
   if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   return workflow;
 }
 
 /** Sets (a number) or removes (null) the cap of a workflow's Custom URL block. */
-export async function updateWorkflowCap(db: Db, id: number, maxPerSecond: number | null) {
-  requireCustomUrl((await requireWorkflow(db, id)).block, 'A cap (--max-per-second)');
-  await setEndpointCap(db, { kind: 'workflow', id }, maxPerSecond);
-  return { id, max_per_second: maxPerSecond };
+export async function updateWorkflowCap(db: Db, actor: Actor, id: number, maxPerSecond: number | null) {
+  const workflow = await requireWorkflow(db, id);
+  requireCustomUrl(workflow.block, 'A cap (--max-per-second)');
+  return db.transaction().execute(async (trx) => {
+    await setEndpointCap(trx, { kind: 'workflow', id }, maxPerSecond);
+    await recordAudit(trx, { actor, workspaceId: workflow.workspace_id, action: 'workflow.updated', target: { type: 'workflow', id }, details: { max_per_second: maxPerSecond } });
+    return { id, max_per_second: maxPerSecond };
+  });
 }
 
 /** `workflow enable`: a Custom URL block disabled for sustained failure is sent to again, its failure count reset. */
-export async function enableWorkflow(db: Db, id: number) {
-  requireCustomUrl((await requireWorkflow(db, id)).block, 'Health');
-  return enable(db, { kind: 'workflow', id });
+export async function enableWorkflow(db: Db, actor: Actor, id: number) {
+  const workflow = await requireWorkflow(db, id);
+  requireCustomUrl(workflow.block, 'Health');
+  return enable(db, actor, { kind: 'workflow', id, workspaceId: workflow.workspace_id });
 }
 
 /**
  * Pauses (false) or resumes (true) a workflow. A paused workflow fans out nothing, and the
  * events of the pause are never sent by it later, even after it is resumed.
  */
-export async function switchWorkflow(db: Db, id: number, active: boolean) {
-  const switched = await setWorkflowActive(db, id, active);
-  if (!switched) throw new Refused('not_found', `Workflow ${id} does not exist.`);
-  return switched;
+export function switchWorkflow(db: Executor, actor: Actor, id: number, active: boolean) {
+  return inTransaction(db, async (trx) => {
+    const workflow = await requireWorkflow(trx, id);
+    const switched = await setWorkflowActive(trx, id, active);
+    if (!switched) throw new Refused('not_found', `Workflow ${id} does not exist.`);
+    await recordAudit(trx, { actor, workspaceId: workflow.workspace_id, action: active ? 'workflow.activated' : 'workflow.deactivated', target: { type: 'workflow', id } });
+    return switched;
+  });
 }
 
 /** `workflow delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
-export const deleteWorkflow = (db: Db, id: number) => deleteEndpoint(db, { kind: 'workflow', id }, softDeleteWorkflow);
+export const deleteWorkflow = (db: Db, actor: Actor, id: number) => deleteEndpoint(db, actor, { kind: 'workflow', id }, softDeleteWorkflow);

@@ -7,6 +7,7 @@ import { startReceiver, type Receiver } from '../support/receiver.js';
 import { postLead, uniqueEmail } from '../support/requests.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { signInByLink } from '../console/support.js';
+import { createImport, DEFAULT_SWITCHES, startImport } from '../../src/lead-imports/service.js';
 
 // On Citus every statement of the request path and of the worker names its workspace, so the
 // coordinator sends it to one node: its plan has one task. This runs the API and the worker
@@ -19,6 +20,7 @@ const ALLOWED_FAN_OUT: ReadonlyArray<{ pattern: RegExp; why: string }> = [
   { pattern: /FROM unnest\(.*\) AS t\(topic\)\s+LEFT JOIN outbox|AS s\(sender\)\s+LEFT JOIN deliveries/s, why: 'the backlog metrics count every pending event and due delivery' },
   { pattern: /^delete from "(outbox|idempotency_records|deliveries)"|DELETE FROM deliveries WHERE id IN/i, why: 'housekeeping purges old rows of every workspace' },
   { pattern: /update "outbox" set "locked_by" = \$1, "locked_until" = \$2 where "locked_by"/i, why: 'a stopping worker gives back its claims in every workspace' },
+  { pattern: /^UPDATE lead_imports SET locked_by = NULL, locked_until = NULL WHERE locked_by = \$1$/, why: 'a stopping worker gives back its CSV import in any workspace' },
   {
     pattern:
       /^(update "(connectors|workflows|tags)" set .* where "id" = \$\d+( and "active" = \$\d+)?( and "deleted_at" is null)? returning|select \* from "(connectors|workflows)" where "id" in \(\$1\)$|insert into "endpoints" .* from "(connectors|workflows)" where "id" = \$\d+|select "(workspace_id|endpoint_id", "max_per_second.*)" from "endpoints" where "kind" = \$1 and "endpoint_id" (=|in) \(?\$2\)?$|UPDATE deliveries SET branch = 'Failed', error = \$1)/s,
@@ -63,7 +65,8 @@ async function recordStatements(work: () => Promise<void>): Promise<Recorded[]> 
   return recorded;
 }
 
-const TENANT_TABLES = /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records)\b/i;
+const TENANT_TABLES =
+  /\b(leads|lead_identities|lead_tags|tags|companies|company_tags|outbox|connectors|workflows|deliveries|delivery_attempts|endpoints|idempotency_records|suppressed_contacts|lead_imports|lead_import_rows|audit_log)\b/i;
 
 /** The task counts of every distributed step of the plan (one per subplan, and the main query). */
 function taskCounts(plan: unknown): number[] {
@@ -112,6 +115,7 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
     '/console/companies',
     '/console/members',
     '/console/password',
+    '/console/audit-log',
   ]) {
     await ok(admin.get(path), path);
   }
@@ -131,8 +135,14 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
   await ok(admin.post(`/console/workflows/${workflow.id}/activate`), 'activate');
   await ok(admin.post(`/console/workflows/${workflow.id}/cap`, { max_per_second: '3' }), 'workflow cap');
   await ok(admin.post(`/console/tags/${routerTag.id}`, { action: 'save', name: 'Router tag renamed', color: '#f00' }), 'tag update');
+  // A person's data: their export, then their erasure with suppression (its lead_erased notices go out in the next drain).
+  await ok(admin.get(`/console/leads/${leadId}/export`), 'export');
+  await ok(admin.post(`/console/leads/${leadId}/erase`, { suppress: 'on' }), 'erase');
   await ok(admin.post(`/console/api-keys/${tenant.keyId}/revoke`), 'revoke key');
   await ok(admin.post(`/console/connectors/${connector.id}/delete`), 'connector delete');
+  // The audit entries those changes wrote, a page and the one before it.
+  await ok(admin.get('/console/audit-log'), 'audit log');
+  await ok(admin.get('/console/audit-log?before=3'), 'audit log, older');
 }
 
 describeOnCitus('every statement on Citus', () => {
@@ -178,6 +188,13 @@ describeOnCitus('every statement on Citus', () => {
       await drain(t);
       await drain(t);
       await browseConsole(t, tenants[0]!, receiver.url);
+      // A CSV import, run by the worker, with its pages and results.
+      const job = await createImport(t.ctx.db, tenants[0]!.workspaceId, null, 'router.csv', Buffer.from('Name,Email\nEve,eve@router-import.test\nNo contact,\n'));
+      await startImport(t.ctx.db, job, ['name', 'email'], DEFAULT_SWITCHES);
+      await drain(t);
+      const admin = await signInByLink(t, tenants[0]!.userId);
+      for (const path of [`/console/leads/import/${job.id}`, `/console/leads/import/${job.id}/results.csv`, '/console/leads/export.csv?search=eve'])
+        expect([path, (await admin.get(path)).status]).toEqual([path, 200]);
       await drain(t);
     });
   }, 120_000);

@@ -132,6 +132,8 @@ export async function receive(secret: string, headers: Record<string, string>, r
       return event.lead_id;
     case 'workflow':
       return typeof event.workflow_id === 'number' ? event.workflow_id : null;
+    case 'lead_erased':
+      return event.crm_record_id === null ? event.lead_id : null;
     // @ts-expect-error not an event the service sends
     case 'lead.created':
       return null;

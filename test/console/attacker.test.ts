@@ -10,6 +10,7 @@ import { eventually } from '../support/eventually.js';
 import type { Tenant } from '../support/fixtures.js';
 import { testBed } from '../support/test-bed.js';
 import { addUser, CONSOLE_ORIGIN, form, http, linkToken, passwordSignIn, sessionCookie, sessionFromCookie, signInByLink, type ConsoleSession } from './support.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // The console's sign-in and sessions against someone who tries: guesses in parallel, a stolen
 // cookie after a password change, a demoted admin's keys, secrets on every role's first page,
@@ -130,7 +131,7 @@ describe('sessions', () => {
   it("end when the role changes, and a demoted admin's key gets 401 within a second, as an orphaned key", async () => {
     const user = await addUser(app.ctx.db, tenant.workspaceId, 'admin');
     const session = await signInByLink(app, user.id);
-    const key = await createApiKey(app.ctx.db, { workspaceId: tenant.workspaceId, userId: user.id, name: 'Demoted key', scopes: ['tags:read'], expiresAt: null });
+    const key = await createApiKey(app.ctx.db, OPERATOR, { workspaceId: tenant.workspaceId, userId: user.id, name: 'Demoted key', scopes: ['tags:read'], expiresAt: null });
     const me = () => http(app).get('/api/v1/me').set('Authorization', `Bearer ${key.token}`);
     await eventually(async () => (await me()).status === 200, 5_000, 20);
     expect((await me()).status).toBe(200);
@@ -186,7 +187,7 @@ describe('sign-in links', () => {
 
 describe('secrets shown to a member', () => {
   it("show a member no secret of a failing endpoint's URL; an admin sees it masked", async () => {
-    const connector = await createConnector(app.ctx.db, {
+    const connector = await createConnector(app.ctx.db, OPERATOR, {
       workspace_id: tenant.workspaceId,
       url: 'https://crm.example/hooks/s3cr3tpathtoken?api_key=k3yvalue0123456789',
       method: 'POST',
@@ -197,7 +198,7 @@ describe('secrets shown to a member', () => {
       mapping: [],
       auto_push: false,
     });
-    await createWorkflow(app.ctx.db, {
+    await createWorkflow(app.ctx.db, OPERATOR, {
       workspaceId: tenant.workspaceId,
       trigger: 'lead_created',
       block: {

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
@@ -344,6 +345,34 @@ maybe('the console in a browser', () => {
     expect(status).toBe(403);
     await memberPage.context().close();
   }, 60_000);
+
+  it("downloads a person's data, then erases them with the box that keeps them from being stored again", async () => {
+    const person = JSON.stringify({ name: 'Erin Erasable', email: 'erin@erasure.example', enrich: false });
+    const created = await api('/leads', { method: 'POST', body: person });
+    expect(created.status).toBe(201);
+    const leadId = ((await created.json()) as { data: { id: number } }).data.id;
+    await page.goto(`${base}/console/leads/${leadId}`);
+    await page.getByRole('heading', { name: 'Erin Erasable', level: 1 }).waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download data' }).click()]);
+    expect(download.suggestedFilename()).toBe(`lead-${leadId}-data.json`);
+    expect(JSON.parse(await readFile((await download.path())!, 'utf8')).leads[0].lead).toMatchObject({ id: leadId, emails: ['erin@erasure.example'] });
+
+    await page.getByRole('button', { name: 'Erase person' }).click();
+    await page.getByRole('heading', { name: `Erase lead ${leadId}?`, level: 1 }).waitFor();
+    await checkPage('lead-erase');
+    await page.getByLabel('Do not store this person again').check();
+    await page.getByRole('button', { name: 'Erase', exact: true }).click();
+    await page.getByRole('heading', { name: 'Person erased', level: 1 }).waitFor();
+    await checkPage('lead-erased');
+    expect((await api('/leads', { method: 'POST', body: person })).status).toBe(422);
+  }, 60_000);
+
+  it('lists the changes made so far under Audit log, for an admin', async () => {
+    await visit('Audit log', 'Audit log', 'audit-log');
+    const log = page.getByRole('region', { name: 'Audit log' });
+    await log.getByText('key.revoked').first().waitFor();
+    await log.getByText('operator (CLI)').first().waitFor();
+  }, 30_000);
 
   it("shows the day's leads and deliveries on the Overview, then signs out: the session ends", async () => {
     await page.goto(`${base}/console/leads`);

@@ -66,3 +66,29 @@ export async function overflowsAt360(page: Page): Promise<boolean> {
   await page.setViewportSize({ width: 1280, height: 800 });
   return overflows;
 }
+
+/**
+ * The words of the page's table headers and cells that a 360 px window breaks across lines
+ * ("De / liv / ery"): each word's text range laid out on more than one line.
+ */
+export async function wordsBrokenAt360(page: Page): Promise<string[]> {
+  await page.setViewportSize({ width: 360, height: 800 });
+  const broken = (await page.evaluate(`(() => {
+    const found = [];
+    for (const cell of document.querySelectorAll('th, td')) {
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const match of node.data.matchAll(/\\S+/g)) {
+          const range = document.createRange();
+          range.setStart(node, match.index);
+          range.setEnd(node, match.index + match[0].length);
+          const tops = new Set([...range.getClientRects()].filter((rect) => rect.width > 0).map((rect) => Math.round(rect.top)));
+          if (tops.size > 1) found.push(match[0]);
+        }
+      }
+    }
+    return found;
+  })()`)) as string[];
+  await page.setViewportSize({ width: 1280, height: 800 });
+  return broken;
+}

@@ -5,6 +5,7 @@ import type { Tenant } from '../support/fixtures.js';
 import { addUser, CONSOLE_ORIGIN, countRows, form, http, sessionCookie, sessionFromCookie, signInByLink, startConsoleBed, type ConsoleSession } from './support.js';
 import { createApiKey } from '../../src/api-keys/service.js';
 import { eventually } from '../support/eventually.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // The console's web security over HTTP: CSRF tokens, Origin and Sec-Fetch-Site on every
 // POST, its own headers, and every page confined to the session's workspace.
@@ -212,7 +213,7 @@ describe('API keys in the console', () => {
 
   it('lets a key created in the console work, and a revoked or orphaned one fail, at once, before the notification of the change is heard', async () => {
     const member = await addUser(app.ctx.db, tenant.workspaceId, 'admin');
-    const memberKey = await createApiKey(app.ctx.db, { workspaceId: tenant.workspaceId, userId: member.id, name: 'Member key', scopes: ['tags:read'], expiresAt: null });
+    const memberKey = await createApiKey(app.ctx.db, OPERATOR, { workspaceId: tenant.workspaceId, userId: member.id, name: 'Member key', scopes: ['tags:read'], expiresAt: null });
     await eventually(async () => (await tagsWith(memberKey.token)).status === 200, 5_000, 20);
     // The key cache's LISTEN connection stops reading: the notifications of the changes below wait in its socket.
     const listening = (app.ctx.apiKeyCache as unknown as { client: { connection: { stream: { pause(): void; resume(): void } } } }).client.connection.stream;

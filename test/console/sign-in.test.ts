@@ -141,7 +141,7 @@ describe('sessions', () => {
     await sql`INSERT INTO console_sign_in_failures (subject, created_at) VALUES ('email:old@acme.test', now() - interval '16 minutes'), ('email:new@acme.test', now())`.execute(
       app.ctx.db,
     );
-    await housekeeping(app.ctx.db, 30, sessionLimitsOf(app.ctx.config));
+    await housekeeping(app.ctx.db, 30, sessionLimitsOf(app.ctx.config), 365);
     expect((await live.get('/console/leads')).status).toBe(200);
     const {
       rows: [left],

@@ -5,6 +5,7 @@ import type { Db } from '../../src/db/connect.js';
 import { insertUser, type Role } from '../../src/users/repository.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // Signing in to the console over HTTP as a browser would: Origin on every POST, the session
 // cookie sent back, the CSRF token read from the page.
@@ -56,7 +57,7 @@ export async function sessionFromCookie(app: TestApp, cookie: string): Promise<C
 }
 
 export async function linkToken(db: Db, userId: number): Promise<string> {
-  const { url } = await mintSignInLink(db, CONSOLE_ORIGIN, userId);
+  const { url } = await mintSignInLink(db, OPERATOR, CONSOLE_ORIGIN, userId);
   return new URL(url).hash.slice(1);
 }
 
@@ -73,7 +74,7 @@ export async function signInByLink(app: TestApp, userId: number): Promise<Consol
 
 export async function addUser(db: Db, workspaceId: number, role: Role, password?: string) {
   const user = await insertUser(db, { workspace_id: workspaceId, email: `${role}-${Math.random().toString(36).slice(2)}@acme.test`, role });
-  if (password) await setUserPassword(db, user.id, password);
+  if (password) await setUserPassword(db, OPERATOR, user.id, password);
   return user;
 }
 

@@ -4,7 +4,7 @@ import { findConnectorsAcrossWorkspaces } from '../../src/connectors/repository.
 import type { Db } from '../../src/db/connect.js';
 import { createMigrator } from '../../src/db/migrate.js';
 import { findDelivery } from '../../src/deliveries/repository.js';
-import { sealSecret } from '../../src/secrets/keyring.js';
+import { keyring, sealUnboundWith } from '../../src/secrets/keyring.js';
 import { findWorkflowsAcrossWorkspaces } from '../../src/workflows/repository.js';
 import { migrationTestDatabase } from '../support/migration-database.js';
 
@@ -25,7 +25,7 @@ describe('0007_seal_credential_headers', () => {
       rows: [connector],
     } = await sql<{ id: number }>`
       INSERT INTO connectors (workspace_id, url, method, format, auth, signing_secret, headers)
-      VALUES (${workspace!.id}, 'https://crm.example/hook', 'POST', 'json', '{"type":"none"}', ${sealSecret('whsec_c0nn')},
+      VALUES (${workspace!.id}, 'https://crm.example/hook', 'POST', 'json', '{"type":"none"}', ${sealUnboundWith(keyring(), 'whsec_c0nn')},
         ${JSON.stringify([
           { key: 'X-Api-Key', value: 'ck_old_clear' },
           { key: 'X-Team', value: 'sales' },
@@ -34,7 +34,7 @@ describe('0007_seal_credential_headers', () => {
     const {
       rows: [workflow],
     } = await sql<{ id: number }>`
-      INSERT INTO workflows (workspace_id, trigger, block, signing_secret) VALUES (${workspace!.id}, 'lead_created', ${JSON.stringify(block)}::jsonb, ${sealSecret('whsec_w0rk')})
+      INSERT INTO workflows (workspace_id, trigger, block, signing_secret) VALUES (${workspace!.id}, 'lead_created', ${JSON.stringify(block)}::jsonb, ${sealUnboundWith(keyring(), 'whsec_w0rk')})
       RETURNING id`.execute(db);
     const headers = [
       { name: 'User-Agent', value: 'LeadIntake-Webhooks/1.0' },

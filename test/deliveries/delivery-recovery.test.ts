@@ -6,6 +6,7 @@ import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, cliRefused, drain, outboundTestBed, postNewPerson, workflowTo } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // Recovery after an outage, as an operator runs it: the receiver is down, deliveries end
 // Failed (3 attempts, 10 ms retry base), the receiver comes back, `deliveries recover` sends
@@ -114,7 +115,7 @@ describe('deliveries recover', () => {
     receiver.fallback = { status: 500 };
     await postNewPerson(t, tenant);
     await drainAll(tenant);
-    const connector = await createConnector(t.ctx.db, {
+    const connector = await createConnector(t.ctx.db, OPERATOR, {
       workspace_id: tenant.workspaceId,
       url: `${receiver.url}/crm`,
       method: 'POST',
@@ -125,7 +126,7 @@ describe('deliveries recover', () => {
       headers: [],
       auto_push: false,
     });
-    await deleteConnector(t.ctx.db, connector.id);
+    await deleteConnector(t.ctx.db, OPERATOR, connector.id);
     receiver.reset();
 
     const since = '2000-01-01T00:00:00Z';

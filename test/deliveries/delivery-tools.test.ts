@@ -9,6 +9,7 @@ import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { cli, cliRefused, drain, outboundTestBed, postNewPerson } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // The operator's delivery tools: deliveries show / replay / list filters, pausing workflows,
 // listing connectors. Setup goes through the services; each command under test runs once
@@ -24,7 +25,7 @@ beforeAll(() => {
 const newLead = (tenant: Tenant) => postNewPerson(t, tenant);
 
 const workflowTo = (tenant: Tenant, url: string, headers: Array<{ key: string; value: string }> = []) =>
-  createWorkflow(t.ctx.db, {
+  createWorkflow(t.ctx.db, OPERATOR, {
     workspaceId: tenant.workspaceId,
     trigger: 'lead_created',
     block: { endpoint: 'url', url, method: 'POST', format: 'json', headers, fields: [] },
@@ -106,7 +107,7 @@ describe('deliveries show and replay', () => {
   it("show masks the header of a connector's header authentication, whatever its name", async () => {
     const tenant = await createTenant(t.ctx.db);
     const secret = 'partner-secret-value-1234';
-    const connector = await createConnector(t.ctx.db, {
+    const connector = await createConnector(t.ctx.db, OPERATOR, {
       workspace_id: tenant.workspaceId,
       url: `${receiver.url}/crm`,
       method: 'POST',
@@ -204,7 +205,7 @@ describe('connector list', () => {
   it("lists the workspace's connectors that are not deleted, credentials masked, no signing secret", async () => {
     const tenant = await createTenant(t.ctx.db);
     const connector = (extra: object) =>
-      createConnector(t.ctx.db, {
+      createConnector(t.ctx.db, OPERATOR, {
         workspace_id: tenant.workspaceId,
         url: `${receiver.url}/crm`,
         method: 'POST',
@@ -223,7 +224,7 @@ describe('connector list', () => {
         { key: 'X-Team', value: 'sales' },
       ],
     });
-    await deleteConnector(t.ctx.db, (await connector({})).id);
+    await deleteConnector(t.ctx.db, OPERATOR, (await connector({})).id);
 
     const connectors = await cli<Array<Record<string, unknown>>>(t, ['connector', 'list', '--workspace', String(tenant.workspaceId)]);
     expect(connectors).toEqual([

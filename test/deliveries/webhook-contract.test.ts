@@ -35,11 +35,12 @@ const request = (method: string, headers: Record<string, string>, body = '', que
 const encode = (contentType: string, value: Record<string, unknown>) =>
   contentType === 'application/json' ? JSON.stringify(value) : new URLSearchParams(value as Record<string, string>).toString();
 
-/** Every example of the document as the delivery it describes, for every method. */
+/** Every example of the document as the delivery it describes, for every method it has (`leadErased` is always POST). */
 function documentedDeliveries(): Array<[string, string, string, ReceivedRequest]> {
   return Object.keys(webhooks).flatMap((name) => {
     const headers = exampleHeaders(name);
-    const withBody = BODY_METHODS.flatMap((method) => {
+    const has = (method: string) => webhooks[name]![method] !== undefined;
+    const withBody = BODY_METHODS.filter(has).flatMap((method) => {
       const content = follow(webhooks[name]![method]!.requestBody!).content!;
       return Object.entries(content).flatMap(([contentType, media]) =>
         Object.entries(media.examples).map(
@@ -53,7 +54,7 @@ function documentedDeliveries(): Array<[string, string, string, ReceivedRequest]
         ),
       );
     });
-    const withQuery = QUERY_METHODS.map((method) => {
+    const withQuery = QUERY_METHODS.filter(has).map((method) => {
       const query = follow(webhooks[name]![method]!.parameters![0]!);
       return [name, method, 'query', request(method.toUpperCase(), headers, '', encode('form', query.example as Record<string, unknown>))] as [
         string,

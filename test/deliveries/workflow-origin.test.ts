@@ -4,6 +4,7 @@ import type { TestApp } from '../support/app.js';
 import { createTenant } from '../support/fixtures.js';
 import { cli, drainUntilBranch, outboundTestBed, postNewPerson } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // A Custom URL workflow's credential headers were entered for one receiver: an edit that moves
 // its URL to another origin (scheme, host or port) must not send them to the new one.
@@ -23,7 +24,7 @@ describe('a workflow whose URL is edited', () => {
     ['within its origin keeps the stored credential headers', 'RECEIVER/old', SECRET],
   ])('%s', async (_name, from, expectedKey) => {
     const tenant = await createTenant(t.ctx.db);
-    const workflow = await createWorkflow(t.ctx.db, {
+    const workflow = await createWorkflow(t.ctx.db, OPERATOR, {
       workspaceId: tenant.workspaceId,
       trigger: 'lead_created',
       block: {

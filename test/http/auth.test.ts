@@ -6,6 +6,7 @@ import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
 import { eventually } from '../support/eventually.js';
 import { API_TIMESTAMP } from '../support/timestamps.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 const bed = testBed({ tenants: [{ name: 'Acme Sales' }] });
 let t: TestApp;
@@ -65,7 +66,7 @@ describe('authentication', () => {
   });
 
   it('rejects an orphaned key with its own message and the same code', async () => {
-    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, key.workspaceId, key.userId));
+    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, OPERATOR, key.workspaceId, key.userId));
     expectInvalidKey(orphaned, 'The API key is orphaned: the user who created it no longer exists or no longer holds the update-companies permission. Create a new key.');
   });
 });

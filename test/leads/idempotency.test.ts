@@ -252,7 +252,7 @@ describe('the 24 h purge', () => {
     expect((await post('/api/v1/leads', person(), young)).status).toBe(201);
     await sql`UPDATE idempotency_records SET created_at = now() - interval '24 hours 1 minute' WHERE key = ${old}`.execute(t.ctx.db);
     await sql`UPDATE idempotency_records SET created_at = now() - interval '23 hours 59 minutes' WHERE key = ${young}`.execute(t.ctx.db);
-    await housekeeping(t.ctx.db, t.ctx.config.DELIVERY_RETENTION_DAYS, sessionLimitsOf(t.ctx.config));
+    await housekeeping(t.ctx.db, t.ctx.config.DELIVERY_RETENTION_DAYS, sessionLimitsOf(t.ctx.config), t.ctx.config.AUDIT_RETENTION_DAYS);
     expect([await recordsOf(old), await recordsOf(young)]).toEqual([0, 1]);
   });
 });

@@ -1,9 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { pino } from 'pino';
 import { FairSlots } from '../../src/db/fair-slots.js';
-import type { IntakeOptions } from '../../src/leads/intake/options.js';
 import { GROUP_FILL, MAX_GROUP_REQUESTS, WORKING_GROUPS, WriteGroups, WriteQueueFull } from '../../src/leads/intake/write-groups.js';
-import { RUN_AGAIN, type GroupOutcome, type RunGroup, type WriteRequest, type WriteResult } from '../../src/leads/intake/write-request.js';
+import { RUN_AGAIN, type GroupOutcome, type IntakeOptions, type RunGroup, type WriteRequest, type WriteResult } from '../../src/leads/intake/write-request.js';
 
 // The write groups' own rules, with no database: a group runner the test drives stands in for
 // the transaction (test/leads/write-groups.test.ts runs them against PostgreSQL's locks).

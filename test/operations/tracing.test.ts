@@ -14,6 +14,7 @@ import { createTenant, type Tenant } from '../support/fixtures.js';
 import { startCollector, type CollectedSpan, type Collector } from '../support/otlp-collector.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { baseEnvironment, ROOT, startService, type ServiceProcess } from '../support/service.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 // One trace from the integrator's request to the receiver (README, "Tracing"): the compiled
 // API (`npm start`, WORKER=off) and a separate worker (`npm run worker`) export to an OTLP/HTTP
@@ -79,7 +80,7 @@ describe('tracing with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
 
   beforeAll(async () => {
     tenant = await createTenant(db, { name: 'Traced Sales' });
-    await createWorkflow(db, {
+    await createWorkflow(db, OPERATOR, {
       workspaceId: tenant.workspaceId,
       trigger: 'lead_created',
       block: { endpoint: 'url', url: `${receiver.url}/crm`, method: 'POST', format: 'json', headers: [], fields: [] },

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
-import { DEFAULT_KEY_FILE, secretKeyId } from '../../src/secrets/keyring.js';
+import { DEFAULT_KEY_FILE, keyring, sealUnboundWith, secretKeyId } from '../../src/secrets/keyring.js';
 import type { TestApp } from '../support/app.js';
 import { runCli } from '../support/cli.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -169,6 +169,10 @@ describe('secrets reencrypt', () => {
       LEAD_INTAKE_CONNECTOR_TOKEN: 'tok_rekeyed',
     });
 
+    // A value from before sealed values were bound to their place (v1) is sealed again as v2 too.
+    const v1Secret = 'whsec_dW5ib3VuZCB2MSBzZWNyZXQ=';
+    await sql`UPDATE connectors SET signing_secret = ${sealUnboundWith(keyring(), v1Secret)} WHERE id = ${connector.id}`.execute(t.ctx.db);
+
     const result = await cli<{ key_id: string; connectors: number; workflows: number; deliveries: number }>(t, ['secrets', 'reencrypt'], {
       SECRETS_KEY: newKey,
       SECRETS_KEY_PREVIOUS: fileKey,
@@ -177,14 +181,15 @@ describe('secrets reencrypt', () => {
     expect(result.key_id).toBe(newId);
     expect(result.connectors).toBeGreaterThan(0);
     const stored = await sql<{ signing_secret: string }>`SELECT signing_secret FROM connectors UNION ALL SELECT signing_secret FROM workflows`.execute(t.ctx.db);
-    expect(stored.rows.filter((row) => !row.signing_secret.startsWith(`v1:${newId}:`))).toEqual([]);
+    expect(stored.rows.filter((row) => !row.signing_secret.startsWith(`v2:${newId}:`))).toEqual([]);
     // The credential headers of delivery rows (from the first test) too: none sealed with another key.
     expect(result.deliveries).toBeGreaterThan(0);
-    const sealedElsewhere = await sql`SELECT id FROM deliveries WHERE headers::text ~ '"v1:' AND headers::text !~ ${`"v1:${newId}:`}`.execute(t.ctx.db);
+    const sealedElsewhere = await sql`SELECT id FROM deliveries WHERE headers::text ~ '"v[12]:' AND headers::text !~ ${`"v2:${newId}:`}`.execute(t.ctx.db);
     expect(sealedElsewhere.rows).toEqual([]);
 
     expect(await cli(t, ['connector', 'test', '--id', String(connector.id)], { SECRETS_KEY: newKey })).toMatchObject({ delivered: true });
     expect(lastRequest().headers.authorization).toBe('Bearer tok_rekeyed');
+    expect(() => new Webhook(v1Secret).verify(lastRequest().body, lastRequest().headers as Record<string, string>)).not.toThrow();
     const refused = await runCli(['connector', 'test', '--id', String(connector.id)], { DATABASE_URL: t.databaseUrl, LOG_LEVEL: 'warn', ...LOCAL_DELIVERY_ENV });
     expect(refused.code).not.toBe(0);
     expect(refused.error).toMatchObject({ error: 'invalid_configuration', message: expect.stringContaining(newId) });

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import type { Options, Store } from 'express-rate-limit';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import supertest from 'supertest';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createContext, type AppContext } from '../../src/context.js';
@@ -35,6 +35,8 @@ export interface TestAppOptions {
   rateLimitWindowMs?: number;
   /** Serve these path versions instead of openapi/'s (a changed copy: test/support/contract-copy.ts). */
   versions?: ApiVersion[];
+  /** The app's (and its worker's) logger; default: silent. */
+  logger?: Logger;
 }
 
 const running = new Map<AppContext, string>();
@@ -119,7 +121,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...(options.redis && testEnv.redisUrl ? { REDIS_URL: testEnv.redisUrl } : {}),
     ...options.env,
   });
-  const logger = pino({ level: 'silent' });
+  const logger = options.logger ?? pino({ level: 'silent' });
   // The same shape as `npm start`: the process's database (here the test's) hands the root its pool.
   const processDatabase = await ProcessDatabase.open({ ...config, DATABASE_URL: database.url }, logger);
   const ctx = await createContext(config, { database: processDatabase, logger, validateResponses: true });

@@ -4,6 +4,7 @@ import type { Db } from '../../src/db/connect.js';
 import { insertUser } from '../../src/users/repository.js';
 import { insertWorkspace } from '../../src/workspaces/repository.js';
 import { knownToRunningApps } from './app.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 const ALL_SCOPES: Scope[] = [...scopeValues];
 
@@ -26,7 +27,7 @@ export interface TenantOptions {
 export async function createTenant(db: Db, options: TenantOptions = {}): Promise<Tenant> {
   const workspace = await insertWorkspace(db, options.name ?? 'Acme Sales');
   const user = await insertUser(db, { workspace_id: workspace.id, email: `admin${workspace.id}@acme.test`, role: 'admin' });
-  const key = await createApiKey(db, {
+  const key = await createApiKey(db, OPERATOR, {
     workspaceId: workspace.id,
     userId: user.id,
     name: 'Test key',
@@ -39,7 +40,7 @@ export async function createTenant(db: Db, options: TenantOptions = {}): Promise
 
 /** Another key in the same workspace. */
 export async function addKey(db: Db, tenant: Tenant, scopes: Scope[] = ALL_SCOPES): Promise<Tenant> {
-  const key = await createApiKey(db, { workspaceId: tenant.workspaceId, userId: tenant.userId, name: 'Second key', scopes, expiresAt: null });
+  const key = await createApiKey(db, OPERATOR, { workspaceId: tenant.workspaceId, userId: tenant.userId, name: 'Second key', scopes, expiresAt: null });
   await knownToRunningApps(db, key.prefix);
   return { ...tenant, keyId: key.id, token: key.token, prefix: key.prefix, auth: { Authorization: `Bearer ${key.token}` } };
 }

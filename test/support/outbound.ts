@@ -8,6 +8,7 @@ import { eventually } from './eventually.js';
 import type { Tenant, TenantOptions } from './fixtures.js';
 import { testBed } from './test-bed.js';
 import { postLead, uniqueEmail } from './requests.js';
+import { OPERATOR } from '../../src/audit/service.js';
 
 /** Posts a new person (no website analysis) to the tenant's workspace; the created lead's id. */
 export async function postNewPerson(t: TestApp, tenant: Tenant): Promise<number> {
@@ -43,7 +44,7 @@ export const deliveries = (t: TestApp, workspaceId: number, leadId?: number) => 
 
 /** A lead_created workflow of the tenant's workspace that posts JSON to `url`, made as `workflow create --url` makes it. */
 export const workflowTo = (t: TestApp, tenant: Tenant, url: string) =>
-  createWorkflow(t.ctx.db, {
+  createWorkflow(t.ctx.db, OPERATOR, {
     workspaceId: tenant.workspaceId,
     trigger: 'lead_created',
     block: { endpoint: 'url', url, method: 'POST', format: 'json', headers: [], fields: [] },

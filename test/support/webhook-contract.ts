@@ -16,6 +16,7 @@ export const WEBHOOK_OF_SENDER: Record<DeliverySender, string> = {
   test: 'test',
   custom_url: 'workflowCustomUrl',
   saved_connector: 'workflowSavedConnector',
+  erasure_notice: 'leadErased',
 };
 
 interface Located<T> {

@@ -36,7 +36,7 @@ describe('delivery retention', () => {
     const young = await insert(4, 29, 'Delivered');
     await sql`INSERT INTO delivery_attempts (workspace_id, delivery_id, attempt, duration_ms) SELECT workspace_id, id, 1, 5 FROM deliveries`.execute(t.ctx.db);
 
-    await housekeeping(t.ctx.db, 30, sessionLimitsOf(t.ctx.config));
+    await housekeeping(t.ctx.db, 30, sessionLimitsOf(t.ctx.config), 365);
 
     const { rows } = await sql<{ id: number }>`SELECT id FROM deliveries WHERE workspace_id = ${tenant.workspaceId} ORDER BY id`.execute(t.ctx.db);
     expect(rows.map((row) => row.id)).toEqual([...oldPending.rows, ...young.rows].map((row) => row.id));
@@ -62,7 +62,7 @@ describe('event retention', () => {
     const purged = [await event(8), await event(7)];
     const kept = [await event(6), await event(null)];
 
-    await housekeeping(t.ctx.db, 30, sessionLimitsOf(t.ctx.config));
+    await housekeeping(t.ctx.db, 30, sessionLimitsOf(t.ctx.config), 365);
 
     const { rows } = await sql<{ id: number }>`SELECT id FROM outbox WHERE id = ANY(${[...purged, ...kept]}) ORDER BY id`.execute(t.ctx.db);
     expect(rows.map((row) => row.id)).toEqual(kept);

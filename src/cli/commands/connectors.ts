@@ -9,6 +9,7 @@ import {
   testConnector,
   updateConnector,
 } from '../../connectors/service.js';
+import { OPERATOR } from '../../audit/service.js';
 import type { Db } from '../../db/connect.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
 import { droppedHeaderReason } from '../../deliveries/headers.js';
@@ -91,6 +92,7 @@ async function createFromOptions(db: Db, options: ConnectorOptions, secrets: Con
   const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
   return createConnector(
     db,
+    OPERATOR,
     {
       workspace_id: workspace.id,
       url: parseWebhookUrl(options.url, '--url'),
@@ -147,7 +149,7 @@ export function registerConnectorCommands(program: Command): void {
     .action((options: { id: string; autoPush?: string; maxPerSecond?: string }) =>
       runCommand(({ db }) => {
         if (options.autoPush === undefined && options.maxPerSecond === undefined) throw new Refused('invalid_argument', 'Give --auto-push, --max-per-second or both.');
-        return updateConnector(db, positiveId(options.id, '--id'), {
+        return updateConnector(db, OPERATOR, positiveId(options.id, '--id'), {
           autoPush: options.autoPush === undefined ? undefined : parseBoolean(options.autoPush, '--auto-push'),
           maxPerSecond: options.maxPerSecond === undefined ? undefined : parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }),
         });
@@ -158,20 +160,20 @@ export function registerConnectorCommands(program: Command): void {
     .command('enable')
     .description('sends to a connector disabled for sustained failure again')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => enableConnector(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => enableConnector(db, OPERATOR, positiveId(options.id, '--id'))));
 
   connector
     .command('delete')
     .description('sends nothing more: its pending deliveries, retries included, end Failed unsent')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => deleteConnector(db, OPERATOR, positiveId(options.id, '--id'))));
 
   connector
     .command('rotate-secret')
     .requiredOption('--id <id>')
     .option('--overlap-hours <hours>', 'how long the previous secret keeps signing too (0 to 720)', String(DEFAULT_OVERLAP_HOURS))
     .action((options: { id: string; overlapHours: string }) =>
-      runCommand(({ db }) => rotateSigningSecret(db, positiveId(options.id, '--id'), parseOverlapHours(options.overlapHours))),
+      runCommand(({ db }) => rotateSigningSecret(db, OPERATOR, positiveId(options.id, '--id'), parseOverlapHours(options.overlapHours))),
     );
 
   connector

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { mintSignInLink, setUserPassword } from '../../console-auth/service.js';
+import { OPERATOR } from '../../audit/service.js';
 import { Refused } from '../../refused.js';
 import { positiveId } from '../../input.js';
 import { runCommand } from '../cli-context.js';
@@ -25,7 +26,7 @@ export function registerConsoleCommands(program: Command): void {
     .command('link')
     .description('a single-use sign-in link, valid 15 minutes')
     .requiredOption('--user <id>')
-    .action((options: { user: string }) => runCommand(({ db, config }) => mintSignInLink(db, config.PUBLIC_URL, positiveId(options.user, '--user'))));
+    .action((options: { user: string }) => runCommand(({ db, config }) => mintSignInLink(db, OPERATOR, config.PUBLIC_URL, positiveId(options.user, '--user'))));
 
   const user = program.commands.find((command) => command.name() === 'user') ?? program.command('user');
   user
@@ -35,7 +36,7 @@ export function registerConsoleCommands(program: Command): void {
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
         const id = positiveId(options.id, '--id');
-        return setUserPassword(db, id, await readStandardInput());
+        return setUserPassword(db, OPERATOR, id, await readStandardInput());
       }),
     );
 }

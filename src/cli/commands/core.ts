@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
 import { listKeys } from '../../api-keys/repository.js';
 import { createApiKey, revokeApiKey } from '../../api-keys/service.js';
+import { OPERATOR } from '../../audit/service.js';
 import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
-import { insertTag } from '../../tags/repository.js';
+import { createTag } from '../../tags/service.js';
 import { parseEmail, parseRole } from '../../users/input.js';
 import { addMember } from '../../users/service.js';
 import { removeMember } from '../../workspaces/members.js';
 import { workspaceOfId } from '../../workspaces/owned.js';
-import { insertWorkspace } from '../../workspaces/repository.js';
-import { createDemoWorkspace, requireWorkspace } from '../../workspaces/service.js';
+import { createDemoWorkspace, createWorkspace, requireWorkspace } from '../../workspaces/service.js';
 import { parseScopes } from '../../api-keys/input.js';
 import { parseWebsite } from '../../companies/input.js';
 import { boundedInteger, nonEmpty, parseTimestamp, positiveId } from '../../input.js';
@@ -30,7 +30,7 @@ export function registerCoreCommands(program: Command): void {
   workspace
     .command('create')
     .requiredOption('--name <name>')
-    .action((options: { name: string }) => runCommand(({ db }) => insertWorkspace(db, nonEmpty(options.name, '--name'))));
+    .action((options: { name: string }) => runCommand(({ db }) => createWorkspace(db, OPERATOR, nonEmpty(options.name, '--name'))));
 
   const user = program.command('user').description('Users of a workspace');
   user
@@ -41,7 +41,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { workspace: string; email: string; role?: string }) =>
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return addMember(db, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
+        return addMember(db, OPERATOR, found.id, parseEmail(options.email, '--email'), parseRole(options.role, '--role'));
       }),
     );
   user
@@ -50,7 +50,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
         const id = positiveId(options.id, '--id');
-        return removeMember(db, await workspaceOfId(db, 'users', id), id);
+        return removeMember(db, OPERATOR, await workspaceOfId(db, 'users', id), id);
       }),
     );
 
@@ -65,7 +65,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { workspace: string; user: string; name: string; scopes?: string; expiresAt?: string }) =>
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return createApiKey(db, {
+        return createApiKey(db, OPERATOR, {
           workspaceId: found.id,
           userId: positiveId(options.user, '--user'),
           name: nonEmpty(options.name, '--name'),
@@ -80,7 +80,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
         const id = positiveId(options.id, '--id');
-        const revoked = await revokeApiKey(db, id, await workspaceOfId(db, 'api_keys', id));
+        const revoked = await revokeApiKey(db, OPERATOR, id, await workspaceOfId(db, 'api_keys', id));
         return { id: revoked.id, revoked: true };
       }),
     );
@@ -99,8 +99,7 @@ export function registerCoreCommands(program: Command): void {
     .action((options: { workspace: string; name: string; color?: string; archived?: boolean }) =>
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
-        return insertTag(db, {
-          workspace_id: found.id,
+        return createTag(db, OPERATOR, found.id, {
           name: parseTagName(options.name, '--name'),
           color: options.color ? parseTagColour(options.color, '--color') : null,
           active: !options.archived,
@@ -119,7 +118,7 @@ export function registerCoreCommands(program: Command): void {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
         const website = options.website === undefined ? null : parseWebsite(options.website, '--website');
         const name = options.name === undefined ? null : nonEmpty(options.name, '--name');
-        return createCompany(db, { workspaceId: found.id, name, website });
+        return createCompany(db, OPERATOR, { workspaceId: found.id, name, website });
       }),
     );
   company
@@ -141,5 +140,5 @@ export function registerCoreCommands(program: Command): void {
   program
     .command('demo')
     .description('Creates a demo workspace, an admin user and a full-scope key')
-    .action(() => runCommand(({ db }) => createDemoWorkspace(db)));
+    .action(() => runCommand(({ db }) => createDemoWorkspace(db, OPERATOR)));
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { listDeliveries } from '../../deliveries/repository.js';
 import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { OPERATOR } from '../../audit/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
 import { parseBranch, parseTimeWindow } from '../../deliveries/input.js';
 import { boundedInteger, parseTimestamp, positiveId } from '../../input.js';
@@ -66,7 +67,7 @@ export function registerDeliveryCommands(program: Command): void {
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
         const id = positiveId(options.id, '--id');
-        return replayDelivery(db, id, await workspaceOfId(db, 'deliveries', id));
+        return replayDelivery(db, OPERATOR, id, await workspaceOfId(db, 'deliveries', id));
       }),
     );
 
@@ -83,7 +84,7 @@ export function registerDeliveryCommands(program: Command): void {
         const id = positiveId(value, `--${flag}`);
         const window = parseTimeWindow(options.since, options.until);
         const workspaceId = await workspaceOfId(db, flag === 'connector' ? 'connectors' : 'workflows', id);
-        return recoverDeliveries(db, flag === 'connector' ? { connectorId: id } : { workflowId: id }, window, workspaceId);
+        return recoverDeliveries(db, OPERATOR, flag === 'connector' ? { connectorId: id } : { workflowId: id }, window, workspaceId);
       }),
     );
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { OPERATOR } from '../../audit/service.js';
 import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
@@ -72,7 +73,7 @@ export function registerWorkflowCommands(program: Command): void {
           trigger === 'tag_added'
             ? { workspaceId: workspace.id, block, maxPerSecond, trigger, tagName: parseTagName(tag!, '--tag') }
             : { workspaceId: workspace.id, block, maxPerSecond, trigger };
-        return createWorkflow(db, input);
+        return createWorkflow(db, OPERATOR, input);
       }),
     );
 
@@ -97,7 +98,7 @@ export function registerWorkflowCommands(program: Command): void {
         const parsed = parseBlock(options);
         const block = parsed.endpoint === 'url' && options.header.length === 0 ? { ...parsed, headers: undefined } : parsed;
         const id = positiveId(options.id, '--id');
-        return editWorkflow(db, id, trigger === 'tag_added' ? { trigger, tagName: parseTagName(tag!, '--tag'), block } : { trigger, block });
+        return editWorkflow(db, OPERATOR, id, trigger === 'tag_added' ? { trigger, tagName: parseTagName(tag!, '--tag'), block } : { trigger, block });
       }),
     );
 
@@ -112,13 +113,13 @@ export function registerWorkflowCommands(program: Command): void {
     .command('deactivate')
     .description('pauses it: events that occur while paused are never sent by it')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, positiveId(options.id, '--id'), false)));
+    .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, OPERATOR, positiveId(options.id, '--id'), false)));
 
   workflow
     .command('activate')
     .description('resumes it for events from now on')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, positiveId(options.id, '--id'), true)));
+    .action((options: { id: string }) => runCommand(({ db }) => switchWorkflow(db, OPERATOR, positiveId(options.id, '--id'), true)));
 
   workflow
     .command('update')
@@ -126,18 +127,18 @@ export function registerWorkflowCommands(program: Command): void {
     .requiredOption('--id <id>')
     .requiredOption('--max-per-second <n|off>')
     .action((options: { id: string; maxPerSecond: string }) =>
-      runCommand(({ db }) => updateWorkflowCap(db, positiveId(options.id, '--id'), parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }))),
+      runCommand(({ db }) => updateWorkflowCap(db, OPERATOR, positiveId(options.id, '--id'), parseMaxPerSecond(options.maxPerSecond, '--max-per-second', { allowOff: true }))),
     );
 
   workflow
     .command('enable')
     .description('sends to a Custom URL block disabled for sustained failure again')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => enableWorkflow(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => enableWorkflow(db, OPERATOR, positiveId(options.id, '--id'))));
 
   workflow
     .command('delete')
     .description('sends nothing more: its pending deliveries, retries included, end Failed unsent')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => deleteWorkflow(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => deleteWorkflow(db, OPERATOR, positiveId(options.id, '--id'))));
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { OPERATOR } from '../../audit/service.js';
 import { revealSigningSecret } from '../../connectors/signing-secret.js';
 import { listTags } from '../../tags/repository.js';
 import { updateTag } from '../../tags/service.js';
@@ -11,7 +12,7 @@ import { parseBoolean, positiveId } from '../../input.js';
 import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { runCommand } from '../cli-context.js';
 
-const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
+export const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
 
 /**
  * The CLI side of what the console's Members, Tags and Connectors pages do, so every console
@@ -32,7 +33,7 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .action((options: { id: string; role: string }) =>
       runCommand(async ({ db }) => {
         const [id, role] = [positiveId(options.id, '--id'), parseRole(options.role, '--role')];
-        return changeRole(db, await workspaceOfId(db, 'users', id), id, role);
+        return changeRole(db, OPERATOR, await workspaceOfId(db, 'users', id), id, role);
       }),
     );
 
@@ -58,7 +59,7 @@ export function registerWorkspaceAdminCommands(program: Command): void {
           color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : parseTagColour(options.color, '--color'),
           active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
         };
-        return updateTag(db, id, changes, await workspaceOfId(db, 'tags', id));
+        return updateTag(db, OPERATOR, id, changes, await workspaceOfId(db, 'tags', id));
       }),
     );
 
@@ -66,5 +67,5 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .command('reveal-secret')
     .description('the signing secret receivers verify with')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => revealSigningSecret(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) => runCommand(({ db }) => revealSigningSecret(db, OPERATOR, positiveId(options.id, '--id'))));
 }

@@ -5,7 +5,7 @@ import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
 import type { AppContext } from '../../context.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { optionalId, text } from './form.js';
 
@@ -22,7 +22,7 @@ export function addCompanyRoutes(router: Router, ctx: AppContext): void {
   router.post('/companies', async (req, res) => {
     const name = text(req.body, 'name').trim();
     const website = text(req.body, 'website').trim();
-    await createCompany(ctx.db, {
+    await createCompany(ctx.db, actorOf(req, res), {
       workspaceId: signedIn(res).user.workspaceId,
       name: name === '' ? null : nonEmpty(name, 'Name'),
       website: website === '' ? null : parseWebsite(website, 'Website'),

@@ -9,7 +9,7 @@ import { Refused } from '../../refused.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { ConsoleError, NOT_FOUND } from '../errors.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { capField } from './connector-form.js';
 import { pathId, text } from './form.js';
@@ -41,19 +41,19 @@ export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/connectors/:id/update', async (req, res) => {
     const id = await owned(res, req.params.id);
-    await updateConnector(ctx.db, id, { autoPush: parseBoolean(text(req.body, 'auto_push') || 'off', 'Auto-push'), maxPerSecond: capField(req.body, true) });
+    await updateConnector(ctx.db, actorOf(req, res), id, { autoPush: parseBoolean(text(req.body, 'auto_push') || 'off', 'Auto-push'), maxPerSecond: capField(req.body, true) });
     res.redirect(303, `/console/connectors/${id}?notice=connector-updated`);
   });
 
   router.post('/connectors/:id/enable', async (req, res) => {
     const id = await owned(res, req.params.id);
-    await enableConnector(ctx.db, id);
+    await enableConnector(ctx.db, actorOf(req, res), id);
     res.redirect(303, `/console/connectors/${id}?notice=connector-enabled`);
   });
 
   router.post('/connectors/:id/reveal-secret', async (req, res) => {
     const id = await owned(res, req.params.id);
-    await renderConnector(res, ctx, id, { secret: await revealSigningSecret(ctx.db, id) });
+    await renderConnector(res, ctx, id, { secret: await revealSigningSecret(ctx.db, actorOf(req, res), id) });
   });
 
   router.post('/connectors/:id/rotate-secret', async (req, res) => {
@@ -62,7 +62,7 @@ export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
     if (!/^\d+$/.test(hours) || Number(hours) > MAX_OVERLAP_HOURS) {
       throw new Refused('invalid_argument', `Overlap must be a whole number of hours from 0 to ${MAX_OVERLAP_HOURS}, got "${hours}".`);
     }
-    const rotated = await rotateSigningSecret(ctx.db, id, Number(hours));
+    const rotated = await rotateSigningSecret(ctx.db, actorOf(req, res), id, Number(hours));
     await renderConnector(res, ctx, id, { secret: { signing_secret: rotated.signing_secret, previous_secret_signs_until: rotated.previous_secret_signs_until }, rotated: true });
   });
 
@@ -79,7 +79,7 @@ export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/connectors/:id/delete', async (req, res) => {
-    await deleteConnector(ctx.db, await owned(res, req.params.id));
+    await deleteConnector(ctx.db, actorOf(req, res), await owned(res, req.params.id));
     res.redirect(303, '/console/connectors?notice=connector-deleted');
   });
 }

@@ -5,7 +5,7 @@ import { createConnector, listWorkspaceConnectors } from '../../connectors/servi
 import { connectorDeliveryStats } from '../../deliveries/stats-repository.js';
 import { MAPPABLE_ATTRIBUTES } from '../../deliveries/payload.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { addConnectorPageRoutes } from './connector.js';
 import { connectorFromForm } from './connector-form.js';
@@ -35,7 +35,7 @@ export function addConnectorRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/connectors', async (req, res) => {
     const { connector, maxPerSecond } = connectorFromForm(req.body, signedIn(res).user.workspaceId);
-    const created = await createConnector(ctx.db, connector, maxPerSecond);
+    const created = await createConnector(ctx.db, actorOf(req, res), connector, maxPerSecond);
     // The signing secret is shown in this answer, as `connector create` prints it; later only on Reveal.
     render(res, 'connector-created', { title: 'Connector saved', page: 'connectors', connector: created }, 201);
   });

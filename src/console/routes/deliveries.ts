@@ -1,15 +1,14 @@
 import type { Request, Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { urlShownTo } from '../../deliveries/masking.js';
 import { parseBranch, parseTimeWindow } from '../../deliveries/input.js';
 import { parseTimestamp } from '../../input.js';
 import { listWorkspaceConnectors } from '../../connectors/service.js';
 import { listDeliveryPage } from '../../deliveries/log-repository.js';
-import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
+import { deliveryShownToReader, recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
 import { Refused } from '../../refused.js';
 import { listWorkspaceWorkflows } from '../../workflows/service.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { pathId, query, text } from './form.js';
 
@@ -63,13 +62,13 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
     // Scoped to the session's workspace: another workspace's delivery is refused as a missing one.
     const id = pathId(req.params.id);
     const delivery = await showDelivery(ctx.db, id, workspaceId);
-    const shown = canChange ? delivery : { ...delivery, request: { ...delivery.request, url: urlShownTo(delivery.request.url, false) } };
+    const shown = canChange ? delivery : await deliveryShownToReader(ctx.db, delivery);
     render(res, 'delivery', { title: `Delivery ${id}`, page: 'deliveries', notice: noticeOf(req), delivery: shown });
   });
 
   router.post('/deliveries/:id/replay', async (req, res) => {
     const id = pathId(req.params.id);
-    await replayDelivery(ctx.db, id, signedIn(res).user.workspaceId);
+    await replayDelivery(ctx.db, actorOf(req, res), id, signedIn(res).user.workspaceId);
     res.redirect(303, `/console/deliveries/${id}?notice=replayed`);
   });
 
@@ -81,7 +80,7 @@ export function addDeliveryRoutes(router: Router, ctx: AppContext): void {
     const endpoint = connector !== '' ? { connectorId: pathId(connector) } : { workflowId: pathId(workflow) };
     const until = text(req.body, 'until');
     const window = parseTimeWindow(utc(text(req.body, 'since')), until === '' ? undefined : utc(until));
-    const result = await recoverDeliveries(ctx.db, endpoint, window, workspaceId);
+    const result = await recoverDeliveries(ctx.db, actorOf(req, res), endpoint, window, workspaceId);
     render(res, 'recovered', { title: 'Recovered', page: 'deliveries', result, endpoint, window });
   });
 }

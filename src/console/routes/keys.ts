@@ -9,7 +9,7 @@ import { Refused } from '../../refused.js';
 import type { Role } from '../../users/repository.js';
 import { listWorkspaceMembers } from '../../users/service.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { list, pathId, text } from './form.js';
 
@@ -41,7 +41,7 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
   router.post('/api-keys', async (req, res) => {
     const { user } = signedIn(res);
     const expiresAt = text(req.body, 'expires_at').trim();
-    const created = await createApiKey(ctx.db, {
+    const created = await createApiKey(ctx.db, actorOf(req, res), {
       workspaceId: user.workspaceId,
       userId: user.userId,
       name: nonEmpty(text(req.body, 'name'), 'Name'),
@@ -64,7 +64,7 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/api-keys/:id/revoke', async (req, res) => {
-    const revoked = await revokeApiKey(ctx.db, pathId(req.params.id), signedIn(res).user.workspaceId);
+    const revoked = await revokeApiKey(ctx.db, actorOf(req, res), pathId(req.params.id), signedIn(res).user.workspaceId);
     // Refused at once by this process, not only once the notification is back.
     ctx.apiKeyCache.changedHere(revoked.prefix);
     res.redirect(303, '/console/api-keys?notice=key-revoked');

@@ -4,6 +4,7 @@ import { listWorkspaceConnectors, pushLead } from '../../connectors/service.js';
 import { listDeliveries } from '../../deliveries/repository.js';
 import { findCrmRecordId, listLeadPage } from '../../leads/list-repository.js';
 import { loadLeads } from '../../leads/read-service.js';
+import { leadsCsv } from '../../leads/export-service.js';
 import { listTags } from '../../tags/repository.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { ConsoleError, NOT_FOUND } from '../errors.js';
@@ -37,7 +38,17 @@ export function addLeadRoutes(router: Router, ctx: AppContext): void {
     ]);
     const nextQuery =
       page.next === null ? null : new URLSearchParams({ ...(search ? { search } : {}), ...(tagId ? { tag: String(tagId) } : {}), before: String(page.next) }).toString();
-    render(res, 'leads', { title: 'Leads', page: 'leads', leads: page.leads, tags, search: search ?? '', tagId, nextQuery });
+    const exportQuery = new URLSearchParams({ ...(search ? { search } : {}), ...(tagId ? { tag: String(tagId) } : {}) }).toString();
+    render(res, 'leads', { title: 'Leads', page: 'leads', leads: page.leads, tags, search: search ?? '', tagId, nextQuery, exportQuery });
+  });
+
+  router.get('/leads/export.csv', async (req, res) => {
+    const workspaceId = signedIn(res).user.workspaceId;
+    res.type('text/csv; charset=utf-8').attachment('leads.csv');
+    for await (const chunk of leadsCsv(ctx.db, workspaceId, { search: query(req.query.search)?.slice(0, 255), tagId: optionalId(req.query.tag) })) {
+      if (!res.write(chunk)) await new Promise((resolve) => res.once('drain', resolve));
+    }
+    res.end();
   });
 
   router.get('/leads/:id', async (req, res) => {

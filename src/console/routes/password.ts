@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { changeOwnPassword, listSessions, sessionLimitsOf, signOutEverywhere } from '../../console-auth/service.js';
 import { findPasswordHash } from '../../console-auth/repository.js';
 import { noticeOf } from '../notices.js';
-import { clearSessionCookie, setSessionCookie, signedIn } from '../session.js';
+import { actorOf, clearSessionCookie, setSessionCookie, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { text } from './form.js';
 
@@ -25,7 +25,7 @@ export function addPasswordRoutes(router: Router, ctx: AppContext): void {
   // Every session of the user ends; this browser gets a new one, the others sign in again.
   router.post('/password', async (req, res) => {
     const { user } = signedIn(res);
-    const sessionToken = await changeOwnPassword(ctx.db, user, { current: text(req.body, 'current_password'), next: text(req.body, 'new_password') }, limits);
+    const sessionToken = await changeOwnPassword(ctx.db, actorOf(req, res), user, { current: text(req.body, 'current_password'), next: text(req.body, 'new_password') }, limits);
     setSessionCookie(res, ctx.config, sessionToken);
     res.redirect(303, '/console/password?notice=password-set');
   });

@@ -4,7 +4,7 @@ import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { listTags } from '../../tags/repository.js';
 import { createTag, updateTag } from '../../tags/service.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { checked, pathId, text } from './form.js';
 
@@ -21,7 +21,7 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/tags', async (req, res) => {
-    await createTag(ctx.db, signedIn(res).user.workspaceId, {
+    await createTag(ctx.db, actorOf(req, res), signedIn(res).user.workspaceId, {
       name: parseTagName(text(req.body, 'name'), 'Name'),
       color: colour(req.body),
       active: !checked(req.body, 'archived'),
@@ -34,7 +34,7 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
     const action = text(req.body, 'action');
     const changes =
       action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: parseTagName(text(req.body, 'name'), 'Name'), color: colour(req.body) };
-    await updateTag(ctx.db, id, changes, signedIn(res).user.workspaceId);
+    await updateTag(ctx.db, actorOf(req, res), id, changes, signedIn(res).user.workspaceId);
     res.redirect(303, `/console/tags?notice=tag-saved${action === 'restore' || action === 'archive' ? '&archived=1' : ''}`);
   });
 }

@@ -13,7 +13,7 @@ import { editWorkflow } from '../../workflows/edit.js';
 import { createWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
-import { signedIn } from '../session.js';
+import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
 import { capField } from './connector-form.js';
 import { METHODS } from './connectors.js';
@@ -60,7 +60,7 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
     const maxPerSecond = capField(req.body, false);
     const input: NewWorkflowInput =
       trigger === 'tag_added' ? { workspaceId, block, maxPerSecond, trigger, tagName: parseTagName(text(req.body, 'tag'), 'Tag') } : { workspaceId, block, maxPerSecond, trigger };
-    const created = await createWorkflow(ctx.db, input);
+    const created = await createWorkflow(ctx.db, actorOf(req, res), input);
     render(res, 'workflow-created', { title: 'Workflow saved', page: 'workflows', workflow: created }, 201);
   });
 
@@ -83,16 +83,16 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
     // Left empty, the stored URL and headers stay: the page shows them masked, never to be sent back.
     const block =
       parsed.endpoint !== 'url' ? parsed : { ...parsed, url: parsed.url.trim() === '' ? undefined : parsed.url, headers: parsed.headers.length === 0 ? undefined : parsed.headers };
-    await editWorkflow(ctx.db, id, trigger === 'tag_added' ? { trigger, tagName: parseTagName(text(req.body, 'tag'), 'Tag'), block } : { trigger, block });
+    await editWorkflow(ctx.db, actorOf(req, res), id, trigger === 'tag_added' ? { trigger, tagName: parseTagName(text(req.body, 'tag'), 'Tag'), block } : { trigger, block });
     res.redirect(303, '/console/workflows?notice=workflow-updated');
   });
 
   router.post('/workflows/:id/:action', async (req, res) => {
     const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'workflows', pathId(req.params.id));
     const action = req.params.action;
-    if (action === 'activate' || action === 'deactivate') await switchWorkflow(ctx.db, id, action === 'activate');
-    else if (action === 'enable') await enableWorkflow(ctx.db, id);
-    else if (action === 'cap') await updateWorkflowCap(ctx.db, id, capField(req.body, true));
+    if (action === 'activate' || action === 'deactivate') await switchWorkflow(ctx.db, actorOf(req, res), id, action === 'activate');
+    else if (action === 'enable') await enableWorkflow(ctx.db, actorOf(req, res), id);
+    else if (action === 'cap') await updateWorkflowCap(ctx.db, actorOf(req, res), id, capField(req.body, true));
     else throw new Refused('not_found', `Workflow ${id} has no action "${action}".`);
     res.redirect(303, '/console/workflows?notice=workflow-updated');
   });

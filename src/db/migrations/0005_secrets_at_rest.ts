@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { ConnectorAuth } from '../schema.js';
 import { mapAuthSecret } from '../../secrets/connector-auth.js';
-import { isSealed, keyring, sealWith } from '../../secrets/keyring.js';
+import { isSealed, keyring, sealUnboundWith } from '../../secrets/keyring.js';
 
 // Secrets at rest: connector credentials and signing secrets (connectors, workflows) become
 // AES-256-GCM ciphertext under the process's key (SECRETS_KEY, or the checkout's key file,
@@ -11,7 +11,7 @@ import { isSealed, keyring, sealWith } from '../../secrets/keyring.js';
 // There is no way down: the clear values are not kept anywhere.
 export async function up(db: Kysely<unknown>): Promise<void> {
   const keys = keyring();
-  const seal = (value: string) => (isSealed(value) ? value : sealWith(keys, value));
+  const seal = (value: string) => (isSealed(value) ? value : sealUnboundWith(keys, value));
 
   await sql`
     ALTER TABLE connectors ADD COLUMN previous_signing_secret text, ADD COLUMN previous_secret_expires_at timestamptz;

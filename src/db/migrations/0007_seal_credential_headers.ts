@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { HeaderRow, KeyValue, WorkflowBlock } from '../schema.js';
 import { mapBlockCredentials, mapCredentialHeaders, mapCredentialValues } from '../../secrets/credential-headers.js';
-import { isSealed, keyring, sealWith } from '../../secrets/keyring.js';
+import { isSealed, keyring, sealUnboundWith } from '../../secrets/keyring.js';
 
 // Headers an operator typed whose name says they carry a credential (Authorization,
 // X-Api-Key...: src/secrets/credential-headers.ts) are sealed like connector credentials:
@@ -9,7 +9,7 @@ import { isSealed, keyring, sealWith } from '../../secrets/keyring.js';
 // Under the process's key, as 0005. There is no way down: the clear values are not kept.
 export async function up(db: Kysely<unknown>): Promise<void> {
   const keys = keyring();
-  const seal = (value: string) => (isSealed(value) ? value : sealWith(keys, value));
+  const seal = (value: string) => (isSealed(value) ? value : sealUnboundWith(keys, value));
 
   const connectors = await sql<{ id: number; headers: KeyValue[] }>`SELECT id, headers FROM connectors`.execute(db);
   for (const { id, headers } of connectors.rows) {

@@ -12,6 +12,7 @@ export function createLeadHandler(ctx: AppContext): OperationHandler<'createLead
     const write = () =>
       createLead(
         ctx.writeGroups,
+        ctx.suppressionScreen,
         { workspaceId, apiKeyId },
         req.body,
         idempotencyOf(req),

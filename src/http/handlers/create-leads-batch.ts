@@ -12,7 +12,7 @@ export function createLeadsBatchHandler(ctx: AppContext): OperationHandler<'crea
     // A deprecated property of the call itself (beside `leads`) is reported on every row.
     const found = deprecatedFieldNotices(res);
     const notices = req.body.leads.map((_lead, index) => found.filter((notice) => notice.row === null || notice.row === index).map((notice) => notice.message));
-    const result = await createLeadsBatch(ctx.writeGroups, { workspaceId, apiKeyId }, req.body, idempotencyOf(req), notices);
+    const result = await createLeadsBatch(ctx.writeGroups, ctx.suppressionScreen, { workspaceId, apiKeyId }, req.body, idempotencyOf(req), notices);
     countBatchWrite(ctx.metrics.intake, result);
     sendWriteResult(res, result);
   };

@@ -6,6 +6,28 @@ import { pinoHttp, type GenReqId } from 'pino-http';
 
 const REQUEST_ID_PATTERN = /^[\w.:-]{1,128}$/;
 
+/**
+ * Query values are what a person typed (the console's lead search takes an email or a name):
+ * request records keep the parameters' names and drop their values, in `url` and `query`.
+ */
+function withoutQueryValues(req: { url?: string; query?: Record<string, unknown> }) {
+  const url = req.url ?? '';
+  const at = url.indexOf('?');
+  const names =
+    at < 0
+      ? []
+      : url
+          .slice(at + 1)
+          .split('&')
+          .map((pair) => pair.split('=')[0]!)
+          .filter(Boolean);
+  return {
+    ...req,
+    url: at < 0 ? url : `${url.slice(0, at)}?${names.map((name) => `${name}=[redacted]`).join('&')}`,
+    query: Object.fromEntries(Object.keys(req.query ?? {}).map((name) => [name, '[redacted]'])),
+  };
+}
+
 // A 503 is the database being unreachable: logged once per outage where it is noticed
 // (src/db/connect.ts), so its requests are ordinary lines, not one error each.
 const errorWhen = (error: unknown, statusCode: number) => (error || (statusCode >= 500 && statusCode !== 503) ? 'error' : 'info');
@@ -47,7 +69,7 @@ export function requestLogging(logger: Logger): RequestHandler {
     res.setHeader('X-Request-Id', id);
     return id;
   };
-  const full = pinoHttp({ logger, genReqId, customLogLevel: (_req, res, error) => errorWhen(error, res.statusCode) });
+  const full = pinoHttp({ logger, genReqId, customLogLevel: (_req, res, error) => errorWhen(error, res.statusCode), serializers: { req: withoutQueryValues } });
   // pino-http's own logger: the application logger with its request/response/error serializers.
   const httpLogger = full.logger;
 

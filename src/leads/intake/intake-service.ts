@@ -1,18 +1,16 @@
 import type { BatchRequest, BatchResponse, BatchRowResult, Lead, LeadCreateRequest, LeadWriteResponse } from '../../../generated/api.js';
 import { fingerprintRequest } from '../../idempotency/fingerprint.js';
-import type { RowResult } from './intake-engine.js';
 import { nothingMatched } from './match.js';
 import { prepareLead, type PreparedLead } from './prepare.js';
 import { presentLead } from '../present.js';
 import { DuplicateRejected } from './rejections.js';
-import type { RowOutcome } from './row-intake.js';
-import { switchesOf } from './options.js';
 import { storedTraceContext } from '../../tracing/spans.js';
-import type { WriteRequest, WriteResult } from './write-request.js';
+import { switchesOf, type RowOutcome, type RowResult, type WriteRequest, type WriteResult } from './write-request.js';
 import type { WriteGroups } from './write-groups.js';
+import { withRefusedRows, type SuppressionScreen } from '../suppression-screen.js';
 
 // Lead intake as the two POST operations ask for it: each call is a write request run by the
-// intake engine in a group's transaction (src/leads/intake/write-groups.ts), made idempotent by its
+// executor in a write group (src/leads/intake/write-groups.ts), made idempotent by its
 // Idempotency-Key, and answered with the body and status the contract gives. Rejections are
 // thrown (RowRejected, DuplicateRejected, IdempotencyConflict) and nothing of the call is kept.
 
@@ -58,19 +56,24 @@ const withNotices = (lead: PreparedLead, notices: string[]): PreparedLead => (no
  * POST /leads: creates, updates or skips one lead; concurrent calls share a group's
  * transaction, a dry run runs alone. `notices` go into `meta.warnings`.
  */
-export function createLead(
+export async function createLead(
   groups: WriteGroups,
+  screen: SuppressionScreen,
   caller: Caller,
   request: LeadCreateRequest,
   idempotency: Idempotency,
   notices: string[] = [],
 ): Promise<WriteResult<LeadWriteResponse>> {
   const { options, dryRun } = switchesOf(request);
+  const lead = { ...withNotices(prepareLead(request), notices), trace: storedTraceContext() };
+  // A person erased with suppression is refused before the write is planned.
+  const [refusal] = await screen(caller.workspaceId, [lead]);
+  if (refusal) throw refusal;
   const write: WriteRequest<LeadWriteResponse> = {
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads', idempotency),
-    rows: [{ lead: { ...withNotices(prepareLead(request), notices), trace: storedTraceContext() }, wantsRecord: true }],
+    rows: [{ lead, wantsRecord: true }],
     options,
     dryRun,
     answer: ([result]): WriteAnswer<LeadWriteResponse> => {
@@ -108,8 +111,9 @@ function batchRow(index: number, result: RowResult, dryRun: boolean): BatchRowRe
 }
 
 /** POST /leads/batch: every row in order in one transaction of its own, each reported; always 200. `notices[i]` go into row i's warnings. */
-export function createLeadsBatch(
+export async function createLeadsBatch(
   groups: WriteGroups,
+  screen: SuppressionScreen,
   caller: Caller,
   request: BatchRequest,
   idempotency: Idempotency,
@@ -117,14 +121,18 @@ export function createLeadsBatch(
 ): Promise<WriteResult<BatchResponse>> {
   const { options, dryRun } = switchesOf(request);
   const trace = storedTraceContext();
+  const leads = request.leads.map((lead, index) => ({ ...withNotices(prepareLead(lead), notices[index] ?? []), trace }));
+  // Rows of people erased with suppression never reach the engine: they fail in their places.
+  const refusals = await screen(caller.workspaceId, leads);
   return groups.alone<BatchResponse>({
     workspaceId: caller.workspaceId,
     apiKeyId: caller.apiKeyId,
     idempotency: idempotencyScope(caller, 'POST /api/v1/leads/batch', idempotency),
-    rows: request.leads.map((lead, index) => ({ lead: { ...withNotices(prepareLead(lead), notices[index] ?? []), trace }, wantsRecord: false })),
+    rows: leads.filter((_, index) => !refusals[index]).map((lead) => ({ lead, wantsRecord: false })),
     options,
     dryRun,
-    answer: (results) => {
+    answer: (ran) => {
+      const results = withRefusedRows<RowResult>(refusals, ran, (rejected) => ({ rejected }));
       const rows = results.map((result, index) => batchRow(index, result, dryRun));
       const count = (status: BatchRowResult['status']) => rows.filter((row) => row.status === status).length;
       return {

@@ -211,3 +211,22 @@ export function prepareLead(input: LeadInput): PreparedLead {
     warnings,
   };
 }
+
+/** What the payload says about the company besides how to find it. */
+export function companyDetails(company: PreparedCompany) {
+  return {
+    name: company.name,
+    industry: company.industry,
+    size: company.size,
+    description: company.description,
+    links: company.links,
+    emails: company.emails,
+    phones: company.phones,
+    locations: company.location ? [company.location] : [],
+  };
+}
+
+/** True when the payload carries company details to fill in (not only a way to find the company). */
+export function companyHasDetails(company: PreparedCompany): boolean {
+  return Object.values(companyDetails(company)).some((value) => (Array.isArray(value) ? value.length > 0 : value !== null));
+}

@@ -1,65 +1,62 @@
-import type { IntakeOptions } from './options.js';
+import {
+  fillCompany,
+  findCompaniesByDomains,
+  findCompanyByDomain,
+  findCompanyByName,
+  giveDomainToNamedCompany,
+  insertCompanyIfNew,
+  lockCompanyName,
+} from '../../companies/repository.js';
+import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
 import type { Executor } from '../../db/connect.js';
-import { enqueue, type CompanyAnalyzeEvent } from '../../outbox/repository.js';
+import { inSavepoint } from '../../db/savepoint.js';
+import { isUniqueViolation } from '../../db/sql.js';
+import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
 import { findTagsByNames, insertMissingTags } from '../../tags/repository.js';
-import type { LeadRecord, LeadValues } from '../columns.js';
-import { resolveCompany, type ResolvedCompany } from './company-resolution.js';
-import { findIdentityMatches, type IdentityMatch, type IntakeLookup } from '../lookup-repository.js';
-import { lookupForIntake } from './lookup.js';
-import { nothingMatched, reportMatch, strongestMatch, type MatchReport, type StrongestMatch } from './match.js';
-import { insertNewLead } from '../new-leads-repository.js';
-import type { IdentityKey, PreparedLead } from './prepare.js';
-import { DuplicateRejected, RowRejected } from './rejections.js';
-import { deleteLeads, mergeIntoLeads, type LeadMerge } from '../write-repository.js';
+import type { LeadValues } from '../columns.js';
+import { readIntakeLookup, type IdentityMatch, type IntakeLookup } from '../lookup-repository.js';
+import { insertCompaniesAndTags, type NewLeadOf } from '../new-leads-repository.js';
+import type { LeadMergeOf } from '../write-repository.js';
+import type { References, StrongestMatch } from './match.js';
+import type { SetCompany } from './plan.js';
+import { companyDetails, companyHasDetails, type PreparedCompany, type PreparedLead } from './prepare.js';
+import type { IntakeOptions } from './write-request.js';
 
-// One lead row inside a transaction: matched, then created, updated or skipped.
+// What rows write besides their leads, and what their leads' statements are given. A row alone
+// (executor-steps.ts) reads its own lookup and its match, and resolves its company (contract:
+// "company resolution") and tags here before the executor writes its lead; a statement's rows
+// get their new companies and tags in one statement (writeCompaniesAndTags).
 
-export interface RowOutcome {
-  status: 'created' | 'updated' | 'skipped';
-  leadId: number;
-  /** What matched the lead updated or skipped; nothing for a created one. */
-  match: MatchReport;
-  warnings: string[];
-  /** Rows this call created besides the lead (a dry run reports them with a null id). */
-  createdCompanyId: number | null;
-  createdTagIds: number[];
-  /** A created lead as stored (read back by the statement that wrote it), when the caller needs it. */
-  record?: LeadRecord;
+/** The lookup of a row alone: its tags, match keys and company candidates (by name only when the payload gives no domain). */
+export function lookupForIntake(db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> {
+  const company = lead.company;
+  const domain = company?.domain ?? null;
+  return readIntakeLookup(db, {
+    workspaceId,
+    tagIds: [...new Set(lead.tagIds)],
+    tagNames: [...new Set(lead.tagNames.map((name) => name.toLowerCase()))],
+    kinds: lead.identities.map((key) => key.kind),
+    values: lead.identities.map((key) => key.value),
+    companyId: company?.id ?? null,
+    domain,
+    companyName: domain === null ? (company?.name?.toLowerCase() ?? null) : null,
+  });
 }
 
-const MATCH_ATTEMPTS = 3;
-const KIND_LABEL = { email: 'email', linkedin: 'LinkedIn profile', phone: 'phone number' } as const;
-
-export interface References {
+/** The company and tags a row alone's lead gets, and the events their creation fires. */
+export interface Resolution {
+  company: { id: number; created: boolean } | null;
   tagIds: number[];
-  missingTagNames: string[];
+  createdTagIds: number[];
+  events: CompanyAnalyzeEvent[];
 }
 
-/** Checks of everything the payload points at (read by the lookup), before anything is written. */
-export function checkReferences(lookup: IntakeLookup, lead: PreparedLead, options: IntakeOptions): References {
-  const tags = lookup.tags;
-  const company = lookup.companyById;
-  const unknownIds = lead.tagIds.filter((id) => !tags.some((tag) => tag.id === id));
-  if (unknownIds.length > 0) {
-    throw new RowRejected('tag_ids', `The selected tag_ids are invalid: no tag with id ${unknownIds.join(', ')} exists in this workspace.`);
-  }
-  const wanted = new Set(lead.tagNames.map((name) => name.toLowerCase()));
-  const named = tags.filter((tag) => wanted.has(tag.name.toLowerCase()));
-  const known = new Set(named.map((tag) => tag.name.toLowerCase()));
-  const missingTagNames = lead.tagNames.filter((name) => !known.has(name.toLowerCase()));
-  if (missingTagNames.length > 0 && !options.createMissingTags) {
-    throw new RowRejected('tags', `Unknown tag(s): ${missingTagNames.join(', ')}. Create them first, or send create_missing_tags: true.`);
-  }
-  if (lead.company?.id && !company) {
-    throw new RowRejected('company.id', 'The selected company.id is invalid: no such company exists in this workspace.');
-  }
-  return { tagIds: [...new Set([...lead.tagIds, ...named.map((tag) => tag.id)])], missingTagNames };
-}
-
-/** The strongest match (see strongestMatch), and every lead the keys are held by. */
-async function findMatch(db: Executor, workspaceId: number, identities: IdentityKey[], prefetched?: IdentityMatch[]) {
-  const matches = prefetched ?? (await findIdentityMatches(db, workspaceId, identities));
-  return { match: strongestMatch(identities, matches), matches };
+/** Resolves a row alone's company and creates the tags it names that do not exist. */
+export async function resolveRow(db: Executor, workspaceId: number, lead: PreparedLead, lookup: IntakeLookup, references: References, options: IntakeOptions): Promise<Resolution> {
+  const events: CompanyAnalyzeEvent[] = [];
+  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events, lookup) : null;
+  const tags = await createTags(db, workspaceId, references.missingTagNames);
+  return { company, tagIds: [...references.tagIds, ...tags.ids], createdTagIds: tags.createdIds, events };
 }
 
 async function createTags(db: Executor, workspaceId: number, names: string[]): Promise<{ ids: number[]; createdIds: number[] }> {
@@ -69,23 +66,8 @@ async function createTags(db: Executor, workspaceId: number, names: string[]): P
   return { ids: [...new Set([...created, ...raced].map((tag) => tag.id))], createdIds: created.map((tag) => tag.id) };
 }
 
-/** The company and tags a created or updated lead gets, with the events their creation fires. */
-interface Resolution {
-  company: ResolvedCompany | null;
-  tagIds: number[];
-  createdTagIds: number[];
-  events: CompanyAnalyzeEvent[];
-}
-
-async function resolve(db: Executor, workspaceId: number, lead: PreparedLead, lookup: IntakeLookup, references: References, options: IntakeOptions): Promise<Resolution> {
-  const events: CompanyAnalyzeEvent[] = [];
-  const company = lead.company ? await resolveCompany(db, workspaceId, lead.company, options.enrich, events, lookup) : null;
-  const tags = await createTags(db, workspaceId, references.missingTagNames);
-  return { company, tagIds: [...references.tagIds, ...tags.ids], createdTagIds: tags.createdIds, events };
-}
-
-/** The lead's own columns as the write repository takes them. */
-export function leadValues(lead: PreparedLead, companyId: number | null): LeadValues {
+/** The lead's own columns as the write statements take them. */
+function leadValues(lead: PreparedLead, companyId: number | null): LeadValues {
   return {
     name: lead.name,
     ...lead.scalars,
@@ -98,40 +80,34 @@ export function leadValues(lead: PreparedLead, companyId: number | null): LeadVa
   };
 }
 
-async function createLead(db: Executor, workspaceId: number, lead: PreparedLead, resolution: Resolution): Promise<RowOutcome | null> {
-  const { complete, record } = await insertNewLead(db, workspaceId, {
-    values: leadValues(lead, resolution.company?.id ?? null),
-    keys: lead.identities,
-    tagIds: resolution.tagIds,
-    events: [...resolution.events, { topic: 'lead.created' }],
-    trace: lead.trace,
-  });
-  if (!complete) {
-    // A concurrent request created this person after our lookup: undo and match again.
-    await deleteLeads(db, workspaceId, [record.id]);
-    return null;
-  }
-  return {
-    status: 'created',
-    leadId: record.id,
-    match: nothingMatched(),
-    warnings: lead.warnings,
-    createdCompanyId: resolution.company?.created ? resolution.company.id : null,
-    createdTagIds: resolution.createdTagIds,
-    record,
-  };
+/** What a row's lead is given by the written companies and tags: its company, its tags, the events of companies it created. */
+export interface Written {
+  companyId: number | null;
+  tagIds: readonly number[];
+  events: readonly CompanyAnalyzeEvent[];
 }
+
+/** What the new-lead statement writes for a row that creates a person (the events of companies it created before its lead.created). */
+export const newLeadOf = (workspaceId: number, lead: PreparedLead, written: Written): NewLeadOf => ({
+  workspaceId,
+  values: leadValues(lead, written.companyId),
+  keys: lead.identities,
+  tagIds: written.tagIds,
+  events: [...written.events, { topic: 'lead.created' }],
+  trace: lead.trace,
+});
 
 /**
  * What updating the matched lead with a row writes (the merge statement's row), and the row's
  * warnings. Keys another lead already holds stay with that lead: they are not merged in here.
  */
 export function mergeOfRow(
+  workspaceId: number,
   match: StrongestMatch,
   lead: PreparedLead,
   matches: readonly IdentityMatch[],
-  written: { companyId: number | null; tagIds: readonly number[]; events: readonly CompanyAnalyzeEvent[] },
-): { merge: LeadMerge; warnings: string[] } {
+  written: Written,
+): { merge: LeadMergeOf; warnings: string[] } {
   const { leadId } = match;
   const warnings = [...lead.warnings];
   const foreign = matches.filter((match) => match.lead_id !== leadId);
@@ -145,6 +121,7 @@ export function mergeOfRow(
   }
   return {
     merge: {
+      workspaceId,
       leadId,
       values: leadValues({ ...lead, emails, phones }, written.companyId),
       fillCompanyOnly: !lead.company?.explicit,
@@ -157,70 +134,113 @@ export function mergeOfRow(
   };
 }
 
-/** The outcome of a row that updated its matched lead (read back as stored by the merge statement). */
-export const updatedOutcome = (match: StrongestMatch, warnings: string[], record: LeadRecord, created: { companyId: number | null; tagIds: number[] }): RowOutcome => ({
-  status: 'updated',
-  leadId: match.leadId,
-  match: reportMatch(match),
-  warnings,
-  createdCompanyId: created.companyId,
-  createdTagIds: created.tagIds,
-  record,
-});
+const newDomainOf = (row: { company: SetCompany }) => (row.company && 'newDomain' in row.company ? row.company.newDomain : null);
 
-/** Updates the matched lead; null when it no longer exists (deleted since the match was read: match again). */
-async function updateLead(
+/**
+ * What a statement's rows need written before their leads: the companies (by domain) and tags
+ * (by name) that do not exist yet, in one statement, in the order of their unique keys, so two
+ * transactions creating the same ones wait for each other instead of deadlocking; the first row
+ * naming a new company fires its analysis. Returns what each row's lead is given.
+ */
+export async function writeCompaniesAndTags(
   db: Executor,
   workspaceId: number,
-  match: StrongestMatch,
-  lead: PreparedLead,
-  matches: IdentityMatch[],
-  resolution: Resolution,
-): Promise<RowOutcome | null> {
-  const { merge, warnings } = mergeOfRow(match, lead, matches, { companyId: resolution.company?.id ?? null, tagIds: resolution.tagIds, events: resolution.events });
-  const [merged] = await mergeIntoLeads(db, workspaceId, [merge]);
-  if (!merged) return null;
-  const { ord: _ord, ...record } = merged;
-  return updatedOutcome(match, warnings, record, { companyId: resolution.company?.created ? resolution.company.id : null, tagIds: resolution.createdTagIds });
-}
-
-/** A match under on_duplicate error or skip: rejected, or skipped without a write. Null for update. */
-function settleWithoutUpdate(match: StrongestMatch, lead: PreparedLead, options: IntakeOptions): RowOutcome | null {
-  const { leadId, identity } = match;
-  if (options.onDuplicate === 'error') {
-    throw new DuplicateRejected({ lead_id: leadId, ...reportMatch(match) }, `A lead with this ${KIND_LABEL[identity.kind]} (${identity.label}) already exists: lead ${leadId}.`);
+  rows: ReadonlyArray<{ company: SetCompany; references: References }>,
+  enrich: boolean,
+): Promise<Written[]> {
+  const domains = [...new Set(rows.flatMap((row) => newDomainOf(row) ?? []))].sort();
+  const missingTags = new Map<string, string>(); // lower-cased -> as first sent
+  for (const row of rows) for (const name of row.references.missingTagNames) if (!missingTags.has(name.toLowerCase())) missingTags.set(name.toLowerCase(), name);
+  const companyIds = new Map<string, number>();
+  const tagIds = new Map<string, number>();
+  const analyzed = new Map<number, CompanyAnalyzeEvent[]>();
+  if (domains.length > 0 || missingTags.size > 0) {
+    const tagNames = [...missingTags.keys()].sort().map((lowered) => missingTags.get(lowered)!);
+    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, tagNames, enrich);
+    for (const company of created) companyIds.set(company.domain, company.id);
+    for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
+    // Created a moment ago by a concurrent request: read them.
+    const unresolvedDomains = domains.filter((domain) => !companyIds.has(domain));
+    for (const company of await findCompaniesByDomains(db, workspaceId, unresolvedDomains)) companyIds.set(company.domain!, company.id);
+    const unresolvedTags = [...missingTags.keys()].filter((name) => !tagIds.has(name));
+    for (const tag of await findTagsByNames(db, workspaceId, unresolvedTags)) tagIds.set(tag.name.toLowerCase(), tag.id);
+    const creator = new Map(created.filter((company) => company.status === 'pending').map((company) => [company.domain, company.id]));
+    rows.forEach((row, position) => {
+      const id = creator.get(newDomainOf(row)!);
+      if (id === undefined) return;
+      creator.delete(newDomainOf(row)!);
+      analyzed.set(position, [{ topic: 'company.analyze', payload: { company_id: id } }]);
+    });
   }
-  if (options.onDuplicate === 'skip') {
-    return { status: 'skipped', leadId, match: reportMatch(match), warnings: lead.warnings, createdCompanyId: null, createdTagIds: [] };
-  }
-  return null;
+  return rows.map((row, position) => {
+    const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
+    if (companyId === undefined) throw new Error(`company for ${newDomainOf(row)} could not be resolved`);
+    const tags = [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)];
+    return { companyId, tagIds: tags, events: analyzed.get(position) ?? [] };
+  });
 }
 
 /**
- * Creates, updates or skips one lead inside the caller's transaction. Throws RowRejected or
- * DuplicateRejected for problems the caller reports; the caller rolls back (the transaction,
- * or the row's savepoint in a batch) so a rejected row leaves nothing behind.
+ * The company of a row without company.id (contract: "company resolution"). The domain
+ * decides: the company holding it is joined; else a domainless company of the payload's name
+ * takes it; else a new one is created with it. Without a domain the name alone joins or creates.
+ * Race-safe: the unique (workspace_id, domain) index arbitrates domains, and the requests that
+ * may create or give a domain to a company of one name take turns on a lock of that name, then
+ * read again what the lookup saw.
  */
-export async function intakeLead(db: Executor, workspaceId: number, lead: PreparedLead, options: IntakeOptions, prefetched?: IntakeLookup): Promise<RowOutcome> {
-  const lookup = prefetched ?? (await lookupForIntake(db, workspaceId, lead));
-  const references = checkReferences(lookup, lead, options);
-  // Companies and tags are written only once a row is known to create or update a lead,
-  // and only once even when a lost race sends the row round the loop again.
-  let resolution: Resolution | null = null;
-  const resolved = async () => (resolution ??= await resolve(db, workspaceId, lead, lookup, references, options));
+async function resolveCompany(
+  db: Executor,
+  workspaceId: number,
+  company: PreparedCompany,
+  enrich: boolean,
+  events: CompanyAnalyzeEvent[],
+  lookup: IntakeLookup,
+): Promise<{ id: number; created: boolean }> {
+  const details = companyDetails(company);
+  const hasDetails = companyHasDetails(company);
+  const fill = async (id: number) => {
+    if (hasDetails) await fillCompany(db, workspaceId, id, details);
+    return { id, created: false };
+  };
 
-  for (let attempt = 1; ; attempt += 1) {
-    // The first attempt uses the lookup's matches; after a lost race, the keys are read again.
-    const { match, matches } = await findMatch(db, workspaceId, lead.identities, attempt === 1 ? lookup.matches : undefined);
-    if (match) {
-      const settled = settleWithoutUpdate(match, lead, options);
-      if (settled) return settled;
-      const updated = await updateLead(db, workspaceId, match, lead, matches, await resolved());
-      if (updated) return updated;
-    } else {
-      const created = await createLead(db, workspaceId, lead, await resolved());
-      if (created) return created;
+  // The company the row joins as it is: company.id; else the one holding the payload's domain;
+  // else, when the payload gives no domain at all, the one named company.name.
+  const existingId = company.id ?? (company.domain !== null ? lookup.companyByDomain : lookup.companyByName);
+  if (existingId) return fill(existingId);
+
+  const { domain, name } = company;
+  if (name) await lockCompanyName(db, workspaceId, name);
+  if (!domain) {
+    const raced = await findCompanyByName(db, workspaceId, name!);
+    if (raced) return fill(raced.id);
+  }
+  // A company built from an email domain gets that domain's site as its website.
+  const links = company.domainFromEmail ? [websiteLinkOfDomain(domain!), ...details.links] : details.links;
+  const status = newCompanyStatus(domain, enrich);
+  const analyze = status === 'pending';
+  if (domain && name) {
+    const adopted = await giveDomainByName(db, workspaceId, name, domain, analyze);
+    if (adopted) {
+      if (adopted.queued) events.push({ topic: 'company.analyze', payload: { company_id: adopted.id } });
+      await fillCompany(db, workspaceId, adopted.id, { ...details, links });
+      return { id: adopted.id, created: false };
     }
-    if (attempt >= MATCH_ATTEMPTS) throw new Error('lead identity kept changing under concurrent writes');
+  }
+  const inserted = await insertCompanyIfNew(db, workspaceId, { ...details, links, name: name ?? domain, domain, status });
+  if (!inserted) {
+    // Another request created the company with this domain a moment ago.
+    return fill((await findCompanyByDomain(db, workspaceId, domain!))!.id);
+  }
+  if (analyze) events.push({ topic: 'company.analyze', payload: { company_id: inserted.id } });
+  return { id: inserted.id, created: true };
+}
+
+/** A domainless company of this name takes the domain, unless another company holds it by now (then: undefined). */
+async function giveDomainByName(db: Executor, workspaceId: number, name: string, domain: string, analyze: boolean) {
+  try {
+    return await inSavepoint(db, 'company_domain', true, () => giveDomainToNamedCompany(db, workspaceId, name, domain, analyze));
+  } catch (error) {
+    if (isUniqueViolation(error)) return undefined;
+    throw error;
   }
 }

@@ -5,8 +5,8 @@ import { callerContext, inSpan, linksTo } from '../../tracing/spans.js';
 import { RUN_AGAIN, type GroupOutcome, type RunGroup, type Settled, type WriteRequest, type WriteResult } from './write-request.js';
 
 // Group commit for lead writes. Concurrent write requests of this process run together as
-// one group: one transaction (the RunGroup it is given: src/leads/intake/group-transaction.ts), their rows through the intake
-// engine as one set, one commit. A request that arrives when no group is working starts one at
+// one group: one transaction (the RunGroup it is given: src/leads/intake/executor.ts), their rows planned and
+// written as one set, one commit. A request that arrives when no group is working starts one at
 // once (no timer, no added latency at low load). Requests arriving while a group works wait:
 // the next group forms from them while that group commits (its statements done, its COMMIT on
 // the way), or beside it once GROUP_FILL of them wait, so under load a group holds what
@@ -110,7 +110,7 @@ export class WriteGroups {
    * The next group: one request of each waiting key in turn (a key served goes to the back of
    * the turn), so no key's backlog holds another key's request back by more than a group.
    * Then ordered by workspace, each key's requests still in arrival order, so rows of one
-   * workspace run through the engine as one set.
+   * workspace are planned and written as one set.
    */
   private nextGroup(): Member[] {
     const group: Member[] = [];
