@@ -18,7 +18,7 @@ import { runGroupTransaction } from './leads/intake/executor.js';
 import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';
-import { suppressionScreen, type SuppressionScreen } from './suppression/service.js';
+import { suppressionScreen, type SuppressionScreen } from './leads/suppression-screen.js';
 
 // Above the 10 s an Idempotency-Key waits for a concurrent request with the same key, far
 // above any statement of a request; it ends runaway statements and forgotten transactions.

@@ -2,11 +2,12 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { parseCircular, parseDependencyTree, type DependencyTree } from 'dpdm';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { layerOf, mayImport, readLayerTable } from './support/layer-table.js';
+import { layerOf, mayImport, readFeatureOrder, readLayerTable } from './support/layer-table.js';
 
 // House rules that hold for the whole of src/ (docs/architecture.md): no import cycle, not
-// even through `import type`, every import allowed by the "Who may import whom" table, and no
-// file over 250 lines.
+// even through `import type`, every import allowed by the "Who may import whom" table, none
+// running back up "Which feature builds on which", the outbox written only by src/outbox/,
+// and no file over 250 lines.
 
 const ROOT = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '..');
 const MAX_LINES = 250;
@@ -57,6 +58,33 @@ describe('the house', () => {
         }),
       );
     expect(refused).toEqual([]);
+  });
+
+  it('has no import running back up the feature order of docs/architecture.md, and every folder of src/ in it or named outside it', () => {
+    const { order, outside } = readFeatureOrder(ROOT);
+    expect(order.length).toBeGreaterThan(10);
+    const folders = readdirSync(path.join(ROOT, 'src'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `src/${entry.name}/`);
+    expect(folders.filter((folder) => !order.includes(folder) && !outside.includes(folder))).toEqual([]);
+    const rank = (file: string) => order.findIndex((folder) => file.startsWith(folder));
+    const fromRoot = (file: string) => path.relative(ROOT, path.resolve(process.cwd(), file));
+    const upwards = Object.entries(tree).flatMap(([file, imports]) => {
+      const from = fromRoot(file);
+      return (imports ?? []).flatMap((imported) => {
+        const to = imported.id ? fromRoot(imported.id) : '';
+        const [below, above] = [rank(from), rank(to)];
+        return below >= 0 && above >= 0 && above < below ? [`${from} (${order[below]}) -> ${to} (${order[above]})`] : [];
+      });
+    });
+    expect(upwards).toEqual([]);
+  });
+
+  it('writes the outbox table only from src/outbox/ (a statement of another feature composes its part from there)', () => {
+    const writesOutbox = /\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+outbox\b|\.(insertInto|updateTable|deleteFrom|mergeInto)\(\s*'outbox\b/i;
+    // Migrations made the table; src/queries/ is the SQL of the prepared statements, rendered from the code.
+    const checked = sourceFiles.filter((file) => file.endsWith('.ts') && !file.startsWith(`src${path.sep}outbox${path.sep}`) && !file.includes(`${path.sep}migrations${path.sep}`));
+    expect(checked.filter((file) => writesOutbox.test(readFileSync(path.join(ROOT, file), 'utf8')))).toEqual([]);
   });
 
   it(`has no file in src/ over ${MAX_LINES} lines`, () => {

@@ -77,10 +77,11 @@ export async function insertKey(
 }
 
 // least(), not coalesce(): Citus refuses now() inside COALESCE or CASE in a modification.
-export async function revokeKey(db: Executor, keyId: number) {
+export async function revokeKey(db: Executor, keyId: number, workspaceId: number) {
   const revoked = await db
     .updateTable('api_keys')
     .set({ revoked_at: sql`least(revoked_at, now())` })
+    .where('workspace_id', '=', workspaceId)
     .where('id', '=', keyId)
     .returning(['id', 'prefix', 'workspace_id'])
     .executeTakeFirst();

@@ -59,10 +59,13 @@ export async function createApiKey(
   });
 }
 
-/** `key revoke` and the console's Revoke key: refused from then on (every API process hears of it). */
-export function revokeApiKey(db: Executor, actor: Actor, keyId: number) {
+/**
+ * `key revoke` and the console's Revoke key: one of the workspace's keys (another workspace's is
+ * refused as a missing one), refused from then on (every API process hears of it).
+ */
+export function revokeApiKey(db: Executor, actor: Actor, keyId: number, workspaceId: number) {
   return inTransaction(db, async (trx) => {
-    const revoked = await revokeKey(trx, keyId);
+    const revoked = await revokeKey(trx, keyId, workspaceId);
     if (!revoked) throw new Refused('not_found', `API key ${keyId} does not exist.`);
     await recordAudit(trx, { actor, workspaceId: revoked.workspace_id, action: 'key.revoked', target: { type: 'api_key', id: revoked.id } });
     return { id: revoked.id, prefix: revoked.prefix };

@@ -66,18 +66,28 @@ export async function insertConnector(db: Executor, connector: NewConnector): Pr
   );
 }
 
-/** Any connector by id, whatever its workspace or state: callers report why it is unusable. */
 /**
- * Connectors by id. With `workspaceId` (the worker's statements), only that workspace's: a
- * connector of another one reads as missing, which is what composing makes of it anyway.
+ * A workspace's connectors by id, whatever their state (callers report why one is unusable): a
+ * connector of another workspace reads as missing.
  */
-export async function findConnectors(db: Executor, ids: readonly number[], workspaceId?: number): Promise<Map<number, ConnectorRow>> {
+export async function findConnectors(db: Executor, ids: readonly number[], workspaceId: number): Promise<Map<number, ConnectorRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('connectors')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, openConnector(row)]));
+}
+
+/** Connectors by id in any workspace: for the operator's commands (the CLI), which name ids alone. */
+export async function findConnectorsAcrossWorkspaces(db: Executor, ids: readonly number[]): Promise<Map<number, ConnectorRow>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('connectors')
     .selectAll()
     .where('id', 'in', [...new Set(ids)])
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
     .execute();
   return new Map(rows.map((row) => [row.id, openConnector(row)]));
 }

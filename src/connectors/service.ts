@@ -10,10 +10,20 @@ import { droppedHeaderReason } from '../deliveries/headers.js';
 import { maskKeyValues, maskSecret as mask, maskUrl } from '../deliveries/masking.js';
 import { sendNow, type SendNowResult } from '../deliveries/send-now.js';
 import { findEndpointStates, setEndpointCap, type EndpointState } from '../endpoints/repository.js';
-import { deleteEndpoint, enable } from '../endpoints/service.js';
+import { enable } from '../endpoints/service.js';
+import { deleteEndpoint } from '../deliveries/service.js';
 import { loadLeads } from '../leads/read-service.js';
 import { Refused } from '../refused.js';
-import { findConnectors, insertConnector, listConnectors, replaceSigningSecret, setAutoPush, type NewConnector } from './repository.js';
+import {
+  findConnectors,
+  findConnectorsAcrossWorkspaces,
+  insertConnector,
+  listConnectors,
+  replaceSigningSecret,
+  setAutoPush,
+  softDeleteConnector,
+  type NewConnector,
+} from './repository.js';
 
 // Webhook connectors as an operator manages them (the admin CLI): created with their own
 // signing secret, shown with credentials masked, tested and pushed to at once.
@@ -58,7 +68,7 @@ function presentConnector(connector: ConnectorRow, showSecret: boolean, state: E
   };
 }
 
-const stateOf = async (db: Executor, id: number) => (await findEndpointStates(db, 'connector', [id])).get(id)!;
+const stateOf = async (db: Executor, connector: ConnectorRow) => (await findEndpointStates(db, 'connector', [connector.id], connector.workspace_id)).get(connector.id)!;
 
 /** A new connector with its own signing secret; `maxPerSecond` caps its deliveries (null: no cap). */
 export async function createConnector(db: Db, actor: Actor, connector: Omit<NewConnector, 'signing_secret'>, maxPerSecond: number | null = null) {
@@ -72,7 +82,7 @@ export async function createConnector(db: Db, actor: Actor, connector: Omit<NewC
       target: { type: 'connector', id: created.id },
       details: { auth: connector.auth.type, auto_push: connector.auto_push, max_per_second: maxPerSecond },
     });
-    return { ...presentConnector(created, true, await stateOf(trx, created.id)), warnings: unsentHeaderWarnings(connector.headers) };
+    return { ...presentConnector(created, true, await stateOf(trx, created)), warnings: unsentHeaderWarnings(connector.headers) };
   });
 }
 
@@ -91,7 +101,7 @@ export async function listWorkspaceConnectors(db: Executor, workspaceId: number)
 /** Changes auto-push and the cap (null removes it), each when given. */
 export async function updateConnector(db: Db, actor: Actor, id: number, changes: { autoPush?: boolean; maxPerSecond?: number | null }) {
   return db.transaction().execute(async (trx) => {
-    const updated = changes.autoPush === undefined ? (await findConnectors(trx, [id])).get(id) : await setAutoPush(trx, id, changes.autoPush);
+    const updated = changes.autoPush === undefined ? (await findConnectorsAcrossWorkspaces(trx, [id])).get(id) : await setAutoPush(trx, id, changes.autoPush);
     if (!updated || updated.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
     if (changes.maxPerSecond !== undefined) await setEndpointCap(trx, { kind: 'connector', id }, changes.maxPerSecond);
     await recordAudit(trx, {
@@ -104,19 +114,19 @@ export async function updateConnector(db: Db, actor: Actor, id: number, changes:
         ...(changes.maxPerSecond === undefined ? {} : { max_per_second: changes.maxPerSecond }),
       },
     });
-    return presentConnector(updated, false, await stateOf(trx, id));
+    return presentConnector(updated, false, await stateOf(trx, updated));
   });
 }
 
 /** `connector enable`: a connector disabled for sustained failure is sent to again, its failure count reset. */
 export async function enableConnector(db: Executor, actor: Actor, id: number) {
-  const connector = (await findConnectors(db, [id])).get(id);
+  const connector = (await findConnectorsAcrossWorkspaces(db, [id])).get(id);
   if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${id} does not exist.`);
   return enable(db, actor, { kind: 'connector', id, workspaceId: connector.workspace_id });
 }
 
 /** `connector delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
-export const deleteConnector = (db: Db, actor: Actor, id: number) => deleteEndpoint(db, actor, { kind: 'connector', id });
+export const deleteConnector = (db: Db, actor: Actor, id: number) => deleteEndpoint(db, actor, { kind: 'connector', id }, softDeleteConnector);
 
 /**
  * A new signing secret. For `overlapHours` the previous one signs too (both signatures in
@@ -138,7 +148,7 @@ export async function rotateSigningSecret(db: Executor, actor: Actor, id: number
   });
 }
 
-async function requireUsableConnector(db: Executor, id: number, workspaceId?: number): Promise<ConnectorRow> {
+async function requireUsableConnector(db: Executor, id: number, workspaceId: number): Promise<ConnectorRow> {
   const connector = (await findConnectors(db, [id], workspaceId)).get(id);
   if (!connector) throw new Refused('not_found', `Connector ${id} does not exist.`);
   const problem = connectorProblem(connector, connector.workspace_id, id);
@@ -147,7 +157,7 @@ async function requireUsableConnector(db: Executor, id: number, workspaceId?: nu
 }
 
 /** Send test: a sample lead to the connector, now, never retried; also while the connector is disabled or capped. */
-export async function testConnector(deps: DeliveryDeps, id: number, workspaceId?: number) {
+export async function testConnector(deps: DeliveryDeps, id: number, workspaceId: number) {
   const connector = await requireUsableConnector(deps.db, id, workspaceId);
   const delivery = composeConnectorDelivery(
     { workspaceId: connector.workspace_id, trigger: 'test', maxAttempts: 1 },
@@ -158,7 +168,7 @@ export async function testConnector(deps: DeliveryDeps, id: number, workspaceId?
 }
 
 /** Push to CRM: the lead to the connector, first attempt now; a retryable failure is retried by the worker. */
-export async function pushLead(deps: DeliveryDeps, id: number, leadId: number, workspaceId?: number): Promise<SendNowResult> {
+export async function pushLead(deps: DeliveryDeps, id: number, leadId: number, workspaceId: number): Promise<SendNowResult> {
   const connector = await requireUsableConnector(deps.db, id, workspaceId);
   const lead = (await loadLeads(deps.db, [{ id: leadId, workspace_id: connector.workspace_id }])).get(leadId);
   if (!lead) throw new Refused('not_found', `Lead ${leadId} does not exist in the connector's workspace.`);

@@ -145,13 +145,8 @@ export async function listDeliveries(db: Executor, workspaceId: number, filter: 
   return rows.map((row) => ({ ...row, next_attempt_at: row.branch === 'pending' ? row.next_attempt_at : null }));
 }
 
-export async function findDelivery(db: Executor, id: number, workspaceId?: number): Promise<DeliveryRow | undefined> {
-  const row = await db
-    .selectFrom('deliveries')
-    .selectAll()
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
-    .where('id', '=', id)
-    .executeTakeFirst();
+export async function findDelivery(db: Executor, id: number, workspaceId: number): Promise<DeliveryRow | undefined> {
+  const row = await db.selectFrom('deliveries').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
   return row && openDelivery(row);
 }
 

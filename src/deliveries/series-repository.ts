@@ -28,11 +28,11 @@ const NEW_SERIES_RETURNED = ['id', 'message_id', 'series', 'attempts', 'branch',
  * due now, no attempts yet in the series; the request and its message id stay as they were.
  * Undefined when the delivery is not such a delivery (missing, pending, never sent).
  */
-export async function startNewSeries(db: Executor, id: number, workspaceId?: number) {
+export async function startNewSeries(db: Executor, id: number, workspaceId: number) {
   return db
     .updateTable('deliveries')
     .set(NEW_SERIES)
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+    .where('workspace_id', '=', workspaceId)
     .where('id', '=', id)
     .where('branch', '!=', 'pending')
     .where('attempts', '>', 0)
@@ -55,11 +55,11 @@ export interface RecoveryWindow {
  * `skipped`: the endpoint's other deliveries that ended Failed in the window (already
  * recovered, or never sent).
  */
-export async function recoverFailedDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
+export async function recoverFailedDeliveries(db: Executor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId: number) {
   const failed = db
     .selectFrom('deliveries')
     .select('id')
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+    .where('workspace_id', '=', workspaceId)
     .where((eb) => ('connectorId' in endpoint ? eb('connector_id', '=', endpoint.connectorId) : eb('workflow_id', '=', endpoint.workflowId)))
     .where('branch', '=', 'Failed')
     .where('event', '!=', 'test')
@@ -71,7 +71,7 @@ export async function recoverFailedDeliveries(db: Executor, endpoint: DeliveryOw
       qb
         .updateTable('deliveries')
         .set({ ...NEW_SERIES, recovered_at: sql<string>`now()` })
-        .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+        .where('workspace_id', '=', workspaceId)
         .where('id', 'in', (eb) => eb.selectFrom('failed').select('id'))
         .where('branch', '=', 'Failed')
         .where('attempts', '>', 0)

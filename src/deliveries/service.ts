@@ -1,24 +1,19 @@
 import { recordAudit, type Actor } from '../audit/service.js';
-import { findConnectors } from '../connectors/repository.js';
-import type { Executor } from '../db/connect.js';
+import type { Db, Executor } from '../db/connect.js';
 import { inTransaction } from '../db/transaction.js';
 import type { DeliveryRow } from '../db/schema.js';
-import { findEndpointStates, type EndpointRef } from '../endpoints/repository.js';
+import { authHeaderName, configuredFieldKeys, findEndpointStates, liveEndpointOf, type EndpointRef } from '../endpoints/repository.js';
 import { Refused } from '../refused.js';
 import { requestUrl } from './attempt.js';
 import { bodyShownToReader, maskHeaderRows, maskSecret, maskUrl, urlForReader } from './masking.js';
 import { methodCarriesBody } from './payload.js';
-import { findWorkflows } from '../workflows/repository.js';
-import { findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
+import { cancelPendingDeliveries, findDelivery, listDeliveryAttempts, type DeliveryOwner } from './repository.js';
 import { recoverFailedDeliveries, startNewSeries, type RecoveryWindow } from './series-repository.js';
 
-// Deliveries as an operator inspects and replays them (the admin CLI).
-
-/** The header name of a connector's `header` authentication, when it has one (whatever else its stored form holds). */
-function authHeaderName(auth: unknown): string[] {
-  const { type, name } = (auth ?? {}) as { type?: unknown; name?: unknown };
-  return type === 'header' && typeof name === 'string' ? [name] : [];
-}
+// Deliveries as an operator inspects, replays and recovers them (one workspace's: the CLI finds
+// the workspace of the id it is given first), and what deleting their endpoint does to them.
+// What this needs of connectors and workflows it reads through the endpoint seam
+// (src/endpoints/repository.ts), never from their own features, which build on this one.
 
 /** The URL called: for GET and DELETE with the payload as its query string; as stored when it never was a URL. */
 function calledUrl(row: DeliveryRow): string {
@@ -36,8 +31,8 @@ function calledUrl(row: DeliveryRow): string {
  * attempt; `webhook-id` is the same on all of them.
  */
 async function sentRequest(db: Executor, row: DeliveryRow) {
-  const connector = row.connector_id === null ? undefined : (await findConnectors(db, [row.connector_id], row.workspace_id)).get(row.connector_id);
-  const headers = maskHeaderRows(row.headers, authHeaderName(connector?.auth));
+  const authHeader = row.connector_id === null ? undefined : await authHeaderName(db, row.workspace_id, row.connector_id);
+  const headers = maskHeaderRows(row.headers, authHeader === undefined ? [] : [authHeader]);
   const carriesBody = methodCarriesBody(row.method);
   return {
     method: row.method,
@@ -48,7 +43,7 @@ async function sentRequest(db: Executor, row: DeliveryRow) {
 }
 
 /** One delivery: where it stands, the request as sent, and every attempt of every series. */
-export async function showDelivery(db: Executor, id: number, workspaceId?: number) {
+export async function showDelivery(db: Executor, id: number, workspaceId: number) {
   const row = await findDelivery(db, id, workspaceId);
   if (!row) throw new Refused('not_found', `Delivery ${id} does not exist.`);
   const attempts = await listDeliveryAttempts(db, row.workspace_id, id);
@@ -91,7 +86,7 @@ export async function showDelivery(db: Executor, id: number, workspaceId?: numbe
  * Sends a finished delivery again: a new series of attempts under the same `webhook-id`,
  * made by the worker (due at once) and recorded like any other, retries included.
  */
-export async function replayDelivery(db: Executor, actor: Actor, id: number, workspaceId?: number) {
+export async function replayDelivery(db: Executor, actor: Actor, id: number, workspaceId: number) {
   const replayed = await inTransaction(db, async (trx) => {
     const started = await startNewSeries(trx, id, workspaceId);
     if (!started) return undefined;
@@ -107,17 +102,11 @@ export async function replayDelivery(db: Executor, actor: Actor, id: number, wor
 }
 
 /** Where a recovery's deliveries go: the connector, or the workflow's block (its Custom URL, or the connector it sends to). */
-async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId?: number): Promise<EndpointRef & { workspaceId: number }> {
-  if ('connectorId' in endpoint) {
-    const connector = (await findConnectors(db, [endpoint.connectorId], workspaceId)).get(endpoint.connectorId);
-    if (!connector || connector.deleted_at !== null) throw new Refused('not_found', `Connector ${endpoint.connectorId} does not exist.`);
-    return { kind: 'connector', id: connector.id, workspaceId: connector.workspace_id };
-  }
-  const workflow = (await findWorkflows(db, [endpoint.workflowId], workspaceId)).get(endpoint.workflowId);
-  if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${endpoint.workflowId} does not exist.`);
-  return workflow.block.endpoint === 'url'
-    ? { kind: 'workflow', id: workflow.id, workspaceId: workflow.workspace_id }
-    : { kind: 'connector', id: workflow.block.connector_id, workspaceId: workflow.workspace_id };
+async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId: number): Promise<EndpointRef> {
+  const owner: EndpointRef = 'connectorId' in endpoint ? { kind: 'connector', id: endpoint.connectorId } : { kind: 'workflow', id: endpoint.workflowId };
+  const target = await liveEndpointOf(db, workspaceId, owner);
+  if (!target) throw new Refused('not_found', `${owner.kind === 'connector' ? 'Connector' : 'Workflow'} ${owner.id} does not exist.`);
+  return target;
 }
 
 /**
@@ -127,9 +116,9 @@ async function recoveryTarget(db: Executor, endpoint: DeliveryOwner, workspaceId
  * and while the endpoint is disabled: every delivery would fail again at once and, being
  * recovered, never be recovered again.
  */
-export async function recoverDeliveries(db: Executor, actor: Actor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId?: number) {
+export async function recoverDeliveries(db: Executor, actor: Actor, endpoint: DeliveryOwner, window: RecoveryWindow, workspaceId: number) {
   const target = await recoveryTarget(db, endpoint, workspaceId);
-  const state = (await findEndpointStates(db, target.kind, [target.id], target.workspaceId)).get(target.id)!;
+  const state = (await findEndpointStates(db, target.kind, [target.id], workspaceId)).get(target.id)!;
   if (state.disabled_at !== null) {
     throw new Refused(
       'endpoint_disabled',
@@ -138,16 +127,43 @@ export async function recoverDeliveries(db: Executor, actor: Actor, endpoint: De
     );
   }
   return inTransaction(db, async (trx) => {
-    const recovered = await recoverFailedDeliveries(trx, endpoint, window, target.workspaceId);
+    const recovered = await recoverFailedDeliveries(trx, endpoint, window, workspaceId);
     const [type, id] = 'connectorId' in endpoint ? (['connector', endpoint.connectorId] as const) : (['workflow', endpoint.workflowId] as const);
     await recordAudit(trx, {
       actor,
-      workspaceId: target.workspaceId,
+      workspaceId,
       action: 'delivery.recovered',
       target: { type, id },
       details: { since: window.since, until: window.until ?? null, recovered: recovered.recovered, skipped: recovered.skipped },
     });
     return recovered;
+  });
+}
+
+/**
+ * Deletes a connector, or a workflow (whatever its block sends to), so that it sends nothing
+ * more: in one transaction it is marked deleted by `markDeleted`, its feature's own statement
+ * (no fan-out, auto-push, push, test, recovery or listing any more), and every pending delivery
+ * of it, retries included, is finished `Failed` without another attempt. A delivery of it
+ * composed by a fan-out that read it just before the delete is refused by the worker without a
+ * call (src/worker/deliveries/load-credentials.ts); an attempt already on the wire when the
+ * delete commits completes, and is the last.
+ */
+export async function deleteEndpoint(db: Db, actor: Actor, endpoint: EndpointRef, markDeleted: (trx: Executor, id: number) => Promise<{ workspace_id: number } | undefined>) {
+  const name = endpoint.kind === 'connector' ? 'Connector' : 'Workflow';
+  return db.transaction().execute(async (trx) => {
+    const deleted = await markDeleted(trx, endpoint.id);
+    if (!deleted) throw new Refused('not_found', `${name} ${endpoint.id} does not exist.`);
+    const owner = endpoint.kind === 'connector' ? { connectorId: endpoint.id } : { workflowId: endpoint.id };
+    const cancelled = await cancelPendingDeliveries(trx, owner, `cancelled: ${name.toLowerCase()} ${endpoint.id} was deleted, so nothing more is sent`);
+    await recordAudit(trx, {
+      actor,
+      workspaceId: deleted.workspace_id,
+      action: endpoint.kind === 'connector' ? 'connector.deleted' : 'workflow.deleted',
+      target: { type: endpoint.kind, id: endpoint.id },
+      details: { cancelled_deliveries: cancelled },
+    });
+    return { id: endpoint.id, deleted: true, cancelled_deliveries: cancelled };
   });
 }
 
@@ -158,13 +174,11 @@ const SERVICE_HEADERS = new Set(['user-agent', 'content-type', 'webhook-id']);
  * A delivery as a member (who reads but cannot change) is shown it, under the rule of the
  * Connectors and Workflows pages (shownToReader): the URL's origin only, every configured
  * header value masked, and in the body the values of the connector's constant fields and the
- * workflow block's fields masked (fields as they are configured now). The lead's data in the
- * body stays: members may read leads.
+ * workflow block's fields masked (fields as they are configured now, read through the endpoint
+ * seam). The lead's data in the body stays: members may read leads.
  */
 export async function deliveryShownToReader(db: Executor, delivery: Awaited<ReturnType<typeof showDelivery>>): Promise<Awaited<ReturnType<typeof showDelivery>>> {
-  const connector = delivery.connector_id === null ? undefined : (await findConnectors(db, [delivery.connector_id], delivery.workspace_id)).get(delivery.connector_id);
-  const workflow = delivery.workflow_id === null ? undefined : (await findWorkflows(db, [delivery.workflow_id], delivery.workspace_id)).get(delivery.workflow_id);
-  const keys = new Set([...(connector?.fields ?? []), ...(workflow?.block.fields ?? [])].map(({ key }) => key));
+  const keys = await configuredFieldKeys(db, delivery.workspace_id, { connectorId: delivery.connector_id, workflowId: delivery.workflow_id });
   const { request } = delivery;
   const contentType = Object.entries(request.headers).find(([name]) => name.toLowerCase() === 'content-type')?.[1];
   return {

@@ -27,6 +27,67 @@ export function deliveryEndpoint(alias: string): { kind: RawBuilder<EndpointKind
   };
 }
 
+/**
+ * Where a connector's or a workflow's deliveries go while it is not deleted: the connector
+ * itself; for a workflow its block's endpoint, the workflow for a Custom URL, else the connector
+ * it sends to. Undefined when it is missing from the workspace or deleted.
+ */
+export async function liveEndpointOf(db: Executor, workspaceId: number, owner: EndpointRef): Promise<EndpointRef | undefined> {
+  if (owner.kind === 'connector') {
+    const row = await db
+      .selectFrom('connectors')
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', owner.id)
+      .where('deleted_at', 'is', null)
+      .select('id')
+      .executeTakeFirst();
+    return row && { kind: 'connector', id: row.id };
+  }
+  const row = await db
+    .selectFrom('workflows')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', owner.id)
+    .where('deleted_at', 'is', null)
+    .select(['id', sql<string>`block->>'endpoint'`.as('endpoint'), sql<number | null>`(block->>'connector_id')::int`.as('connector_id')])
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return row.endpoint === 'url' || row.connector_id === null ? { kind: 'workflow', id: row.id } : { kind: 'connector', id: row.connector_id };
+}
+
+/** The header name of a connector's `header` authentication, when it has one (read as stored: only its value is sealed). */
+export async function authHeaderName(db: Executor, workspaceId: number, connectorId: number): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('connectors')
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', connectorId)
+    .select(sql<string | null>`CASE WHEN auth->>'type' = 'header' THEN auth->>'name' END`.as('name'))
+    .executeTakeFirst();
+  return row?.name ?? undefined;
+}
+
+/**
+ * The keys of the constant fields a delivery's connector and workflow block configure now (read
+ * as stored: a field is not sealed), for showing the delivery to a reader with their values masked.
+ */
+export async function configuredFieldKeys(db: Executor, workspaceId: number, owner: { connectorId: number | null; workflowId: number | null }): Promise<Set<string>> {
+  const keysOf = (table: 'connectors' | 'workflows', id: number) =>
+    db
+      .selectFrom(table)
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .select(
+        sql<string[]>`ARRAY(SELECT field->>'key' FROM jsonb_array_elements(coalesce(${table === 'connectors' ? sql.ref('fields') : sql`block->'fields'`}, '[]')) AS field)`.as(
+          'keys',
+        ),
+      )
+      .executeTakeFirst();
+  const rows = await Promise.all([
+    owner.connectorId === null ? undefined : keysOf('connectors', owner.connectorId),
+    owner.workflowId === null ? undefined : keysOf('workflows', owner.workflowId),
+  ]);
+  return new Set(rows.flatMap((row) => row?.keys ?? []));
+}
+
 /** When an endpoint is to be disabled (src/deliveries/endpoint-health.ts): every attempt failed for long enough, and enough of them. */
 export interface HealthPolicy {
   failingForSeconds: number;
@@ -50,15 +111,15 @@ export interface EndpointState {
 
 const NO_STATE: EndpointState = { max_per_second: null, disabled_at: null, disabled_reason: null, failing_since: null, consecutive_failures: 0 };
 
-/** The state of these endpoints of one kind, by id (every id given, healthy and uncapped when it has no row). */
-export async function findEndpointStates(db: Executor, kind: EndpointKind, ids: readonly number[], workspaceId?: number): Promise<Map<number, EndpointState>> {
+/** The state of these endpoints of one kind of a workspace, by id (every id given, healthy and uncapped when it has no row). */
+export async function findEndpointStates(db: Executor, kind: EndpointKind, ids: readonly number[], workspaceId: number): Promise<Map<number, EndpointState>> {
   const rows =
     ids.length === 0
       ? []
       : await db
           .selectFrom('endpoints')
           .select(['endpoint_id', 'max_per_second', 'disabled_at', 'disabled_reason', 'failing_since', 'consecutive_failures'])
-          .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
+          .where('workspace_id', '=', workspaceId)
           .where('kind', '=', kind)
           .where('endpoint_id', 'in', [...new Set(ids)])
           .execute();

@@ -1,14 +1,10 @@
 import { recordAudit, type Actor } from '../audit/service.js';
-import { softDeleteConnector } from '../connectors/repository.js';
-import type { Db, Executor } from '../db/connect.js';
+import type { Executor } from '../db/connect.js';
 import { inTransaction } from '../db/transaction.js';
-import { cancelPendingDeliveries } from '../deliveries/repository.js';
-import { Refused } from '../refused.js';
-import { softDeleteWorkflow } from '../workflows/repository.js';
 import { enableEndpoint, type EndpointRef } from './repository.js';
 
-// What `connector enable` / `workflow enable` do once they know the endpoint exists, and what
-// `connector delete` / `workflow delete` do.
+// What `connector enable` / `workflow enable` do once they know the endpoint exists (deleting
+// one: deleteEndpoint in src/deliveries/service.ts, as it finishes the endpoint's deliveries).
 
 /**
  * Turns the endpoint back on (see enableEndpoint) and says what it was: enabling one that
@@ -25,31 +21,5 @@ export function enable(db: Executor, actor: Actor, endpoint: EndpointRef & { wor
       details: { was_disabled_at: before.disabled_at },
     });
     return { id: endpoint.id, enabled: true, was_disabled_at: before.disabled_at, was_disabled_reason: before.disabled_reason };
-  });
-}
-
-/**
- * Deletes a connector, or a workflow (whatever its block sends to), so that it sends nothing
- * more: in one transaction it is marked deleted (no fan-out, auto-push, push, test, recovery
- * or listing any more) and every pending delivery of it, retries included, is finished
- * `Failed` without another attempt. A delivery of it composed by a fan-out that read it just
- * before the delete is refused by the worker without a call (src/worker/deliveries/load-credentials.ts); an
- * attempt already on the wire when the delete commits completes, and is the last.
- */
-export async function deleteEndpoint(db: Db, actor: Actor, endpoint: EndpointRef) {
-  const name = endpoint.kind === 'connector' ? 'Connector' : 'Workflow';
-  return db.transaction().execute(async (trx) => {
-    const deleted = endpoint.kind === 'connector' ? await softDeleteConnector(trx, endpoint.id) : await softDeleteWorkflow(trx, endpoint.id);
-    if (!deleted) throw new Refused('not_found', `${name} ${endpoint.id} does not exist.`);
-    const owner = endpoint.kind === 'connector' ? { connectorId: endpoint.id } : { workflowId: endpoint.id };
-    const cancelled = await cancelPendingDeliveries(trx, owner, `cancelled: ${name.toLowerCase()} ${endpoint.id} was deleted, so nothing more is sent`);
-    await recordAudit(trx, {
-      actor,
-      workspaceId: deleted.workspace_id,
-      action: endpoint.kind === 'connector' ? 'connector.deleted' : 'workflow.deleted',
-      target: { type: endpoint.kind, id: endpoint.id },
-      details: { cancelled_deliveries: cancelled },
-    });
-    return { id: endpoint.id, deleted: true, cancelled_deliveries: cancelled };
   });
 }

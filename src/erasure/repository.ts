@@ -4,9 +4,10 @@ import type { IdentityKind } from '../db/schema.js';
 import { jsonParameter } from '../db/sql.js';
 
 // The statements of an erasure (src/erasure/service.ts) that no other feature has: finding a
-// person's leads, and removing the copies of their data outside the leads' own rows (events,
-// delivery bodies and replies, stored answers, the company made from them). Every statement
-// names the workspace, so on Citus each runs on the workspace's node.
+// person's leads, and removing the copies of their data outside the leads' own rows (delivery
+// bodies and replies, stored answers, the company made from them; their pending events:
+// src/outbox/erased-events-repository.ts). Every statement names the workspace, so on Citus
+// each runs on the workspace's node.
 
 /** A person as an operator names them: a lead id, or a contact detail as its normalized match key. */
 export type PersonKey = { kind: 'id'; id: number } | { kind: IdentityKind; value: string };
@@ -48,16 +49,6 @@ export async function lockErasedLeads(db: Executor, workspaceId: number, leadIds
     FOR UPDATE OF l
   `.execute(db);
   return rows;
-}
-
-/** The leads' own events not fanned out yet (they would send the person after the erasure). */
-export async function deleteLeadEvents(db: Executor, workspaceId: number, leadIds: readonly number[]): Promise<number> {
-  const { rows } = await sql<{ id: number }>`
-    DELETE FROM outbox
-    WHERE workspace_id = ${workspaceId} AND topic IN ('lead.created', 'lead.tag_added') AND (payload->>'lead_id')::bigint = ANY(${[...leadIds]}::bigint[])
-    RETURNING id
-  `.execute(db);
-  return rows.length;
 }
 
 /**
@@ -146,7 +137,7 @@ export async function deleteAnswersHolding(db: Executor, workspaceId: number, le
  * The companies of the erased leads that were made from the person alone: no lead of the
  * workspace belongs to them any more, no tag is attached, and their domain is the domain of one
  * of the person's email addresses (what the intake creates a company from). They are deleted
- * with their pending analysis. Returns the ids deleted.
+ * (their pending analysis with them: deleteCompanyAnalyses). Returns the ids deleted.
  */
 export async function deletePersonsCompanies(db: Executor, workspaceId: number, companyIds: readonly number[], emailDomains: readonly string[]): Promise<number[]> {
   if (companyIds.length === 0 || emailDomains.length === 0) return [];
@@ -157,13 +148,7 @@ export async function deletePersonsCompanies(db: Executor, workspaceId: number, 
       AND NOT EXISTS (SELECT 1 FROM company_tags AS t WHERE t.workspace_id = ${workspaceId} AND t.company_id = c.id)
     RETURNING c.id::int AS id
   `.execute(db);
-  const ids = rows.map((row) => row.id);
-  if (ids.length > 0) {
-    await sql`
-      DELETE FROM outbox WHERE workspace_id = ${workspaceId} AND topic = 'company.analyze' AND (payload->>'company_id')::bigint = ANY(${ids}::bigint[])
-    `.execute(db);
-  }
-  return ids;
+  return rows.map((row) => row.id);
 }
 
 /** Removes the person's addresses and numbers from the contact lists of the companies that stay. */

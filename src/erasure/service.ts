@@ -5,12 +5,12 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Executor } from '../db/connect.js';
 import { deleteLeads } from '../leads/write-repository.js';
 import { businessDomainOfEmail, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey } from '../normalize.js';
+import { deleteCompanyAnalyses, deleteLeadEvents } from '../outbox/erased-events-repository.js';
 import { enqueue } from '../outbox/repository.js';
 import { Refused } from '../refused.js';
 import { suppressContacts, type ContactKey } from '../suppression/repository.js';
 import {
   deleteAnswersHolding,
-  deleteLeadEvents,
   deletePersonsCompanies,
   findPersonLeads,
   lockErasedLeads,
@@ -111,6 +111,7 @@ export async function erasePerson(db: Db, request: { workspaceId: number; person
     const companyIds = unique(leads.flatMap((lead) => (lead.company_id === null ? [] : [lead.company_id])));
     const emailDomains = unique(emails.flatMap((email) => businessDomainOfEmail(email) ?? []));
     const companiesRemoved = await deletePersonsCompanies(trx, workspaceId, companyIds, emailDomains);
+    await deleteCompanyAnalyses(trx, workspaceId, companiesRemoved);
     await removeContactsFromCompanies(
       trx,
       workspaceId,

@@ -3,7 +3,7 @@ import type { BatchRequest, BatchRowResult, LeadInput } from '../../generated/ap
 import type { Db } from '../db/connect.js';
 import { createLeadsBatch } from '../leads/intake/intake-service.js';
 import { runGroupTransaction } from '../leads/intake/executor.js';
-import { suppressionScreen } from '../suppression/service.js';
+import { suppressionScreen } from '../leads/suppression-screen.js';
 import { WriteGroups } from '../leads/intake/write-groups.js';
 import { FairSlots } from '../db/fair-slots.js';
 import type { Logger } from 'pino';

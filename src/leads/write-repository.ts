@@ -3,7 +3,7 @@ import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { leadTraceOf, type CompanyAnalyzeEvent } from '../outbox/repository.js';
+import { mergedLeadEvents, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
 import { claimMatchKeys, eachRowsWorkspace, leadRecordSources, leadRowsInput, oneWorkspace, type LeadRows, type WorkspaceScope } from './lead-rows-repository.js';
@@ -122,16 +122,7 @@ function mergeStatement<Input extends MergeRows>(name: string, scopeOf: (input: 
     ON CONFLICT (lead_id, tag_id, workspace_id) DO NOTHING
     RETURNING lead_id, tag_id
   ), queued AS (
-    INSERT INTO outbox (workspace_id, topic, payload, trace_context)
-    SELECT ${scope.of('e')}, e.topic, e.payload, ${leadTraceOf(input, sql`e.ord`)} FROM (
-      SELECT ${workspaceOf('merged')}merged.ord, 1 AS part, given.n, given.topic, given.payload
-      FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS given(ord, topic, payload, n)
-      JOIN merged USING (ord)
-      UNION ALL
-      SELECT ${workspaceOf('merged')}merged.ord, 2, tag_rows.n, 'lead.tag_added', jsonb_build_object('lead_id', tagged.lead_id, 'tag_id', tagged.tag_id)
-      FROM tagged JOIN merged ON merged.id = tagged.lead_id JOIN tag_rows ON tag_rows.ord = merged.ord AND tag_rows.tag_id = tagged.tag_id
-    ) AS e
-    ORDER BY e.ord, e.part, e.n
+    ${mergedLeadEvents({ workspaceId: scope.of('e'), carried: workspaceOf('merged') }, input)}
   ), lead_tag_rows AS (
     -- The statement's snapshot does not see its own inserts: the tags it attached are added to those the leads had.
     SELECT ${workspaceOf('lt')}lt.lead_id, lt.tag_id FROM lead_tags AS lt

@@ -87,6 +87,27 @@ export function newLeadEvents(workspaceId: RawBuilder<number>, leads: string, in
  * out and marks them processed in that transaction, so each is fanned out exactly once.
  */
 /** A lead event with when it occurred (a paused workflow skips what occurred before it was resumed). */
+/**
+ * The part of the merge statement (mergeIntoLeads, src/leads/write-repository.ts) that writes
+ * the events of the leads it updates, in the rows' order: each lead's events given by its `ord`
+ * (see newLeadEventInputs), then a `lead.tag_added` per tag the statement attached to it. Over
+ * that statement's FROM items `merged` (`ord`, `id`), `tagged` (`lead_id`, `tag_id`, the tags
+ * attached) and `tag_rows` (`ord`, `tag_id`, `n`, the tags asked for); `carried` is what else
+ * each event carries from `merged` (its workspace, across workspaces), read by `workspaceId`.
+ */
+export function mergedLeadEvents(at: { workspaceId: RawBuilder<unknown>; carried: RawBuilder<unknown> }, input: Placeholders<NewLeadEventInputs>) {
+  return sql`INSERT INTO outbox (workspace_id, topic, payload, trace_context)
+    SELECT ${at.workspaceId}, e.topic, e.payload, ${leadTraceOf(input, sql`e.ord`)} FROM (
+      SELECT ${at.carried}merged.ord, 1 AS part, given.n, given.topic, given.payload
+      FROM unnest(${input.eventOrds}::int[], ${input.eventTopics}::text[], ${input.eventPayloads}::jsonb[]) WITH ORDINALITY AS given(ord, topic, payload, n)
+      JOIN merged USING (ord)
+      UNION ALL
+      SELECT ${at.carried}merged.ord, 2, tag_rows.n, 'lead.tag_added', jsonb_build_object('lead_id', tagged.lead_id, 'tag_id', tagged.tag_id)
+      FROM tagged JOIN merged ON merged.id = tagged.lead_id JOIN tag_rows ON tag_rows.ord = merged.ord AND tag_rows.tag_id = tagged.tag_id
+    ) AS e
+    ORDER BY e.ord, e.part, e.n`;
+}
+
 export type LeadEvent = StoredEvent<LeadEventTopic> & { created_at: string; trace_context: string | null };
 
 /** The topics the fan-out turns into deliveries. */

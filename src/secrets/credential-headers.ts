@@ -1,4 +1,3 @@
-import type { HeaderRow, KeyValue, WorkflowBlock } from '../db/schema.js';
 import { secretsAt } from './keyring.js';
 
 // Headers an operator types (a connector's constant headers, a Custom URL block's headers)
@@ -22,6 +21,17 @@ export function isCredentialName(name: string, alsoSecret: readonly string[] = [
 
 type Transform = (value: string) => string;
 
+// The shapes are the stored ones (src/db/outbound-schema.ts), named here by their fields only:
+// the database's migrations seal with these functions, so this module imports nothing of it.
+interface KeyValue {
+  key: string;
+  value: string;
+}
+interface HeaderRow {
+  name: string;
+  value: string;
+}
+
 export const mapCredentialValues = (rows: readonly KeyValue[], transform: Transform): KeyValue[] =>
   rows.map(({ key, value }) => ({ key, value: isCredentialName(key) ? transform(value) : value }));
 
@@ -29,8 +39,8 @@ export const mapCredentialHeaders = (rows: readonly HeaderRow[], transform: Tran
   rows.map(({ name, value }) => ({ name, value: isCredentialName(name) ? transform(value) : value }));
 
 /** A Custom URL block with its credential headers transformed; a connector block has none. */
-export const mapBlockCredentials = (block: WorkflowBlock, transform: Transform): WorkflowBlock =>
-  block.endpoint === 'url' ? { ...block, headers: mapCredentialValues(block.headers, transform) } : block;
+export const mapBlockCredentials = <Block extends { endpoint: string }>(block: Block, transform: Transform): Block =>
+  block.endpoint === 'url' && 'headers' in block ? { ...block, headers: mapCredentialValues(block.headers as KeyValue[], transform) } : block;
 
 /**
  * The credential headers of a delivery row are sealed for that delivery: its workspace and its

@@ -22,10 +22,10 @@ export function createTag(db: Executor, actor: Actor, workspaceId: number, tag: 
 }
 
 /** `tag update`: rename, colour (null clears it), archive (active false) or restore. */
-export async function updateTag(db: Executor, actor: Actor, id: number, changes: Partial<NewTag>) {
+export async function updateTag(db: Executor, actor: Actor, id: number, changes: Partial<NewTag>, workspaceId: number) {
   if (Object.values(changes).every((value) => value === undefined)) throw new Refused('invalid_argument', 'Give a name, a colour, or archive or restore it.');
   return inTransaction(db, async (trx) => {
-    const updated = await updateTagRow(trx, id, changes).catch((error: unknown) => {
+    const updated = await updateTagRow(trx, id, changes, workspaceId).catch((error: unknown) => {
       if (isUniqueViolation(error)) throw nameTaken(changes.name ?? '');
       throw error;
     });

@@ -19,6 +19,6 @@ export function listMembers(db: Executor, workspaceId: number) {
     .execute();
 }
 
-export function setRole(db: Executor, id: number, role: Role) {
-  return db.updateTable('users').set({ role }).where('id', '=', id).returning(['id', 'email', 'role']).executeTakeFirst();
+export function setRole(db: Executor, id: number, role: Role, workspaceId: number) {
+  return db.updateTable('users').set({ role }).where('workspace_id', '=', workspaceId).where('id', '=', id).returning(['id', 'email', 'role']).executeTakeFirst();
 }

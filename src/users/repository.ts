@@ -20,6 +20,6 @@ export function findUser(db: Executor, id: number) {
   return db.selectFrom('users').where('id', '=', id).select(['id', 'workspace_id', 'email', 'role']).executeTakeFirst();
 }
 
-export function deleteUser(db: Executor, id: number) {
-  return db.deleteFrom('users').where('id', '=', id).returning('id').executeTakeFirst();
+export function deleteUser(db: Executor, id: number, workspaceId: number) {
+  return db.deleteFrom('users').where('workspace_id', '=', workspaceId).where('id', '=', id).returning('id').executeTakeFirst();
 }

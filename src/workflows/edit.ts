@@ -5,7 +5,7 @@ import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
 import { Refused } from '../refused.js';
 import { isCredentialName } from '../secrets/credential-headers.js';
 import { updateWorkflowDefinition } from './edit-repository.js';
-import { findWorkflows } from './repository.js';
+import { findWorkflowsAcrossWorkspaces } from './repository.js';
 import { blockWarnings, triggerTag } from './service.js';
 
 /** What an edit may leave out of a Custom URL block: the stored URL and headers are kept (they are shown masked, never sent back). */
@@ -23,7 +23,7 @@ const originOf = (url: string): string | null => (URL.canParse(url) ? new URL(ur
  * and the person editing never saw them): they are sent again only when entered again.
  */
 export async function editWorkflow(db: Db, actor: Actor, id: number, input: WorkflowEdit) {
-  const workflow = (await findWorkflows(db, [id])).get(id);
+  const workflow = (await findWorkflowsAcrossWorkspaces(db, [id])).get(id);
   if (!workflow) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   const stored = workflow.block.endpoint === 'url' ? workflow.block : null;
   const movedAway = stored !== null && input.block.endpoint === 'url' && input.block.url !== undefined && originOf(input.block.url) !== originOf(stored.url);

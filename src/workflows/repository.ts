@@ -61,14 +61,25 @@ export async function resealWorkflows(db: Executor): Promise<number> {
   return rows.length;
 }
 
-/** Workflows by id; with `workspaceId` (the worker's statements), only that workspace's. */
-export async function findWorkflows(db: Executor, ids: readonly number[], workspaceId?: number): Promise<Map<number, WorkflowRow>> {
+/** A workspace's workflows by id, whatever their state: a workflow of another workspace reads as missing. */
+export async function findWorkflows(db: Executor, ids: readonly number[], workspaceId: number): Promise<Map<number, WorkflowRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('workflows')
+    .selectAll()
+    .where('workspace_id', '=', workspaceId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, openWorkflow(row)]));
+}
+
+/** Workflows by id in any workspace: for the operator's commands (the CLI), which name ids alone. */
+export async function findWorkflowsAcrossWorkspaces(db: Executor, ids: readonly number[]): Promise<Map<number, WorkflowRow>> {
   if (ids.length === 0) return new Map();
   const rows = await db
     .selectFrom('workflows')
     .selectAll()
     .where('id', 'in', [...new Set(ids)])
-    .$if(workspaceId !== undefined, (query) => query.where('workspace_id', '=', workspaceId!))
     .execute();
   return new Map(rows.map((row) => [row.id, openWorkflow(row)]));
 }

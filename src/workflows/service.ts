@@ -8,10 +8,11 @@ import { newSigningSecret } from '../deliveries/attempt.js';
 import { connectorProblem } from '../deliveries/compose.js';
 import { maskKeyValues, maskUrl } from '../deliveries/masking.js';
 import { findEndpointStates, setEndpointCap } from '../endpoints/repository.js';
-import { deleteEndpoint, enable } from '../endpoints/service.js';
+import { enable } from '../endpoints/service.js';
+import { deleteEndpoint } from '../deliveries/service.js';
 import { findTagsByNames, insertMissingTags } from '../tags/repository.js';
 import { Refused } from '../refused.js';
-import { findWorkflows, insertWorkflow, listWorkflows, setWorkflowActive } from './repository.js';
+import { findWorkflowsAcrossWorkspaces, insertWorkflow, listWorkflows, setWorkflowActive, softDeleteWorkflow } from './repository.js';
 
 /**
  * A workflow: one trigger (a tag_added trigger names its tag) and one Send Webhook (or Send to
@@ -29,7 +30,7 @@ export type NewWorkflowInput = { workspaceId: number; block: WorkflowBlock; maxP
  */
 export async function blockWarnings(db: Db, workspaceId: number, block: WorkflowBlock): Promise<string[]> {
   if (block.endpoint !== 'url') {
-    const problem = connectorProblem((await findConnectors(db, [block.connector_id])).get(block.connector_id), workspaceId, block.connector_id);
+    const problem = connectorProblem((await findConnectors(db, [block.connector_id], workspaceId)).get(block.connector_id), workspaceId, block.connector_id);
     return problem ? [`${problem} Runs of this workflow will fail until it is fixed.`] : [];
   }
   return [...(block.url.trim() === '' ? ['The Custom URL is empty: runs of this workflow will fail.'] : []), ...unsentHeaderWarnings(block.headers)];
@@ -126,7 +127,7 @@ function requireCustomUrl(block: WorkflowBlock, what: string): void {
 }
 
 async function requireWorkflow(db: Executor, id: number) {
-  const workflow = (await findWorkflows(db, [id])).get(id);
+  const workflow = (await findWorkflowsAcrossWorkspaces(db, [id])).get(id);
   if (!workflow || workflow.deleted_at !== null) throw new Refused('not_found', `Workflow ${id} does not exist.`);
   return workflow;
 }
@@ -164,4 +165,4 @@ export function switchWorkflow(db: Executor, actor: Actor, id: number, active: b
 }
 
 /** `workflow delete`: it sends nothing more, its pending retries included (deleteEndpoint). */
-export const deleteWorkflow = (db: Db, actor: Actor, id: number) => deleteEndpoint(db, actor, { kind: 'workflow', id });
+export const deleteWorkflow = (db: Db, actor: Actor, id: number) => deleteEndpoint(db, actor, { kind: 'workflow', id }, softDeleteWorkflow);

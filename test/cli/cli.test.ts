@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { findConnectors } from '../../src/connectors/repository.js';
+import { findConnectorsAcrossWorkspaces } from '../../src/connectors/repository.js';
 import { cliError, cliJson, runCli } from '../support/cli.js';
 import { eventually } from '../support/eventually.js';
 import type { TestApp } from '../support/app.js';
@@ -122,7 +122,7 @@ describe('connector secrets', () => {
     workspace = String((await ok(['workspace', 'create', '--name', 'Secrets'])).id);
   });
   const create = (auth: string[]) => ['connector', 'create', '--workspace', workspace, '--url', 'https://crm.example.com/hook', ...auth];
-  const storedAuth = async (id: unknown) => (await findConnectors(t.ctx.db, [id as number])).get(id as number)!.auth;
+  const storedAuth = async (id: unknown) => (await findConnectorsAcrossWorkspaces(t.ctx.db, [id as number])).get(id as number)!.auth;
 
   it('reads a secret from standard input with `-`, or from its environment variable, and says nothing on stderr', async () => {
     const fromStdin = await cliJson(t.databaseUrl, create(['--auth', 'bearer', '--token', '-']), {}, 'tok_stdin_0123456789\n');

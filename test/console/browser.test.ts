@@ -87,8 +87,7 @@ maybe('the console in a browser', () => {
   it('signs in by password: a wrong one is refused, the right one opens the console, with the keyboard alone', async () => {
     const passwordPage = await (await browser.newContext()).newPage();
     const user = await cli<{ id: number; email: string }>(['user', 'create', '--workspace', String(demo.workspace.id), '--email', 'pat@demo.example']);
-    const { runCliWithInput } = await import('./cli-input.js');
-    expect(await runCliWithInput(database.url, ['user', 'set-password', '--id', String(user.id)], 'a password for pat')).toEqual({ id: user.id, password_set: true });
+    expect(await cliJson(database.url, ['user', 'set-password', '--id', String(user.id)], {}, 'a password for pat\n')).toEqual({ id: user.id, password_set: true });
     await passwordPage.goto(`${base}/console/sign-in`);
     expect(await seriousViolations(passwordPage)).toEqual([]);
     if (process.env.CONSOLE_SCREENSHOTS === '1') await screenshots(passwordPage, 'sign-in');

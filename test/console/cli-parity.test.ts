@@ -1,21 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { startTestApp, type TestApp } from '../support/app.js';
+import type { TestApp } from '../support/app.js';
 import { cliError, cliJson } from '../support/cli.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { Tenant } from '../support/fixtures.js';
+import { testBed } from '../support/test-bed.js';
 
 // The commands that give the console's actions their CLI side (every console action has one).
 
+const bed = testBed();
 let app: TestApp;
 let tenant: Tenant;
 const cli = <T = any>(args: string[]) => cliJson<T>(app.databaseUrl, args);
 
-beforeAll(async () => {
-  app = await startTestApp();
-  tenant = await createTenant(app.ctx.db);
-});
-afterAll(async () => {
-  await app.close();
+beforeAll(() => {
+  ({
+    t: app,
+    tenants: [tenant],
+  } = bed);
 });
 
 describe("the console's actions in the CLI", () => {

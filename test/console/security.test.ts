@@ -117,6 +117,32 @@ describe("the console's pages", () => {
     ).toBe(200);
   });
 
+  it("answer another workspace's deliveries, connector, tag and member as missing from the services scoped to the session's workspace, and change nothing there", async () => {
+    const { db } = app.ctx;
+    const first = <Row>(query: { execute(db: unknown): Promise<{ rows: Row[] }> }) => query.execute(db).then((result) => result.rows[0]!);
+    const connector = await first(sql<{ id: number }>`INSERT INTO connectors (workspace_id, url, method, format, auth, mapping, fields, headers, signing_secret)
+      VALUES (${other.workspaceId}, 'https://example.com/x', 'POST', 'json', '{"type":"none"}', '[]', '[]', '[]', 'x') RETURNING id::int`);
+    const tag = await first(sql<{ id: number }>`INSERT INTO tags (workspace_id, name) VALUES (${other.workspaceId}, 'Theirs') RETURNING id::int`);
+    const delivery = await first(sql<{
+      id: number;
+    }>`INSERT INTO deliveries (workspace_id, event, sender, trigger, connector_id, message_id, url, method, max_attempts, attempts, branch, finished_at)
+      VALUES (${other.workspaceId}, 'lead', 'connector_push', 'push', ${connector.id}, 'msg_theirs', 'https://example.com/x', 'POST', 3, 1, 'Failed', now()) RETURNING id::int`);
+    const statuses = [
+      (await admin.get(`/console/deliveries/${delivery.id}`)).status,
+      (await admin.post(`/console/deliveries/${delivery.id}/replay`)).status,
+      (await admin.post('/console/deliveries/recover', { connector: String(connector.id), since: '2000-01-01T00:00' })).status,
+      (await admin.post(`/console/connectors/${connector.id}/test`)).status,
+      (await admin.post(`/console/tags/${tag.id}`, { name: 'Ours now' })).status,
+      (await admin.post(`/console/members/${other.userId}/role`, { role: 'member' })).status,
+      (await admin.post(`/console/members/${other.userId}/remove`)).status,
+    ];
+    expect(statuses).toEqual([404, 404, 404, 404, 404, 404, 404]);
+    const after = await first(sql<{ tag: string; role: string; series: number; deliveries: number }>`SELECT
+      (SELECT name FROM tags WHERE id = ${tag.id}) AS tag, (SELECT role FROM users WHERE id = ${other.userId}) AS role,
+      (SELECT series FROM deliveries WHERE id = ${delivery.id}) AS series, (SELECT count(*)::int FROM deliveries WHERE workspace_id = ${other.workspaceId}) AS deliveries`);
+    expect(after).toEqual({ tag: 'Theirs', role: 'admin', series: 1, deliveries: 1 });
+  });
+
   it('let a member read every page and refuse every change with 403, changing nothing', async () => {
     const { addUser } = await import('./support.js');
     const member = await signInByLink(app, (await addUser(app.ctx.db, tenant.workspaceId, 'member')).id);

@@ -1,28 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { claimDueDeliveries } from '../../src/deliveries/claim-repository.js';
-import { startTestApp, type TestApp } from '../support/app.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { TestApp } from '../support/app.js';
+import type { Tenant } from '../support/fixtures.js';
 import { cli, LOCAL_DELIVERY_ENV } from '../support/outbound.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
+import { testBed } from '../support/test-bed.js';
 import { signInByLink, type ConsoleSession } from './support.js';
 
 // Send test (and Push to CRM, the same sendNow) answers with its own attempt even while a
 // worker claims due deliveries as fast as it can: the delivery is never visible unclaimed.
 
+const bed = testBed({ app: { env: LOCAL_DELIVERY_ENV } });
 let app: TestApp;
 let tenant: Tenant;
 let admin: ConsoleSession;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  app = await startTestApp({ env: LOCAL_DELIVERY_ENV });
+  ({
+    t: app,
+    tenants: [tenant],
+  } = bed);
   receiver = await startReceiver({ databaseUrl: app.databaseUrl });
-  tenant = await createTenant(app.ctx.db);
+  bed.closeFirst(() => receiver.close());
   admin = await signInByLink(app, tenant.userId);
-});
-afterAll(async () => {
-  await receiver.close();
-  await app.close();
 });
 
 describe('Send test', () => {

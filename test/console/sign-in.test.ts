@@ -1,24 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { sessionLimitsOf } from '../../src/console-auth/service.js';
 import { SIGN_IN_REFUSED, SIGN_IN_THROTTLED, THROTTLE } from '../../src/console-auth/throttle.js';
 import { housekeeping } from '../../src/worker/housekeeping.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { cliJson, runCli } from '../support/cli.js';
-import { createTenant, type Tenant } from '../support/fixtures.js';
+import type { Tenant } from '../support/fixtures.js';
+import { testBed } from '../support/test-bed.js';
 import { addUser, CONSOLE_ORIGIN, form, http, linkToken, passwordSignIn, sessionCookie, signInByLink } from './support.js';
 
 // Signing in and out of the console: single-use links, passwords, the throttle, sessions that end.
 
+const bed = testBed();
 let app: TestApp;
 let tenant: Tenant;
 
-beforeAll(async () => {
-  app = await startTestApp();
-  tenant = await createTenant(app.ctx.db);
-});
-afterAll(async () => {
-  await app.close();
+beforeAll(() => {
+  ({
+    t: app,
+    tenants: [tenant],
+  } = bed);
 });
 
 const redeem = (token: string) => http(app).post('/console/sign-in/link').set('Origin', CONSOLE_ORIGIN).type('form').send(form({ token }));

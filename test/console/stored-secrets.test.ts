@@ -88,7 +88,7 @@ describe('what a member sees of URL paths, constant fields and block fields', ()
     const lead = await http(app).post('/api/v1/leads').set(tenant.auth).send({ name: 'Grace Hopper', email: 'grace@navy.test', enrich: false });
     expect(lead.status).toBe(201);
     const origin = { workspaceId: tenant.workspaceId, trigger: 'push', maxAttempts: 1 };
-    const opened = (await findConnectors(db, [connector.id])).get(connector.id);
+    const opened = (await findConnectors(db, [connector.id], tenant.workspaceId)).get(connector.id);
     const [pushed, custom] = await insertDeliveries(db, [
       composeConnectorDelivery(origin, { connectorId: connector.id, connector: opened, event: 'lead', lead: lead.body.data }),
       composeCustomUrlDelivery({ ...origin, trigger: 'lead_created' }, { workflowId: workflow.id, block, lead: lead.body.data }),

@@ -58,7 +58,7 @@ describe('0021_bind_sealed_secrets', () => {
     expect(stored.rows.filter((row) => row.value.includes('v1:'))).toEqual([]);
     expect(stored.rows.every((row) => row.value.includes('v2:'))).toBe(true);
 
-    const connector = (await findConnectors(db as never, [first])).get(first)!;
+    const connector = (await findConnectors(db as never, [first], workspace!.id)).get(first)!;
     expect([connector.auth, connector.headers, connector.signing_secret, connector.previous_signing_secret]).toEqual([
       { type: 'bearer', token: 'tok_old' },
       [
@@ -68,12 +68,12 @@ describe('0021_bind_sealed_secrets', () => {
       'whsec_first',
       'whsec_prev',
     ]);
-    const opened = (await findWorkflows(db as never, [workflow!.id])).get(workflow!.id)!;
+    const opened = (await findWorkflows(db as never, [workflow!.id], workspace!.id)).get(workflow!.id)!;
     expect([opened.block, opened.signing_secret]).toEqual([{ ...block, headers: [{ key: 'Authorization', value: 'Bearer bk_old' }] }, 'whsec_w0rk']);
-    expect((await findDelivery(db as never, delivery!.id))?.headers).toEqual([{ name: 'Authorization', value: 'Bearer bk_old' }]);
+    expect((await findDelivery(db as never, delivery!.id, workspace!.id))?.headers).toEqual([{ name: 'Authorization', value: 'Bearer bk_old' }]);
 
     // Bound now: the first connector's signing secret copied onto the second no longer opens there.
     await sql`UPDATE connectors SET signing_secret = (SELECT signing_secret FROM connectors WHERE id = ${first}) WHERE id = ${second}`.execute(db);
-    await expect(findConnectors(db as never, [second])).rejects.toThrow(/connectors\.signing_secret of row \d+ .*does not open/);
+    await expect(findConnectors(db as never, [second], workspace!.id)).rejects.toThrow(/connectors\.signing_secret of row \d+ .*does not open/);
   });
 });

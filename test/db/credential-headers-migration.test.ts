@@ -1,11 +1,11 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
-import { findConnectors } from '../../src/connectors/repository.js';
+import { findConnectorsAcrossWorkspaces } from '../../src/connectors/repository.js';
 import type { Db } from '../../src/db/connect.js';
 import { createMigrator } from '../../src/db/migrate.js';
 import { findDelivery } from '../../src/deliveries/repository.js';
 import { keyring, sealUnboundWith } from '../../src/secrets/keyring.js';
-import { findWorkflows } from '../../src/workflows/repository.js';
+import { findWorkflowsAcrossWorkspaces } from '../../src/workflows/repository.js';
 import { migrationTestDatabase } from '../support/migration-database.js';
 
 // Migration 0007 on credential headers stored in clear before it (signing secrets already sealed by 0005).
@@ -56,11 +56,11 @@ describe('0007_seal_credential_headers', () => {
     expect(stored.rows.filter((row) => /_old_clear/.test(row.value))).toEqual([]);
     expect(stored.rows[0]!.value).toContain('"sales"');
 
-    expect((await findConnectors(db as never, [connector!.id])).get(connector!.id)?.headers).toEqual([
+    expect((await findConnectorsAcrossWorkspaces(db as never, [connector!.id])).get(connector!.id)?.headers).toEqual([
       { key: 'X-Api-Key', value: 'ck_old_clear' },
       { key: 'X-Team', value: 'sales' },
     ]);
-    expect((await findWorkflows(db as never, [workflow!.id])).get(workflow!.id)?.block).toEqual(block);
-    expect((await findDelivery(db as never, delivery!.id))?.headers).toEqual(headers);
+    expect((await findWorkflowsAcrossWorkspaces(db as never, [workflow!.id])).get(workflow!.id)?.block).toEqual(block);
+    expect((await findDelivery(db as never, delivery!.id, workspace!.id))?.headers).toEqual(headers);
   });
 });

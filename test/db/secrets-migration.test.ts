@@ -3,8 +3,8 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/connect.js';
 import { createMigrator } from '../../src/db/migrate.js';
-import { findConnectors } from '../../src/connectors/repository.js';
-import { findWorkflows } from '../../src/workflows/repository.js';
+import { findConnectorsAcrossWorkspaces } from '../../src/connectors/repository.js';
+import { findWorkflowsAcrossWorkspaces } from '../../src/workflows/repository.js';
 import { migrationTestDatabase } from '../support/migration-database.js';
 
 // Migration 0005 on connectors, workflows and deliveries stored in clear before it.
@@ -56,10 +56,10 @@ describe('0005_secrets_at_rest', () => {
       [expect.stringMatching(/^v1:/), expect.stringMatching(/^v1:/)],
       [null, expect.stringMatching(/^v1:/)],
     ]);
-    const opened = await findConnectors(db as never, [bearer, header, none]);
+    const opened = await findConnectorsAcrossWorkspaces(db as never, [bearer, header, none]);
     expect(opened.get(bearer)).toMatchObject({ auth: { type: 'bearer', token: 'tok_old_clear' }, signing_secret: 'whsec_b3ar3r', previous_signing_secret: null });
     expect(opened.get(header)).toMatchObject({ auth: { type: 'header', name: 'X-Api-Key', value: 'hv_old_clear' }, signing_secret: 'whsec_h3ad3r' });
-    expect((await findWorkflows(db as never, [workflow!.id])).get(workflow!.id)?.signing_secret).toBe('whsec_w0rkfl0w');
+    expect((await findWorkflowsAcrossWorkspaces(db as never, [workflow!.id])).get(workflow!.id)?.signing_secret).toBe('whsec_w0rkfl0w');
 
     const deliveries = await sql<{ headers: Array<{ name: string }> }>`SELECT headers FROM deliveries ORDER BY id`.execute(db);
     expect(deliveries.rows.map((row) => row.headers.map((h) => h.name))).toEqual([['User-Agent', 'X-Const'], ['User-Agent'], ['User-Agent', 'Authorization'], ['User-Agent']]);

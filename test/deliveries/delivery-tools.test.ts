@@ -94,7 +94,7 @@ describe('deliveries show and replay', () => {
     await drainUntil(tenant, 'Delivered');
     expect(receiver.requests.map((request) => [request.headers['webhook-id'], request.body])).toEqual([[sent.headers['webhook-id'], sent.body]]);
 
-    const afterReplay = await showDelivery(t.ctx.db, delivery!.id);
+    const afterReplay = await showDelivery(t.ctx.db, delivery!.id, tenant.workspaceId);
     expect(afterReplay).toMatchObject({ branch: 'Delivered', series: 2, attempts: 1, status_code: 200, error: null });
     expect(afterReplay.attempt_log.map((attempt) => [attempt.series, attempt.attempt, attempt.status_code])).toEqual([
       [1, 1, 500],
@@ -118,9 +118,9 @@ describe('deliveries show and replay', () => {
       headers: [],
       auto_push: false,
     });
-    const { delivery_id: deliveryId } = await testConnector(t.ctx, connector.id);
+    const { delivery_id: deliveryId } = await testConnector(t.ctx, connector.id, tenant.workspaceId);
     expect(receiver.requests[0]!.headers['x-partner']).toBe(secret);
-    expect(JSON.stringify(await showDelivery(t.ctx.db, deliveryId))).not.toContain(secret);
+    expect(JSON.stringify(await showDelivery(t.ctx.db, deliveryId, tenant.workspaceId))).not.toContain(secret);
   });
 
   it('refuses what it cannot show or replay: an unknown id, a delivery that was never sent', async () => {

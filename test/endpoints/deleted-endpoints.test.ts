@@ -8,6 +8,7 @@ import { createTenant, type Tenant } from '../support/fixtures.js';
 import { drain, LOCAL_DELIVERY_ENV, postNewPerson } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 import { testBed } from '../support/test-bed.js';
+import { workspaceOfId } from '../../src/workspaces/owned.js';
 
 // A deleted connector or workflow sends nothing more: not its pending retries, not a run
 // fanned out after the delete, not a delivery of it that reaches the worker anyway. The first
@@ -27,7 +28,7 @@ const refused = (args: string[]) => cliError(t.databaseUrl, args, ENV);
 // Read without the CLI: each command is a node process, slow under load.
 const listed = (tenant: Tenant) => listDeliveries(t.ctx.db, tenant.workspaceId, {});
 /** The header names of the request a delivery sends, as `deliveries show` prints them. */
-const shownHeaders = async (id: number) => Object.keys((await showDelivery(t.ctx.db, id)).request.headers);
+const shownHeaders = async (id: number) => Object.keys((await showDelivery(t.ctx.db, id, await workspaceOfId(t.ctx.db, 'deliveries', id))).request.headers);
 
 /** Waits until every retry scheduled so far is due, then lets the worker do what is due. */
 async function pastTheRetries(): Promise<void> {

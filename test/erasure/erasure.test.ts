@@ -100,7 +100,7 @@ describe('lead erase and lead export', () => {
       10000,
       50,
     );
-    expect(await pushLead(t.ctx, connectorId, leadId)).toMatchObject({ delivered: true });
+    expect(await pushLead(t.ctx, connectorId, leadId, tenant.workspaceId)).toMatchObject({ delivered: true });
 
     const exported = await cli(t, ['lead', 'export', '--workspace', String(tenant.workspaceId), '--email', person.email.toUpperCase()]);
     expect(exported.leads).toHaveLength(1);

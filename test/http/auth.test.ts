@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { revokeKey } from '../../src/api-keys/repository.js';
-import { removeMember } from '../../src/users/service.js';
+import { removeMember } from '../../src/workspaces/members.js';
 import type { TestApp } from '../support/app.js';
 import { testBed } from '../support/test-bed.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
@@ -55,7 +55,7 @@ describe('authentication', () => {
   });
 
   it('rejects a revoked key, also one the process had cached', async () => {
-    const response = await answerAfter((key) => revokeKey(t.ctx.db, key.keyId));
+    const response = await answerAfter((key) => revokeKey(t.ctx.db, key.keyId, key.workspaceId));
     expectInvalidKey(response, 'The API key has been revoked.');
   });
 
@@ -66,7 +66,7 @@ describe('authentication', () => {
   });
 
   it('rejects an orphaned key with its own message and the same code', async () => {
-    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, OPERATOR, key.userId));
+    const orphaned = await answerAfter((key) => removeMember(t.ctx.db, OPERATOR, key.workspaceId, key.userId));
     expectInvalidKey(orphaned, 'The API key is orphaned: the user who created it no longer exists or no longer holds the update-companies permission. Create a new key.');
   });
 });

@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { runCli } from '../support/cli.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';
 import { baseEnvironment, ROOT, runToEnd, STACK_TRACE } from '../support/service.js';
 
@@ -50,10 +51,10 @@ describe('a start that cannot work', () => {
       expect(result.stderr).toMatch(/EMBEDDED_PG_PORT/);
       expect(result.stderr).not.toMatch(STACK_TRACE);
     }
-    const cli = await run('cli.mjs', env, ['demo']);
+    const cli = await runCli(['demo'], { ...baseEnvironment(), LOG_LEVEL: 'info', ...env });
     expect(cli.code).not.toBe(0);
     expect(cli.stdout).toBe('');
-    expect(JSON.parse(cli.stderr.trim().split('\n').pop()!)).toEqual({
+    expect(cli.error).toEqual({
       error: 'database_unavailable',
       message: expect.stringContaining(`Port ${foreign.port} is held by another PostgreSQL server`),
     });

@@ -114,3 +114,17 @@ export function mayImport(layers: readonly Layer[], from: string, to: string): b
   const allowed = Math.max(source === target || source.mayImportLayers.includes(target.name) ? 0 : -1, precisionOf(source.mayImport));
   return allowed >= 0 && allowed > denied;
 }
+
+/**
+ * docs/architecture.md's "Which feature builds on which": the feature folders of src/ top to
+ * bottom (the backticked folders of its line joined by `>`), and the folders it names as
+ * outside the order (the line starting "Outside it:").
+ */
+export function readFeatureOrder(root: string): { order: string[]; outside: string[] } {
+  const doc = readFileSync(path.join(root, 'docs/architecture.md'), 'utf8');
+  const section = doc.split('## Which feature builds on which')[1]?.split('\n## ')[0];
+  if (!section) throw new Error('docs/architecture.md has no "Which feature builds on which" section');
+  const folders = (line: string | undefined) => backticked(withoutAsides(line ?? '')).map((token) => pattern(root, token).text);
+  const lines = section.split('\n');
+  return { order: folders(lines.find((line) => line.startsWith('`') && line.includes(' > '))), outside: folders(lines.find((line) => line.startsWith('Outside it:'))) };
+}

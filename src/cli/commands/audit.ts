@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { AUDIT_PAGE_LIMIT, listAudit } from '../../audit/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { boundedInteger, positiveId } from '../arguments.js';
+import { boundedInteger, positiveId } from '../../input.js';
 import { runCommand } from '../cli-context.js';
 
 export function registerAuditCommands(program: Command): void {

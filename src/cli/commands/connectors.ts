@@ -16,7 +16,10 @@ import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
 import { Refused } from '../../refused.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { collect, parseBoolean, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl, positiveId } from '../arguments.js';
+import { parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl } from '../../connectors/input.js';
+import { parseBoolean, positiveId } from '../../input.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
+import { collect } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 import { CONNECTOR_SECRETS, otherWays, readConnectorSecrets, type ConnectorSecrets, type SecretSource } from '../secret-input.js';
 
@@ -176,11 +179,21 @@ export function registerConnectorCommands(program: Command): void {
   connector
     .command('test')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand((ctx) => testConnector(ctx, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) =>
+      runCommand(async (ctx) => {
+        const id = positiveId(options.id, '--id');
+        return testConnector(ctx, id, await workspaceOfId(ctx.db, 'connectors', id));
+      }),
+    );
 
   connector
     .command('push')
     .requiredOption('--id <id>')
     .requiredOption('--lead <id>')
-    .action((options: { id: string; lead: string }) => runCommand((ctx) => pushLead(ctx, positiveId(options.id, '--id'), positiveId(options.lead, '--lead'))));
+    .action((options: { id: string; lead: string }) =>
+      runCommand(async (ctx) => {
+        const [id, leadId] = [positiveId(options.id, '--id'), positiveId(options.lead, '--lead')];
+        return pushLead(ctx, id, leadId, await workspaceOfId(ctx.db, 'connectors', id));
+      }),
+    );
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { mintSignInLink, setUserPassword } from '../../console-auth/service.js';
 import { OPERATOR } from '../../audit/service.js';
 import { Refused } from '../../refused.js';
-import { positiveId } from '../arguments.js';
+import { positiveId } from '../../input.js';
 import { runCommand } from '../cli-context.js';
 
 /** Everything on standard input, one trailing line break dropped (`echo pw |` and `< file` both work). */

@@ -1,27 +1,29 @@
 import type { Command } from 'commander';
-import { scopeValues, type Scope } from '../../../generated/api.js';
 import { listKeys } from '../../api-keys/repository.js';
 import { createApiKey, revokeApiKey } from '../../api-keys/service.js';
 import { OPERATOR } from '../../audit/service.js';
 import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
-import { Refused } from '../../refused.js';
 import { createTag } from '../../tags/service.js';
-import { addMember, parseEmail, parseRole, removeMember } from '../../users/service.js';
+import { parseEmail, parseRole } from '../../users/input.js';
+import { addMember } from '../../users/service.js';
+import { removeMember } from '../../workspaces/members.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
 import { createDemoWorkspace, createWorkspace, requireWorkspace } from '../../workspaces/service.js';
-import { boundedInteger, nonEmpty, parseTimestamp, parseWebsite, positiveId } from '../arguments.js';
+import { parseScopes } from '../../api-keys/input.js';
+import { parseWebsite } from '../../companies/input.js';
+import { boundedInteger, nonEmpty, parseTimestamp, positiveId } from '../../input.js';
+import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { runCommand } from '../cli-context.js';
 
-function parseScopes(value: string | undefined): Scope[] {
-  if (value === undefined) return [];
-  const scopes = value
-    .split(',')
-    .map((scope) => scope.trim())
-    .filter(Boolean);
-  const unknown = scopes.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
-  if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
-  return [...new Set(scopes)] as Scope[];
-}
+/** `--scopes a,b`: the list, as the key's scope rule reads it. */
+const scopesFlag = (value: string | undefined) =>
+  parseScopes(
+    (value ?? '')
+      .split(',')
+      .map((scope) => scope.trim())
+      .filter(Boolean),
+  );
 
 export function registerCoreCommands(program: Command): void {
   const workspace = program.command('workspace').description('Workspaces');
@@ -47,7 +49,8 @@ export function registerCoreCommands(program: Command): void {
     .requiredOption('--id <id>')
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
-        return removeMember(db, OPERATOR, positiveId(options.id, '--id'));
+        const id = positiveId(options.id, '--id');
+        return removeMember(db, OPERATOR, await workspaceOfId(db, 'users', id), id);
       }),
     );
 
@@ -66,7 +69,7 @@ export function registerCoreCommands(program: Command): void {
           workspaceId: found.id,
           userId: positiveId(options.user, '--user'),
           name: nonEmpty(options.name, '--name'),
-          scopes: parseScopes(options.scopes),
+          scopes: scopesFlag(options.scopes),
           expiresAt: options.expiresAt === undefined ? null : parseTimestamp(options.expiresAt, '--expires-at'),
         });
       }),
@@ -76,7 +79,8 @@ export function registerCoreCommands(program: Command): void {
     .requiredOption('--id <id>')
     .action((options: { id: string }) =>
       runCommand(async ({ db }) => {
-        const revoked = await revokeApiKey(db, OPERATOR, positiveId(options.id, '--id'));
+        const id = positiveId(options.id, '--id');
+        const revoked = await revokeApiKey(db, OPERATOR, id, await workspaceOfId(db, 'api_keys', id));
         return { id: revoked.id, revoked: true };
       }),
     );
@@ -96,8 +100,8 @@ export function registerCoreCommands(program: Command): void {
       runCommand(async ({ db }) => {
         const found = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
         return createTag(db, OPERATOR, found.id, {
-          name: nonEmpty(options.name, '--name'),
-          color: options.color ? nonEmpty(options.color, '--color', 32) : null,
+          name: parseTagName(options.name, '--name'),
+          color: options.color ? parseTagColour(options.color, '--color') : null,
           active: !options.archived,
         });
       }),

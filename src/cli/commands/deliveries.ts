@@ -3,7 +3,10 @@ import { listDeliveries } from '../../deliveries/repository.js';
 import { recoverDeliveries, replayDelivery, showDelivery } from '../../deliveries/service.js';
 import { OPERATOR } from '../../audit/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { boundedInteger, exactlyOne, parseBranch, parseTimeWindow, parseTimestamp, positiveId } from '../arguments.js';
+import { parseBranch, parseTimeWindow } from '../../deliveries/input.js';
+import { boundedInteger, parseTimestamp, positiveId } from '../../input.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
+import { exactlyOne } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 interface ListOptions {
@@ -50,13 +53,23 @@ export function registerDeliveryCommands(program: Command): void {
     .command('show')
     .description('the request as sent (credentials masked) and every attempt')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => showDelivery(db, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        return showDelivery(db, id, await workspaceOfId(db, 'deliveries', id));
+      }),
+    );
 
   deliveries
     .command('replay')
     .description('sends a finished delivery again under the same webhook-id')
     .requiredOption('--id <id>')
-    .action((options: { id: string }) => runCommand(({ db }) => replayDelivery(db, OPERATOR, positiveId(options.id, '--id'))));
+    .action((options: { id: string }) =>
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        return replayDelivery(db, OPERATOR, id, await workspaceOfId(db, 'deliveries', id));
+      }),
+    );
 
   deliveries
     .command('recover')
@@ -68,8 +81,10 @@ export function registerDeliveryCommands(program: Command): void {
     .action((options: RecoverOptions) =>
       runCommand(async ({ db }) => {
         const [flag, value] = exactlyOne(options, { connector: '--connector', workflow: '--workflow' });
-        const endpoint = flag === 'connector' ? { connectorId: positiveId(value, '--connector') } : { workflowId: positiveId(value, '--workflow') };
-        return recoverDeliveries(db, OPERATOR, endpoint, parseTimeWindow(options.since, options.until));
+        const id = positiveId(value, `--${flag}`);
+        const window = parseTimeWindow(options.since, options.until);
+        const workspaceId = await workspaceOfId(db, flag === 'connector' ? 'connectors' : 'workflows', id);
+        return recoverDeliveries(db, OPERATOR, flag === 'connector' ? { connectorId: id } : { workflowId: id }, window, workspaceId);
       }),
     );
 }

@@ -20,7 +20,8 @@ import {
 import { Refused } from '../../refused.js';
 import { findTagsByNames } from '../../tags/repository.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { collect, positiveId } from '../arguments.js';
+import { positiveId } from '../../input.js';
+import { collect } from '../arguments.js';
 import { runCommand, withCliContext } from '../cli-context.js';
 
 interface ImportOptions {

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { erasePerson, type PersonSelector } from '../../erasure/service.js';
 import { exportPerson } from '../../person-export/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { exactlyOne, nonEmpty, positiveId } from '../arguments.js';
+import { nonEmpty, positiveId } from '../../input.js';
+import { exactlyOne } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 import { group } from './workspace-admin.js';
 

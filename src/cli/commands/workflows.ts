@@ -6,7 +6,11 @@ import { Refused } from '../../refused.js';
 import { editWorkflow } from '../../workflows/edit.js';
 import { createWorkflow, deleteWorkflow, enableWorkflow, listWorkspaceWorkflows, switchWorkflow, updateWorkflowCap, type NewWorkflowInput } from '../../workflows/service.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { collect, nonEmpty, parseFormat, parseMaxPerSecond, parseMethod, parsePairs, positiveId } from '../arguments.js';
+import { parseFormat, parseMaxPerSecond, parseMethod, parsePairs } from '../../connectors/input.js';
+import { positiveId } from '../../input.js';
+import { parseTagName } from '../../tags/input.js';
+import { parseTrigger as parseTriggerValue } from '../../workflows/input.js';
+import { collect } from '../arguments.js';
 import { runCommand } from '../cli-context.js';
 
 interface WorkflowOptions {
@@ -25,12 +29,10 @@ interface WorkflowOptions {
 
 /** The trigger: lead_created, or tag_added with its tag. */
 function parseTrigger(options: WorkflowOptions): Pick<NewWorkflowInput, 'trigger'> & { tag?: string } {
-  if (options.trigger !== 'lead_created' && options.trigger !== 'tag_added') {
-    throw new Refused('invalid_argument', `--trigger must be lead_created or tag_added, got "${options.trigger}".`);
-  }
-  if (options.trigger === 'tag_added' && options.tag === undefined) throw new Refused('invalid_argument', '--trigger tag_added needs --tag.');
-  if (options.trigger === 'lead_created' && options.tag !== undefined) throw new Refused('invalid_argument', '--tag only goes with --trigger tag_added.');
-  return { trigger: options.trigger, tag: options.tag };
+  const trigger = parseTriggerValue(options.trigger, '--trigger');
+  if (trigger === 'tag_added' && options.tag === undefined) throw new Refused('invalid_argument', '--trigger tag_added needs --tag.');
+  if (trigger === 'lead_created' && options.tag !== undefined) throw new Refused('invalid_argument', '--tag only goes with --trigger tag_added.');
+  return { trigger, tag: options.tag };
 }
 
 /** The block: a Saved connector (--connector), a Send to CRM (--send-to-crm) or a Custom URL (--url). */
@@ -69,7 +71,7 @@ export function registerWorkflowCommands(program: Command): void {
         const workspace = await requireWorkspace(db, positiveId(options.workspace, '--workspace'));
         const input: NewWorkflowInput =
           trigger === 'tag_added'
-            ? { workspaceId: workspace.id, block, maxPerSecond, trigger, tagName: nonEmpty(tag!, '--tag') }
+            ? { workspaceId: workspace.id, block, maxPerSecond, trigger, tagName: parseTagName(tag!, '--tag') }
             : { workspaceId: workspace.id, block, maxPerSecond, trigger };
         return createWorkflow(db, OPERATOR, input);
       }),
@@ -96,7 +98,7 @@ export function registerWorkflowCommands(program: Command): void {
         const parsed = parseBlock(options);
         const block = parsed.endpoint === 'url' && options.header.length === 0 ? { ...parsed, headers: undefined } : parsed;
         const id = positiveId(options.id, '--id');
-        return editWorkflow(db, OPERATOR, id, trigger === 'tag_added' ? { trigger, tagName: nonEmpty(tag!, '--tag'), block } : { trigger, block });
+        return editWorkflow(db, OPERATOR, id, trigger === 'tag_added' ? { trigger, tagName: parseTagName(tag!, '--tag'), block } : { trigger, block });
       }),
     );
 

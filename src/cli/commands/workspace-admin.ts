@@ -3,9 +3,13 @@ import { OPERATOR } from '../../audit/service.js';
 import { revealSigningSecret } from '../../connectors/signing-secret.js';
 import { listTags } from '../../tags/repository.js';
 import { updateTag } from '../../tags/service.js';
-import { changeRole, listWorkspaceMembers, parseRole } from '../../users/service.js';
+import { parseRole } from '../../users/input.js';
+import { listWorkspaceMembers } from '../../users/service.js';
+import { changeRole } from '../../workspaces/members.js';
+import { workspaceOfId } from '../../workspaces/owned.js';
 import { requireWorkspace } from '../../workspaces/service.js';
-import { nonEmpty, parseBoolean, positiveId } from '../arguments.js';
+import { parseBoolean, positiveId } from '../../input.js';
+import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { runCommand } from '../cli-context.js';
 
 export const group = (program: Command, name: string) => program.commands.find((command) => command.name() === name) ?? program.command(name);
@@ -26,7 +30,12 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .command('update')
     .requiredOption('--id <id>')
     .requiredOption('--role <role>', 'admin or member')
-    .action((options: { id: string; role: string }) => runCommand(({ db }) => changeRole(db, OPERATOR, positiveId(options.id, '--id'), parseRole(options.role, '--role'))));
+    .action((options: { id: string; role: string }) =>
+      runCommand(async ({ db }) => {
+        const [id, role] = [positiveId(options.id, '--id'), parseRole(options.role, '--role')];
+        return changeRole(db, OPERATOR, await workspaceOfId(db, 'users', id), id, role);
+      }),
+    );
 
   const tag = group(program, 'tag');
   tag
@@ -43,13 +52,15 @@ export function registerWorkspaceAdminCommands(program: Command): void {
     .option('--color <color>', 'a colour, or "none" to clear it')
     .option('--archived <on|off>', 'archive (on) or restore (off)')
     .action((options: { id: string; name?: string; color?: string; archived?: string }) =>
-      runCommand(({ db }) =>
-        updateTag(db, OPERATOR, positiveId(options.id, '--id'), {
-          name: options.name === undefined ? undefined : nonEmpty(options.name, '--name'),
-          color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : nonEmpty(options.color, '--color', 32),
+      runCommand(async ({ db }) => {
+        const id = positiveId(options.id, '--id');
+        const changes = {
+          name: options.name === undefined ? undefined : parseTagName(options.name, '--name'),
+          color: options.color === undefined ? undefined : options.color.trim().toLowerCase() === 'none' ? null : parseTagColour(options.color, '--color'),
           active: options.archived === undefined ? undefined : !parseBoolean(options.archived, '--archived'),
-        }),
-      ),
+        };
+        return updateTag(db, OPERATOR, id, changes, await workspaceOfId(db, 'tags', id));
+      }),
     );
 
   group(program, 'connector')

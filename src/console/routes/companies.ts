@@ -1,5 +1,6 @@
 import type { Router } from 'express';
-import { nonEmpty, parseWebsite } from '../../cli/arguments.js';
+import { parseWebsite } from '../../companies/input.js';
+import { nonEmpty } from '../../input.js';
 import { listCompanies } from '../../companies/repository.js';
 import { createCompany } from '../../companies/service.js';
 import type { AppContext } from '../../context.js';

@@ -1,4 +1,4 @@
-import { parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl } from '../../cli/arguments.js';
+import { parseFormat, parseMaxPerSecond, parseMethod, parsePairs, parseWebhookUrl } from '../../connectors/input.js';
 import type { ConnectorAuth, FieldMapping } from '../../db/schema.js';
 import { droppedHeaderReason } from '../../deliveries/headers.js';
 import { isMappableAttribute, MAPPABLE_ATTRIBUTES, MAX_CONSTANT_FIELDS, MAX_HEADERS, MAX_MAPPED_FIELDS } from '../../deliveries/payload.js';
@@ -6,7 +6,7 @@ import type { NewConnector } from '../../connectors/repository.js';
 import { Refused } from '../../refused.js';
 import { checked, pairLines, text } from './form.js';
 
-// The connect form, read with the CLI's own argument rules (src/cli/arguments.ts) under the
+// The connect form, read with the connectors' input rules (src/connectors/input.ts), the CLI's too, under the
 // form's field names, so both edges accept and refuse the same settings.
 
 const invalid = (message: string) => new Refused('invalid_argument', message);

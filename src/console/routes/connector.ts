@@ -1,7 +1,7 @@
 import type { Response, Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { shownToReader } from '../../deliveries/masking.js';
-import { parseBoolean } from '../../cli/arguments.js';
+import { parseBoolean } from '../../input.js';
 import { deleteConnector, enableConnector, listWorkspaceConnectors, rotateSigningSecret, testConnector, updateConnector } from '../../connectors/service.js';
 import { revealSigningSecret } from '../../connectors/signing-secret.js';
 import { connectorDeliveryStats } from '../../deliveries/stats-repository.js';
@@ -34,7 +34,7 @@ export function addConnectorPageRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/connectors/:id/test', async (req, res) => {
-    const id = await owned(res, req.params.id);
+    const id = pathId(req.params.id);
     const testResult = await testConnector(ctx, id, signedIn(res).user.workspaceId);
     await renderConnector(res, ctx, id, { testResult });
   });

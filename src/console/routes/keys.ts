@@ -1,13 +1,13 @@
 import type { Router } from 'express';
-import { scopeValues, type Scope } from '../../../generated/api.js';
+import { scopeValues } from '../../../generated/api.js';
 import { listKeys } from '../../api-keys/repository.js';
 import { createApiKey, keyIsOrphaned, revokeApiKey } from '../../api-keys/service.js';
-import { nonEmpty, parseTimestamp } from '../../cli/arguments.js';
+import { parseScopes } from '../../api-keys/input.js';
+import { nonEmpty, parseTimestamp } from '../../input.js';
 import type { AppContext } from '../../context.js';
 import { Refused } from '../../refused.js';
 import type { Role } from '../../users/repository.js';
 import { listWorkspaceMembers } from '../../users/service.js';
-import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
 import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
@@ -21,12 +21,6 @@ function condition(key: KeyRow, creatorRole: Role | null, now: number): 'valid' 
   if (key.expires_at !== null && Date.parse(key.expires_at) <= now) return 'expired';
   if (keyIsOrphaned({ user_id: key.user_id, creator_role: creatorRole })) return 'orphaned';
   return 'valid';
-}
-
-function scopesOf(values: string[]): Scope[] {
-  const unknown = values.filter((scope) => !(scopeValues as readonly string[]).includes(scope));
-  if (unknown.length > 0) throw new Refused('invalid_argument', `Unknown scope(s): ${unknown.join(', ')}. Allowed: ${scopeValues.join(', ')}.`);
-  return [...new Set(values)] as Scope[];
 }
 
 export function addKeyRoutes(router: Router, ctx: AppContext): void {
@@ -51,7 +45,7 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
       workspaceId: user.workspaceId,
       userId: user.userId,
       name: nonEmpty(text(req.body, 'name'), 'Name'),
-      scopes: scopesOf(list(req.body, 'scopes')),
+      scopes: parseScopes(list(req.body, 'scopes')),
       // datetime-local sends no zone: the form says the time is UTC.
       expiresAt: expiresAt === '' ? null : parseTimestamp(/[zZ]|[+-]\d\d:?\d\d$/.test(expiresAt) ? expiresAt : `${expiresAt}Z`, 'Expires at'),
     });
@@ -63,14 +57,14 @@ export function addKeyRoutes(router: Router, ctx: AppContext): void {
 
   router.get('/api-keys/:id/revoke', async (req, res) => {
     const workspaceId = signedIn(res).user.workspaceId;
-    const id = await requireInWorkspace(ctx.db, workspaceId, 'api_keys', pathId(req.params.id));
-    const key = (await listKeys(ctx.db, workspaceId)).find((row) => row.id === id)!;
+    const id = pathId(req.params.id);
+    const key = (await listKeys(ctx.db, workspaceId)).find((row) => row.id === id);
+    if (!key) throw new Refused('not_found', `API key ${id} does not exist.`);
     render(res, 'key-revoke', { title: 'Revoke key', page: 'keys', key });
   });
 
   router.post('/api-keys/:id/revoke', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'api_keys', pathId(req.params.id));
-    const revoked = await revokeApiKey(ctx.db, actorOf(req, res), id);
+    const revoked = await revokeApiKey(ctx.db, actorOf(req, res), pathId(req.params.id), signedIn(res).user.workspaceId);
     // Refused at once by this process, not only once the notification is back.
     ctx.apiKeyCache.changedHere(revoked.prefix);
     res.redirect(303, '/console/api-keys?notice=key-revoked');

@@ -2,7 +2,9 @@ import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { mintSignInLink } from '../../console-auth/service.js';
 import { findUser } from '../../users/repository.js';
-import { addMember, changeRole, listWorkspaceMembers, parseEmail, parseRole, removeMember } from '../../users/service.js';
+import { parseEmail, parseRole } from '../../users/input.js';
+import { addMember, listWorkspaceMembers } from '../../users/service.js';
+import { changeRole, removeMember } from '../../workspaces/members.js';
 import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
 import { actorOf, signedIn } from '../session.js';
@@ -27,8 +29,10 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/members/:id/role', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
-    await changeRole(ctx.db, actorOf(req, res), id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    const id = pathId(req.params.id);
+    await changeRole(ctx.db, actorOf(req, res), signedIn(res).user.workspaceId, id, parseRole(text(req.body, 'role'), 'Role'), (prefixes) =>
+      prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)),
+    );
     // Their sessions ended: an admin who changed their own role signs in again.
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-saved');
   });
@@ -55,9 +59,9 @@ export function addMemberRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/members/:id/remove', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'users', pathId(req.params.id));
+    const id = pathId(req.params.id);
     // Their keys are refused at once by this process, not only once the notification is back.
-    await removeMember(ctx.db, actorOf(req, res), id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
+    await removeMember(ctx.db, actorOf(req, res), signedIn(res).user.workspaceId, id, (prefixes) => prefixes.forEach((prefix) => ctx.apiKeyCache.changedHere(prefix)));
     res.redirect(303, id === signedIn(res).user.userId ? '/console/sign-in' : '/console/members?notice=member-removed');
   });
 }

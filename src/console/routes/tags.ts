@@ -1,9 +1,8 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
-import { nonEmpty } from '../../cli/arguments.js';
+import { parseTagColour, parseTagName } from '../../tags/input.js';
 import { listTags } from '../../tags/repository.js';
 import { createTag, updateTag } from '../../tags/service.js';
-import { requireInWorkspace } from '../../workspaces/owned.js';
 import { noticeOf } from '../notices.js';
 import { actorOf, signedIn } from '../session.js';
 import { render } from '../views.js';
@@ -11,7 +10,7 @@ import { checked, pathId, text } from './form.js';
 
 const colour = (body: unknown) => {
   const value = text(body, 'color').trim();
-  return value === '' ? null : nonEmpty(value, 'Colour', 32);
+  return value === '' ? null : parseTagColour(value, 'Colour');
 };
 
 export function addTagRoutes(router: Router, ctx: AppContext): void {
@@ -23,7 +22,7 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
 
   router.post('/tags', async (req, res) => {
     await createTag(ctx.db, actorOf(req, res), signedIn(res).user.workspaceId, {
-      name: nonEmpty(text(req.body, 'name'), 'Name'),
+      name: parseTagName(text(req.body, 'name'), 'Name'),
       color: colour(req.body),
       active: !checked(req.body, 'archived'),
     });
@@ -31,11 +30,11 @@ export function addTagRoutes(router: Router, ctx: AppContext): void {
   });
 
   router.post('/tags/:id', async (req, res) => {
-    const id = await requireInWorkspace(ctx.db, signedIn(res).user.workspaceId, 'tags', pathId(req.params.id));
+    const id = pathId(req.params.id);
     const action = text(req.body, 'action');
     const changes =
-      action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: nonEmpty(text(req.body, 'name'), 'Name'), color: colour(req.body) };
-    await updateTag(ctx.db, actorOf(req, res), id, changes);
+      action === 'archive' ? { active: false } : action === 'restore' ? { active: true } : { name: parseTagName(text(req.body, 'name'), 'Name'), color: colour(req.body) };
+    await updateTag(ctx.db, actorOf(req, res), id, changes, signedIn(res).user.workspaceId);
     res.redirect(303, `/console/tags?notice=tag-saved${action === 'restore' || action === 'archive' ? '&archived=1' : ''}`);
   });
 }

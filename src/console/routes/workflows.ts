@@ -1,7 +1,9 @@
 import type { Router } from 'express';
 import type { AppContext } from '../../context.js';
 import { blockShownToReader } from '../../deliveries/masking.js';
-import { nonEmpty, parseFormat, parseMethod, parsePairs } from '../../cli/arguments.js';
+import { parseFormat, parseMethod, parsePairs } from '../../connectors/input.js';
+import { parseTagName } from '../../tags/input.js';
+import { parseTrigger } from '../../workflows/input.js';
 import { listWorkspaceConnectors } from '../../connectors/service.js';
 import type { WorkflowBlock } from '../../db/schema.js';
 import { MAX_CONSTANT_FIELDS, MAX_HEADERS } from '../../deliveries/payload.js';
@@ -37,11 +39,7 @@ async function blockOf(ctx: AppContext, workspaceId: number, body: unknown): Pro
   };
 }
 
-function triggerOf(body: unknown): 'lead_created' | 'tag_added' {
-  const trigger = text(body, 'trigger');
-  if (trigger !== 'lead_created' && trigger !== 'tag_added') throw new Refused('invalid_argument', `Trigger must be lead_created or tag_added, got "${trigger}".`);
-  return trigger;
-}
+const triggerOf = (body: unknown) => parseTrigger(text(body, 'trigger'), 'Trigger');
 
 export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
   router.get('/workflows', async (req, res) => {
@@ -61,7 +59,7 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
     const block = await blockOf(ctx, workspaceId, req.body);
     const maxPerSecond = capField(req.body, false);
     const input: NewWorkflowInput =
-      trigger === 'tag_added' ? { workspaceId, block, maxPerSecond, trigger, tagName: nonEmpty(text(req.body, 'tag'), 'Tag') } : { workspaceId, block, maxPerSecond, trigger };
+      trigger === 'tag_added' ? { workspaceId, block, maxPerSecond, trigger, tagName: parseTagName(text(req.body, 'tag'), 'Tag') } : { workspaceId, block, maxPerSecond, trigger };
     const created = await createWorkflow(ctx.db, actorOf(req, res), input);
     render(res, 'workflow-created', { title: 'Workflow saved', page: 'workflows', workflow: created }, 201);
   });
@@ -85,7 +83,7 @@ export function addWorkflowRoutes(router: Router, ctx: AppContext): void {
     // Left empty, the stored URL and headers stay: the page shows them masked, never to be sent back.
     const block =
       parsed.endpoint !== 'url' ? parsed : { ...parsed, url: parsed.url.trim() === '' ? undefined : parsed.url, headers: parsed.headers.length === 0 ? undefined : parsed.headers };
-    await editWorkflow(ctx.db, actorOf(req, res), id, trigger === 'tag_added' ? { trigger, tagName: nonEmpty(text(req.body, 'tag'), 'Tag'), block } : { trigger, block });
+    await editWorkflow(ctx.db, actorOf(req, res), id, trigger === 'tag_added' ? { trigger, tagName: parseTagName(text(req.body, 'tag'), 'Tag'), block } : { trigger, block });
     res.redirect(303, '/console/workflows?notice=workflow-updated');
   });
 

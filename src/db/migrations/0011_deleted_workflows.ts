@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 
 // `workflow delete`: a workflow is soft-deleted like a connector (`deleted_at`), so the
 // deliveries it made keep naming it (their history, `deliveries show`) while nothing new is
-// fanned out to it and nothing of it is sent again (src/endpoints/service.ts, deleteEndpoint).
+// fanned out to it and nothing of it is sent again (deleteEndpoint, src/deliveries/service.ts).
 //
 // Touches only this column: independent of other migrations.
 export async function up(db: Kysely<unknown>): Promise<void> {

@@ -7,7 +7,7 @@ import { DuplicateRejected } from './rejections.js';
 import { storedTraceContext } from '../../tracing/spans.js';
 import { switchesOf, type RowOutcome, type RowResult, type WriteRequest, type WriteResult } from './write-request.js';
 import type { WriteGroups } from './write-groups.js';
-import { withRefusedRows, type SuppressionScreen } from '../../suppression/service.js';
+import { withRefusedRows, type SuppressionScreen } from '../suppression-screen.js';
 
 // Lead intake as the two POST operations ask for it: each call is a write request run by the
 // executor in a write group (src/leads/intake/write-groups.ts), made idempotent by its

@@ -1,12 +1,13 @@
 import type { Executor } from '../db/connect.js';
 import type { IdentityKind } from '../db/schema.js';
-import type { PreparedLead } from '../leads/intake/prepare.js';
-import { RowRejected } from '../leads/intake/rejections.js';
-import { suppressedKeys } from './repository.js';
+import type { PreparedLead } from './intake/prepare.js';
+import { RowRejected } from './intake/rejections.js';
+import { suppressedKeys } from '../suppression/repository.js';
 
 // Suppression: a person erased with `--suppress` (or the console's "Do not store this person
 // again") is refused when a write carries one of their contact details again. The intake asks
-// once per request, before its rows are planned (src/leads/intake/intake-service.ts).
+// once per request, before its rows are planned (src/leads/intake/intake-service.ts); here,
+// with the intake it screens for, as suppression/ (the stored digests) sits below leads/.
 
 const FIELD_OF_KIND: Record<IdentityKind, string> = { email: 'email', phone: 'phone', linkedin: 'linkedin_url' };
 const DETAIL_OF_KIND: Record<IdentityKind, string> = { email: 'email address', phone: 'phone number', linkedin: 'LinkedIn profile' };
