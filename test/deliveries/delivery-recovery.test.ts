@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { createConnector, deleteConnector } from '../../src/connectors/service.js';
+import { deleteConnector } from '../../src/connectors/service.js';
 import { listDeliveries, type DeliveryListItem } from '../../src/deliveries/repository.js';
 import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed, postNewPerson, workflowTo } from '../support/outbound.js';
+import { cli, cliRefused, drain, outboundTestBed, plainConnector, postNewPerson, workflowTo } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 import { OPERATOR } from '../../src/audit/service.js';
 
@@ -115,17 +115,7 @@ describe('deliveries recover', () => {
     receiver.fallback = { status: 500 };
     await postNewPerson(t, tenant);
     await drainAll(tenant);
-    const connector = await createConnector(t.ctx.db, OPERATOR, {
-      workspace_id: tenant.workspaceId,
-      url: `${receiver.url}/crm`,
-      method: 'POST',
-      format: 'json',
-      auth: { type: 'none' },
-      mapping: [],
-      fields: [],
-      headers: [],
-      auto_push: false,
-    });
+    const connector = await plainConnector(t.ctx.db, tenant.workspaceId, `${receiver.url}/crm`);
     await deleteConnector(t.ctx.db, OPERATOR, connector.id);
     receiver.reset();
 

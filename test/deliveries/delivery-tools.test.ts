@@ -7,7 +7,7 @@ import { createWorkflow } from '../../src/workflows/service.js';
 import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed, postNewPerson } from '../support/outbound.js';
+import { cli, cliRefused, drain, outboundTestBed, plainConnector, postNewPerson } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 import { OPERATOR } from '../../src/audit/service.js';
 
@@ -204,19 +204,7 @@ describe('pausing workflows', () => {
 describe('connector list', () => {
   it("lists the workspace's connectors that are not deleted, credentials masked, no signing secret", async () => {
     const tenant = await createTenant(t.ctx.db);
-    const connector = (extra: object) =>
-      createConnector(t.ctx.db, OPERATOR, {
-        workspace_id: tenant.workspaceId,
-        url: `${receiver.url}/crm`,
-        method: 'POST',
-        format: 'json',
-        auth: { type: 'none' },
-        mapping: [],
-        fields: [],
-        headers: [],
-        auto_push: false,
-        ...extra,
-      });
+    const connector = (extra: object) => plainConnector(t.ctx.db, tenant.workspaceId, `${receiver.url}/crm`, extra);
     const kept = await connector({
       auth: { type: 'bearer', token: 'crm-token-0123456789' },
       headers: [

@@ -1,12 +1,12 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { sql } from 'kysely';
 import { verifyWebhook } from '../../src/client/index.js';
-import { createConnector, pushLead } from '../../src/connectors/service.js';
+import { pushLead } from '../../src/connectors/service.js';
 import { createWorkflow } from '../../src/workflows/service.js';
 import type { TestApp } from '../support/app.js';
 import { eventually } from '../support/eventually.js';
 import { createTenant, type Tenant } from '../support/fixtures.js';
-import { cli, cliRefused, drain, outboundTestBed } from '../support/outbound.js';
+import { cli, cliRefused, drain, outboundTestBed, plainConnector } from '../support/outbound.js';
 import type { Receiver } from '../support/receiver.js';
 import { postBatch, postLead, uniqueName } from '../support/requests.js';
 import { OPERATOR } from '../../src/audit/service.js';
@@ -65,17 +65,7 @@ const erasureNotices = () =>
 async function receivingTenant(): Promise<{ tenant: Tenant; connectorId: number; connectorSecret: string; workflowId: number }> {
   const tenant = await createTenant(t.ctx.db);
   receiver.routes['/crm'] = { status: 200, body: JSON.stringify({ id: 'crm-4711' }), headers: { 'content-type': 'application/json' } };
-  const connector = await createConnector(t.ctx.db, OPERATOR, {
-    workspace_id: tenant.workspaceId,
-    url: `${receiver.url}/crm`,
-    method: 'POST',
-    format: 'json',
-    auth: { type: 'none' },
-    mapping: [],
-    fields: [],
-    headers: [],
-    auto_push: false,
-  });
+  const connector = await plainConnector(t.ctx.db, tenant.workspaceId, `${receiver.url}/crm`);
   const workflow = await createWorkflow(t.ctx.db, OPERATOR, {
     workspaceId: tenant.workspaceId,
     trigger: 'lead_created',

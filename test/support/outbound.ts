@@ -1,5 +1,7 @@
 import { expect } from '@jest/globals';
 import { listDeliveries, type DeliveryListItem } from '../../src/deliveries/repository.js';
+import { createConnector } from '../../src/connectors/service.js';
+import type { Db } from '../../src/db/connect.js';
 import { createWorkflow } from '../../src/workflows/service.js';
 import { WorkerContext } from '../../src/worker/context.js';
 import type { TestApp } from './app.js';
@@ -9,6 +11,21 @@ import type { Tenant, TenantOptions } from './fixtures.js';
 import { testBed } from './test-bed.js';
 import { postLead, uniqueEmail } from './requests.js';
 import { OPERATOR } from '../../src/audit/service.js';
+
+/** A JSON POST connector to `url` with no auth, mapping, constant fields or headers, made by the operator; `extra` overrides. */
+export const plainConnector = (db: Db, workspaceId: number, url: string, extra: Partial<Parameters<typeof createConnector>[2]> = {}) =>
+  createConnector(db, OPERATOR, {
+    workspace_id: workspaceId,
+    url,
+    method: 'POST',
+    format: 'json',
+    auth: { type: 'none' },
+    mapping: [],
+    fields: [],
+    headers: [],
+    auto_push: false,
+    ...extra,
+  });
 
 /** Posts a new person (no website analysis) to the tenant's workspace; the created lead's id. */
 export async function postNewPerson(t: TestApp, tenant: Tenant): Promise<number> {
