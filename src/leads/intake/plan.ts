@@ -1,7 +1,8 @@
 import { groupBy } from '../../group-by.js';
 import type { BatchLookup, IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { checkReferences, duplicateRejection, strongestMatch, type References, type StrongestMatch } from './match.js';
-import { companyHasDetails, type PreparedLead } from './prepare.js';
+import { companyDetails, companyHasDetails, type PreparedLead } from './prepare.js';
+import type { CompanyFill } from '../../companies/repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { sameOptions, type IntakeOptions, type IntakeRow, type WriteRequest } from './write-request.js';
 
@@ -74,8 +75,11 @@ export function runsAcrossWorkspaces(runs: readonly Run[]): Run[] {
   return shared.length >= 2 ? shared : [];
 }
 
-/** How a row written by a set statement gets its company: an existing one, one to create by domain, or none. */
-export type SetCompany = { id: number } | { newDomain: string } | null;
+/**
+ * How a row written by a set statement gets its company: an existing one (with the details the
+ * row fills in, `fill`), one to create by domain, or none.
+ */
+export type SetCompany = { id: number; fill?: CompanyFill } | { newDomain: string } | null;
 
 /**
  * What becomes of one row: `create` a new person or `merge` into the lead it matches, by a set
@@ -107,15 +111,20 @@ export interface Plan {
 }
 
 /**
- * The company rule of set statements: the row's company is none, or is named by company.id
- * alone, or by the business domain of the person's email alone (found, or created with that
- * domain exactly as a row alone would). Any company detail to fill in, a website or a name sends
- * the row alone. Undefined when the row does not qualify.
+ * The company rule of set statements: the row's company is none, or is named by company.id, or
+ * is the one holding the payload's domain (its website's, else its email's), which the row
+ * fills in with its company details as a row alone would; or, without details, the business
+ * domain of the person's email names a company to create with that domain exactly as a row
+ * alone would. A new company with details (its name's rules) runs the row alone. Undefined
+ * when the row does not qualify.
  */
 function setCompany(lead: PreparedLead, view: IntakeLookup): SetCompany | undefined {
   const company = lead.company;
   if (!company) return null;
-  if (companyHasDetails(company)) return undefined;
+  if (companyHasDetails(company)) {
+    const id = company.id ?? (company.domain !== null ? view.companyByDomain : null);
+    return id === null ? undefined : { id, fill: companyDetails(company) };
+  }
   if (company.id !== null) return { id: company.id };
   if (!company.domainFromEmail || company.domain === null) return undefined;
   return view.companyByDomain !== null ? { id: view.companyByDomain } : { newDomain: company.domain };
@@ -123,7 +132,9 @@ function setCompany(lead: PreparedLead, view: IntakeLookup): SetCompany | undefi
 
 /** A create or merge whose company (if any) and tags all exist: its statement needs nothing written before it. */
 export const needsNothingBefore = (row: RowPlan): boolean =>
-  (row.kind === 'create' || row.kind === 'merge') && row.references.missingTagNames.length === 0 && (row.company === null || 'id' in row.company);
+  (row.kind === 'create' || row.kind === 'merge') &&
+  row.references.missingTagNames.length === 0 &&
+  (row.company === null || ('id' in row.company && row.company.fill === undefined));
 
 /** One row's view of its run's lookup, as a row alone would read it (by-name candidates aside). */
 export function rowLookup(batch: BatchLookup, lead: PreparedLead): IntakeLookup {
@@ -158,6 +169,8 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     keyOf,
   );
   const updated = new Set<number>();
+  /** The details each company is filled with by the run's statements: another row's other details for it run alone, in their order. */
+  const fills = new Map<number, string>();
   return rows.map(({ lead }): RowPlan => {
     const view = rowLookup(lookup, lead);
     let references: References;
@@ -175,6 +188,11 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     if (match && !shared && options.onDuplicate === 'error') return { kind: 'rejected', rejected: duplicateRejection(match) };
     const company = setCompany(lead, view);
     if (company === undefined || shared) return alone;
+    if (company && 'fill' in company && company.fill) {
+      const details = JSON.stringify(company.fill);
+      if ((fills.get(company.id) ?? details) !== details) return alone;
+      fills.set(company.id, details);
+    }
     if (!match) return { kind: 'create', references, company };
     if (options.onDuplicate !== 'update' || updated.has(match.leadId)) return alone;
     updated.add(match.leadId);

@@ -1,10 +1,12 @@
 import {
+  fillCompanies,
   fillCompany,
   findCompaniesByDomains,
   findCompanyByDomain,
   findCompanyByName,
   giveDomainToNamedCompany,
   insertCompanyIfNew,
+  type CompanyFill,
   lockCompanyName,
 } from '../../companies/repository.js';
 import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
@@ -95,6 +97,7 @@ export const newLeadOf = (workspaceId: number, lead: PreparedLead, written: Writ
   tagIds: written.tagIds,
   events: [...written.events, { topic: 'lead.created' }],
   trace: lead.trace,
+  source: lead.source,
 });
 
 /**
@@ -140,7 +143,9 @@ const newDomainOf = (row: { company: SetCompany }) => (row.company && 'newDomain
  * What a statement's rows need written before their leads: the companies (by domain) and tags
  * (by name) that do not exist yet, in one statement, in the order of their unique keys, so two
  * transactions creating the same ones wait for each other instead of deadlocking; the first row
- * naming a new company fires its analysis. Returns what each row's lead is given.
+ * naming a new company fires its analysis; then the details rows fill in existing companies
+ * with, in one statement (the planner gives a company one set of details per run). Returns what
+ * each row's lead is given.
  */
 export async function writeCompaniesAndTags(
   db: Executor,
@@ -172,6 +177,13 @@ export async function writeCompaniesAndTags(
       analyzed.set(position, [{ topic: 'company.analyze', payload: { company_id: id } }]);
     });
   }
+  const fills = new Map<number, CompanyFill>();
+  for (const { company } of rows) if (company && 'fill' in company && company.fill && !fills.has(company.id)) fills.set(company.id, company.fill);
+  await fillCompanies(
+    db,
+    workspaceId,
+    [...fills].map(([id, details]) => ({ id, details })),
+  );
   return rows.map((row, position) => {
     const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
     if (companyId === undefined) throw new Error(`company for ${newDomainOf(row)} could not be resolved`);
