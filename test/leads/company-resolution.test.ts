@@ -214,6 +214,53 @@ describe('company resolution in POST /leads/batch', () => {
   });
 });
 
+describe('companies filled in by a batch', () => {
+  /** Two companies that exist before the rows come, one of them with a name and an industry already. */
+  const seed = async (tenant: Tenant, [d1, d2]: string[]) => {
+    await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: null, domain: d1!, status: 'analyzed' });
+    await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Kept Name', domain: d2!, industry: 'Kept', status: 'analyzed' });
+  };
+  const companiesFilled = async (workspaceId: number) =>
+    (
+      await t.ctx.db
+        .selectFrom('companies')
+        .where('workspace_id', '=', workspaceId)
+        .orderBy('domain')
+        .select(['name', 'domain', 'industry', 'size', 'description', 'links', 'locations', 'updated_at', 'created_at'])
+        .execute()
+    ).map(({ updated_at, created_at, ...company }) => ({ ...company, touched: String(updated_at) !== String(created_at) }));
+
+  it('fills what the companies lack exactly as the same rows sent one by one, in their order, and leaves a company it would not change untouched', async () => {
+    const [d1, d2] = [`${unique('fill-a')}.com`, `${unique('fill-b')}.com`];
+    const rows = [
+      { name: 'R1', email: gmail(), company: { name: 'Alpha', website: `https://${d1}`, industry: 'Tools' } },
+      { name: 'R2', email: gmail(), company: { name: 'Alpha', website: `https://${d1}`, industry: 'Tools' } },
+      { name: 'R3', email: gmail(), company: { website: `https://${d1}`, size: '11-50', description: 'Later details' } },
+      { name: 'R4', email: gmail(), company: { name: 'Alpha', website: `https://${d1}`, industry: 'Tools', location: { city: 'Oslo' } } },
+      { name: 'R5', email: `r5@${d2}`, company: { name: 'Kept Name', industry: 'Kept' } },
+    ];
+    const batched = await createTenant(t.ctx.db, { name: 'Filled by a batch' });
+    const single = await createTenant(t.ctx.db, { name: 'Filled one by one' });
+    await seed(batched, [d1, d2]);
+    await seed(single, [d1, d2]);
+    const emails = (tenant: Tenant) => rows.map((row) => ({ ...row, email: row.email.replace('@', `+${tenant.workspaceId}@`) }));
+    const response = await t.http
+      .post('/api/v1/leads/batch')
+      .set(batched.auth)
+      .send({ leads: emails(batched) });
+    expect(response.body.meta).toMatchObject({ created: rows.length, failed: 0 });
+    for (const row of emails(single)) expect((await post(single, row)).status).toBe(201);
+
+    const filled = await companiesFilled(batched.workspaceId);
+    expect(filled).toEqual(await companiesFilled(single.workspaceId));
+    expect(filled).toEqual([
+      expect.objectContaining({ domain: d1, name: 'Alpha', industry: 'Tools', size: '11-50', description: 'Later details', touched: true }),
+      expect.objectContaining({ domain: d2, name: 'Kept Name', industry: 'Kept', touched: false }),
+    ]);
+    expect(filled[0]!.locations).toEqual([expect.objectContaining({ city: 'Oslo' })]);
+  });
+});
+
 describe('companies built, joined and filled on POST /leads', () => {
   let tenant: Tenant;
   beforeAll(async () => {
