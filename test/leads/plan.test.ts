@@ -112,6 +112,16 @@ describe('the planner', () => {
       ]);
     });
 
+    it('runs the first row of a new company with details alone; later rows of its domain fill in the company it creates, unless it creates nothing', () => {
+      const at = (n: number, industry: string, extra: Partial<LeadInput> = {}) => person(n, { company: { name: 'New Co', website: 'https://new.example', industry }, ...extra });
+      const plan = planOne(run([at(1, 'Tools'), at(2, 'Tools'), at(3, 'Toys')]));
+      expect(plan.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'create', 'alone']);
+      expect(plan.rows[0]![1]).toMatchObject({ company: { domain: 'new.example', fill: expect.objectContaining({ industry: 'Tools' }) } });
+      // Skipped as a duplicate, the first row writes no company: the later one runs alone too.
+      const skipped = planOne(run([at(1, 'Tools'), at(2, 'Tools')], { onDuplicate: 'skip' }), found({ matches: [held('email', 'p1@gmail.com', 9)] }));
+      expect(skipped.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'alone']);
+    });
+
     it('never commits alone nor shares a statement across workspaces with a company to fill in (written before the leads)', () => {
       const lead = person(1, { email: 'p@acme.example', company: { industry: 'Tools' } });
       const lookup = found({ companies: [{ id: 6, domain: 'acme.example' }] });

@@ -77,9 +77,10 @@ export function runsAcrossWorkspaces(runs: readonly Run[]): Run[] {
 
 /**
  * How a row written by a set statement gets its company: an existing one (with the details the
- * row fills in, `fill`), one to create by domain, or none.
+ * row fills in, `fill`), the one holding `domain` once an earlier row of its run, alone, created
+ * it (with the details the row fills in), one to create by domain, or none.
  */
-export type SetCompany = { id: number; fill?: CompanyFill } | { newDomain: string } | null;
+export type SetCompany = { id: number; fill?: CompanyFill } | { domain: string; fill: CompanyFill } | { newDomain: string } | null;
 
 /**
  * What becomes of one row: `create` a new person or `merge` into the lead it matches, by a set
@@ -115,15 +116,18 @@ export interface Plan {
  * is the one holding the payload's domain (its website's, else its email's), which the row
  * fills in with its company details as a row alone would; or, without details, the business
  * domain of the person's email names a company to create with that domain exactly as a row
- * alone would. A new company with details (its name's rules) runs the row alone. Undefined
- * when the row does not qualify.
+ * alone would. A new company with details (its name's rules) runs the row alone; a later row
+ * of the run with details for the same domain (`created`: the domains such rows alone create)
+ * fills in the company it made, as it would alone, reading its lookup after it. Undefined when
+ * the row does not qualify.
  */
-function setCompany(lead: PreparedLead, view: IntakeLookup): SetCompany | undefined {
+function setCompany(lead: PreparedLead, view: IntakeLookup, created: ReadonlySet<string>): SetCompany | undefined {
   const company = lead.company;
   if (!company) return null;
   if (companyHasDetails(company)) {
     const id = company.id ?? (company.domain !== null ? view.companyByDomain : null);
-    return id === null ? undefined : { id, fill: companyDetails(company) };
+    if (id !== null) return { id, fill: companyDetails(company) };
+    return company.domain !== null && created.has(company.domain) ? { domain: company.domain, fill: companyDetails(company) } : undefined;
   }
   if (company.id !== null) return { id: company.id };
   if (!company.domainFromEmail || company.domain === null) return undefined;
@@ -169,8 +173,10 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     keyOf,
   );
   const updated = new Set<number>();
-  /** The details each company is filled with by the run's statements: another row's other details for it run alone, in their order. */
-  const fills = new Map<number, string>();
+  /** The details each company (by id, or by the domain a row alone creates) is filled with by the run's statements: another row's other details for it run alone, in their order. */
+  const fills = new Map<number | string, string>();
+  /** The domains of new companies with details that a row of the run alone creates (it creates or updates a lead). */
+  const created = new Set<string>();
   return rows.map(({ lead }): RowPlan => {
     const view = rowLookup(lookup, lead);
     let references: References;
@@ -186,12 +192,17 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     const alone: RowPlan = complete ? { kind: 'alone', view } : { kind: 'alone' };
     const match = strongestMatch(lead.identities, view.matches);
     if (match && !shared && options.onDuplicate === 'error') return { kind: 'rejected', rejected: duplicateRejection(match) };
-    const company = setCompany(lead, view);
-    if (company === undefined || shared) return alone;
+    const company = setCompany(lead, view, created);
+    if (company === undefined || shared) {
+      const domain = lead.company?.domain;
+      if (company === undefined && !shared && domain && (!match || options.onDuplicate === 'update')) created.add(domain);
+      return alone;
+    }
     if (company && 'fill' in company && company.fill) {
       const details = JSON.stringify(company.fill);
-      if ((fills.get(company.id) ?? details) !== details) return alone;
-      fills.set(company.id, details);
+      const key = 'id' in company ? company.id : company.domain;
+      if ((fills.get(key) ?? details) !== details) return alone;
+      fills.set(key, details);
     }
     if (!match) return { kind: 'create', references, company };
     if (options.onDuplicate !== 'update' || updated.has(match.leadId)) return alone;

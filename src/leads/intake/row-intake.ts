@@ -177,16 +177,24 @@ export async function writeCompaniesAndTags(
       analyzed.set(position, [{ topic: 'company.analyze', payload: { company_id: id } }]);
     });
   }
+  // Companies rows alone of the run created before this statement: found by their domains.
+  const madeByRowsAlone = [...new Set(rows.flatMap(({ company }) => (company && 'domain' in company ? [company.domain] : [])))];
+  const made = new Map((await findCompaniesByDomains(db, workspaceId, madeByRowsAlone)).map((company) => [company.domain!, company.id]));
+  const idOf = (company: Exclude<SetCompany, null>) => ('id' in company ? company.id : 'domain' in company ? made.get(company.domain) : companyIds.get(company.newDomain));
   const fills = new Map<number, CompanyFill>();
-  for (const { company } of rows) if (company && 'fill' in company && company.fill && !fills.has(company.id)) fills.set(company.id, company.fill);
+  for (const { company } of rows) {
+    if (!company || !('fill' in company) || !company.fill) continue;
+    const id = idOf(company);
+    if (id !== undefined && !fills.has(id)) fills.set(id, company.fill);
+  }
   await fillCompanies(
     db,
     workspaceId,
     [...fills].map(([id, details]) => ({ id, details })),
   );
   return rows.map((row, position) => {
-    const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
-    if (companyId === undefined) throw new Error(`company for ${newDomainOf(row)} could not be resolved`);
+    const companyId = row.company === null ? null : idOf(row.company);
+    if (companyId === undefined) throw new Error(`company for ${newDomainOf(row) ?? JSON.stringify(row.company)} could not be resolved`);
     const tags = [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)];
     return { companyId, tagIds: tags, events: analyzed.get(position) ?? [] };
   });
