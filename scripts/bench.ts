@@ -218,7 +218,7 @@ async function main(): Promise<void> {
   // what the bench measures; it waits up to 30 s instead. Its one key stands for many
   // integrators, so neither its budget per minute nor its requests in progress are bounded
   // (the fixed-rate runs keep hundreds in flight whenever the machine stalls).
-  // `--cpu-prof DIR`: the service writes a V8 CPU profile of its whole life into DIR (node's --cpu-prof).
+  // `--cpu-prof DIR`: the service (and the CSV scenario's worker) writes a V8 CPU profile of its whole life into DIR (node's --cpu-prof).
   const profileFlags = flags['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`];
   const service = spawnChild([...nodeFlagsOf('start'), ...profileFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
     DATABASE_URL: benchUrl,
@@ -321,6 +321,7 @@ async function main(): Promise<void> {
             servicePid: pid,
             rows: smoke ? 2_000 : 50_000,
             runId,
+            profileFlags,
           })
         : null;
       // The Leads page's search on the large workspace, beside GET /leads/{id}, both at a fixed rate (bench/README.md).
