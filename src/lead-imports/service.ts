@@ -157,8 +157,12 @@ export async function cancelImport(db: Db, workspaceId: number, id: number): Pro
 }
 
 /**
- * A claimed job's runner: a few chunks in flight, each taking the next chunk not yet done as it
- * finishes one, until the job ends, is cancelled, or `stopped()` says to let go. Chunks are
+ * A claimed job's runner: its first chunk alone, then a few chunks in flight, each lane taking
+ * the next chunk not yet done as it finishes one, until the job ends, is cancelled, or
+ * `stopped()` says to let go. The first chunk creates the companies and tags a file names again
+ * and again (a new company with details is created by a row alone, which takes its name's lock):
+ * chunks started beside it would run the same rows alone, waiting on its locks, where the chunks
+ * after it find them and write every row set-based. Chunks are
  * fixed by row number (rows 1-1000, 1001-2000, ...) and recorded whole, so a chunk run again
  * after a restart is the same chunk under the same key.
  */
@@ -182,8 +186,8 @@ export async function runClaimedImport(groups: WriteGroups, db: Db, job: ImportJ
     reading = next.catch(() => {});
     return next;
   };
-  const lane = async () => {
-    while (!ended && !stopped()) {
+  const lane = async (chunks = Number.POSITIVE_INFINITY) => {
+    for (let run = 0; run < chunks && !ended && !stopped(); run++) {
       const rows = await nextChunk();
       if (rows.length === 0) break;
       const results = await runRows(groups, db, job, mapping, switches, rows, false);
@@ -192,6 +196,7 @@ export async function runClaimedImport(groups: WriteGroups, db: Db, job: ImportJ
       if (status !== 'running') ended = true;
     }
   };
+  await lane(1);
   const lanes = await Promise.allSettled(
     Array.from({ length: IMPORT_CHUNKS_AT_ONCE }, () =>
       lane().catch((error: unknown) => {
