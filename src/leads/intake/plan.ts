@@ -1,8 +1,8 @@
 import { groupBy } from '../../group-by.js';
 import type { BatchLookup, IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { checkReferences, duplicateRejection, strongestMatch, type References, type StrongestMatch } from './match.js';
-import { companyDetails, companyHasDetails, type PreparedLead } from './prepare.js';
-import type { CompanyFill } from '../../companies/repository.js';
+import type { PreparedLead } from './prepare.js';
+import { setCompany, type SetCompany } from './set-company.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { sameOptions, type IntakeOptions, type IntakeRow, type WriteRequest } from './write-request.js';
 
@@ -76,13 +76,6 @@ export function runsAcrossWorkspaces(runs: readonly Run[]): Run[] {
 }
 
 /**
- * How a row written by a set statement gets its company: an existing one (with the details the
- * row fills in, `fill`), the one holding `domain` once an earlier row of its run, alone, created
- * it (with the details the row fills in), one to create by domain, or none.
- */
-export type SetCompany = { id: number; fill?: CompanyFill } | { domain: string; fill: CompanyFill } | { newDomain: string } | null;
-
-/**
  * What becomes of one row: `create` a new person or `merge` into the lead it matches, by a set
  * statement with rows like it; `alone`, one row at a time (`view`: its part of the lookup,
  * when that is all it needs); `rejected` without a write.
@@ -109,29 +102,6 @@ export interface Plan {
   steps: Step[];
   /** One statement writes every row, committing alone (no transaction around it). */
   commitsAlone: boolean;
-}
-
-/**
- * The company rule of set statements: the row's company is none, or is named by company.id, or
- * is the one holding the payload's domain (its website's, else its email's), which the row
- * fills in with its company details as a row alone would; or, without details, the business
- * domain of the person's email names a company to create with that domain exactly as a row
- * alone would. A new company with details (its name's rules) runs the row alone; a later row
- * of the run with details for the same domain (`created`: the domains such rows alone create)
- * fills in the company it made, as it would alone, reading its lookup after it. Undefined when
- * the row does not qualify.
- */
-function setCompany(lead: PreparedLead, view: IntakeLookup, created: ReadonlySet<string>): SetCompany | undefined {
-  const company = lead.company;
-  if (!company) return null;
-  if (companyHasDetails(company)) {
-    const id = company.id ?? (company.domain !== null ? view.companyByDomain : null);
-    if (id !== null) return { id, fill: companyDetails(company) };
-    return company.domain !== null && created.has(company.domain) ? { domain: company.domain, fill: companyDetails(company) } : undefined;
-  }
-  if (company.id !== null) return { id: company.id };
-  if (!company.domainFromEmail || company.domain === null) return undefined;
-  return view.companyByDomain !== null ? { id: view.companyByDomain } : { newDomain: company.domain };
 }
 
 /** A create or merge whose company (if any) and tags all exist: its statement needs nothing written before it. */
