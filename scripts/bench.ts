@@ -21,6 +21,7 @@ import type { Workload } from './bench/load.js';
 import { brokenBecause, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads, seedWorkspaces } from './bench/seed.js';
+import { explainSearch, searchKinds } from './bench/search.js';
 import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
 import {
   adminQuery,
@@ -55,7 +56,7 @@ const { values: flags } = parseArgs({
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
-const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate', 'csv'] as const;
+const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate', 'csv', 'search'] as const;
 type OnlyScenario = (typeof ONLY_SCENARIOS)[number];
 const only =
   flags.only === undefined
@@ -85,6 +86,8 @@ const citus = flags.citus ? citusCluster() : null;
 const largeWorkspaceLeads = smoke ? 1_000 : citus ? 100_000 : 1_000_000;
 const deliveryEvents = smoke ? 200 : 10_000;
 const INITIAL_LEADS = 1_000;
+/** `--only search`: the fixed rate of each kind of search and of GET /leads/{id} beside them, low enough that no request waits for another. */
+const SEARCH_RATE = 10;
 /**
  * The many-workspace scenarios: this many workspaces, one key each. Their seeded people are
  * as many in all as scenario 4's (10 each), so that as large a share of 4w's updates is a
@@ -215,7 +218,7 @@ async function main(): Promise<void> {
   // what the bench measures; it waits up to 30 s instead. Its one key stands for many
   // integrators, so neither its budget per minute nor its requests in progress are bounded
   // (the fixed-rate runs keep hundreds in flight whenever the machine stalls).
-  // `--cpu-prof DIR`: the service writes a V8 CPU profile of its whole life into DIR (node's --cpu-prof).
+  // `--cpu-prof DIR`: the service (and the CSV scenario's worker) writes a V8 CPU profile of its whole life into DIR (node's --cpu-prof).
   const profileFlags = flags['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`];
   const service = spawnChild([...nodeFlagsOf('start'), ...profileFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
     DATABASE_URL: benchUrl,
@@ -318,8 +321,24 @@ async function main(): Promise<void> {
             servicePid: pid,
             rows: smoke ? 2_000 : 50_000,
             runId,
+            profileFlags,
           })
         : null;
+      // The Leads page's search on the large workspace, beside GET /leads/{id}, both at a fixed rate (bench/README.md).
+      const searches: FixedRateResult[] = [];
+      const plans: string[] = [];
+      if (wanted('search')) {
+        log(`seeding ${largeWorkspaceLeads.toLocaleString('en')} more leads`);
+        const large = await seedLeads(benchUrl, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + largeWorkspaceLeads);
+        const leadCount = Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM leads WHERE workspace_id = $1', [workspaceId])).rows[0]!.n);
+        log(`seeded in ${large.insertSeconds.toFixed(1)} s (+ ${large.vacuumSeconds.toFixed(1)} s VACUUM ANALYZE); the workspace holds ${leadCount.toLocaleString('en')} leads`);
+        const cookie = await consoleSession(base, demo.user.id as number);
+        searches.push(await atFixedRate('2 GET /leads/{id}', SEARCH_RATE, base, token, { kind: 'get-random-lead', ids: { from: large.firstId, to: large.lastId } }, pid));
+        for (const kind of searchKinds(1, INITIAL_LEADS + largeWorkspaceLeads)) {
+          searches.push(await atFixedRate(`search: ${kind.name}`, SEARCH_RATE, base, null, { kind: 'console-lead-search', cookie, terms: kind.terms }, pid));
+          plans.push(`plan of search "${kind.terms[0]}":\n${await explainSearch(pool, workspaceId, kind.terms[0]!)}`);
+        }
+      }
       serviceRss.stop();
       reportOnly(picked, insert);
       if (csv) {
@@ -331,9 +350,11 @@ async function main(): Promise<void> {
             `CSV export of ${csv.exportRows} leads: ${csv.exportSeconds.toFixed(1)} s, ${csv.exportLeadsPerSecond.toFixed(0)} leads/s${versus(csv.exportLeadsPerSecond)}, service peak RSS ${(csv.servicePeakRssBytes / 1024 ** 2).toFixed(0)} MB\n`,
         );
       }
+      for (const search of searches) process.stdout.write(`${search.name} at ${search.rate} req/s: p50 ${search.p50} ms, p99 ${search.p99} ms\n`);
+      if (plans.length > 0) process.stdout.write(`${plans.join('\n')}\n`);
       if (meVsConstant !== null) process.stdout.write(`1 GET /me: ${meVsConstant.toFixed(2)}x the constant JSON\n`);
       if (lowRate) process.stdout.write(`${lowRate.name}: p50 ${lowRate.p50} ms, p99 ${lowRate.p99} ms\n`);
-      const broken = [...picked, ...(lowRate ? [lowRate] : [])].map(brokenBecause).filter((reason) => reason !== null);
+      const broken = [...picked, ...(lowRate ? [lowRate] : []), ...searches].map(brokenBecause).filter((reason) => reason !== null);
       if (broken.length > 0) {
         log(`FAILED: ${broken.join('; ')}`);
         process.exitCode = 1;

@@ -40,6 +40,8 @@ export async function runCsvScenario(spec: {
   servicePid: number;
   rows: number;
   runId: string;
+  /** Node flags the worker runs with besides its own (`--cpu-prof`: a CPU profile of it too). */
+  profileFlags: readonly string[];
 }): Promise<CsvScenarioResult> {
   const headers = { cookie: spec.cookie, origin: spec.base };
   const page = await (await fetch(`${spec.base}/console/leads/import`, { headers })).text();
@@ -66,7 +68,7 @@ export async function runCsvScenario(spec: {
   if (started.status !== 303) throw new Error(`Start import answered ${started.status}`);
   const importId = Number(location.split('/').pop());
 
-  const worker = spawnChild([...nodeFlagsOf('worker'), path.join(ROOT, 'dist', 'src', 'worker-main.js')], {
+  const worker = spawnChild([...nodeFlagsOf('worker'), ...spec.profileFlags, path.join(ROOT, 'dist', 'src', 'worker-main.js')], {
     DATABASE_URL: spec.databaseUrl,
     LOG_LEVEL: 'warn',
     OUTBOX_POLL_MS: '100',

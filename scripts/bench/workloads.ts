@@ -15,7 +15,9 @@ export type Workload =
   | { kind: 'made-up-keys' }
   /** The console's lead list (newest first), or a random lead's page, with a session cookie. */
   | { kind: 'console-lead-list'; cookie: string }
-  | { kind: 'console-lead-page'; cookie: string; ids: { from: number; to: number } };
+  | { kind: 'console-lead-page'; cookie: string; ids: { from: number; to: number } }
+  /** The console's lead list with a search, the next of `terms` per request (bench/search.ts). */
+  | { kind: 'console-lead-search'; cookie: string; terms: readonly string[] };
 
 export interface BenchRequest {
   method: 'GET' | 'POST';
@@ -87,5 +89,7 @@ export function nextRequest(workload: Workload): BenchRequest {
       return { method: 'GET', path: '/console/leads', headers: { cookie: workload.cookie } };
     case 'console-lead-page':
       return { method: 'GET', path: `/console/leads/${randomInt(workload.ids.from, workload.ids.to)}`, headers: { cookie: workload.cookie } };
+    case 'console-lead-search':
+      return { method: 'GET', path: `/console/leads?${new URLSearchParams({ search: workload.terms[turn++ % workload.terms.length]! })}`, headers: { cookie: workload.cookie } };
   }
 }

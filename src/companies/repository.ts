@@ -117,26 +117,56 @@ export function companiesOfDomainsInsert(db: Executor, workspaceId: number, doma
     .returning(['id', 'domain', 'status']);
 }
 
-/** Fills what the company does not have yet; never overwrites. */
-export function fillCompany(db: Executor, workspaceId: number, companyId: number, details: Omit<CompanyDetails, 'status' | 'domain'>) {
-  return db
-    .updateTable('companies')
-    .set({
-      name: sql`coalesce(name, ${details.name})`,
-      industry: sql`coalesce(industry, ${details.industry})`,
-      size: sql`coalesce(size, ${details.size})`,
-      description: sql`coalesce(description, ${details.description})`,
-      links: sql`links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(${jsonParameter(details.links)}::jsonb) AS n
-        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(links) AS o WHERE o->>'type' = n->>'type')), '[]'::jsonb)`,
-      emails: appendDistinct('emails', details.emails, MAX_EMAILS),
-      phones: appendDistinct('phones', details.phones, MAX_PHONES),
-      locations: sql`CASE WHEN jsonb_array_length(locations) = 0 THEN ${jsonParameter(details.locations)}::jsonb ELSE locations END`,
-      updated_at: sql`now()`,
-    })
-    .where('workspace_id', '=', workspaceId)
-    .where('id', '=', companyId)
-    .execute();
+/** Company details to fill in, as fillCompanies takes them. */
+export type CompanyFill = Omit<CompanyDetails, 'status' | 'domain'>;
+
+/**
+ * Fills what each company does not have yet; never overwrites. A company the details would not
+ * change is left alone (no new row version, no row lock, its updated_at kept), so concurrent
+ * writers naming the same companies do not queue behind each other's commits. Each company
+ * once: a company's fills in a row's order are the caller's to give one at a time.
+ */
+export async function fillCompanies(db: Executor, workspaceId: number, fills: ReadonlyArray<{ id: number; details: CompanyFill }>): Promise<void> {
+  if (fills.length === 0) return;
+  const rows = [...fills]
+    .sort((a, b) => a.id - b.id)
+    .map(({ id, details }) => ({
+      id,
+      name: details.name,
+      industry: details.industry,
+      size: details.size,
+      description: details.description,
+      links: details.links,
+      emails: details.emails,
+      phones: details.phones,
+      locations: details.locations,
+    }));
+  // Written against the target row (c), so a row another writer changed meanwhile is filled from its newest version.
+  const filled = {
+    name: sql`coalesce(c.name, f.name)`,
+    industry: sql`coalesce(c.industry, f.industry)`,
+    size: sql`coalesce(c.size, f.size)`,
+    description: sql`coalesce(c.description, f.description)`,
+    links: sql`c.links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(f.links) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(c.links) AS o WHERE o->>'type' = n->>'type')), '[]'::jsonb)`,
+    emails: appendDistinct('c.emails', sql`f.emails`, MAX_EMAILS),
+    phones: appendDistinct('c.phones', sql`f.phones`, MAX_PHONES),
+    locations: sql`CASE WHEN jsonb_array_length(c.locations) = 0 THEN f.locations ELSE c.locations END`,
+  };
+  const columns = Object.keys(filled) as Array<keyof typeof filled>;
+  await sql`
+    UPDATE companies AS c SET ${sql.join(columns.map((column) => sql`${sql.ref(column)} = ${filled[column]}`))}, updated_at = now()
+    FROM (
+      SELECT f.id, f.name, f.industry, f.size, f.description, f.links, f.locations,
+        ARRAY(SELECT jsonb_array_elements_text(f.emails)) AS emails, ARRAY(SELECT jsonb_array_elements_text(f.phones)) AS phones
+      FROM jsonb_to_recordset(${jsonParameter(rows)}::jsonb) AS f(id bigint, name text, industry text, size text, description text, links jsonb, emails jsonb, phones jsonb, locations jsonb)
+    ) AS f
+    WHERE c.workspace_id = ${workspaceId} AND c.id = f.id
+      AND (${sql.join(columns.map((column) => sql.ref(`c.${column}`)))}) IS DISTINCT FROM (${sql.join(columns.map((column) => filled[column]))})`.execute(db);
 }
+
+/** Fills what the company does not have yet; never overwrites. */
+export const fillCompany = (db: Executor, workspaceId: number, companyId: number, details: CompanyFill) => fillCompanies(db, workspaceId, [{ id: companyId, details }]);
 
 /** What website analysis needs of a company: where its site is, and whether it still waits for it. */
 export function findCompanyForAnalysis(db: Executor, workspaceId: number, companyId: number) {

@@ -8,11 +8,10 @@ export function apiTimestamp(column: Expression<unknown> | RawBuilder<unknown>):
 }
 
 /** `column` followed by the values it lacks, first occurrence order kept, at most `max` entries. */
-export function appendDistinct(column: string, values: readonly string[], max: number): RawBuilder<string[]> {
+export function appendDistinct(column: string, values: readonly string[] | RawBuilder<string[]>, max: number): RawBuilder<string[]> {
+  const added = Array.isArray(values) ? sql`${sql.val([...values])}::text[]` : values;
   // LIMIT, not an array slice: Citus's coordinator crashes deparsing an UPDATE whose SET takes a slice.
-  return sql<
-    string[]
-  >`ARRAY(SELECT v FROM unnest(${sql.ref(column)} || ${sql.val([...values])}::text[]) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n) LIMIT ${sql.lit(max)})`;
+  return sql<string[]>`ARRAY(SELECT v FROM unnest(${sql.ref(column)} || ${added}) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n) LIMIT ${sql.lit(max)})`;
 }
 
 const sqlStateOf = (error: unknown): unknown => (typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined);

@@ -131,9 +131,9 @@ export async function claimImport(db: Executor, workspaceId: number, workerId: s
 }
 
 /**
- * Records what a chunk's rows became and adds them to the job's counts, in one transaction
- * with the leads it created marked as imported; extends the lease, and ends the job after its
- * last row. Nothing when this worker no longer holds the job: returns the job's status then.
+ * Records what a chunk's rows became and adds them to the job's counts (its leads were created
+ * with the source `import`); extends the lease, and ends the job after its last row. Nothing
+ * when this worker no longer holds the job: returns the job's status then.
  */
 export async function recordChunk(trx: Executor, workspaceId: number, id: number, workerId: string, leaseMs: number, results: readonly RowResult[]): Promise<ImportStatus | null> {
   const count = (status: RowStatus) => results.filter((result) => result.status === status).length;
@@ -153,8 +153,6 @@ export async function recordChunk(trx: Executor, workspaceId: number, id: number
     UPDATE lead_import_rows AS r SET status = x.status, lead_id = x.lead_id, error = x.error
     FROM jsonb_to_recordset(${jsonParameter(results)}::jsonb) AS x(ord int, status text, lead_id bigint, error text)
     WHERE r.workspace_id = ${workspaceId} AND r.import_id = ${id} AND r.ord = x.ord AND r.status IS NULL`.execute(trx);
-  const created = results.filter((result) => result.status === 'created' && result.lead_id !== null).map((result) => result.lead_id!);
-  if (created.length > 0) await sql`UPDATE leads SET source = 'import' WHERE workspace_id = ${workspaceId} AND id = ANY(${created}::bigint[])`.execute(trx);
   return rows[0]!.status;
 }
 

@@ -7,7 +7,6 @@ import { suppressionScreen } from '../leads/suppression-screen.js';
 import { WriteGroups } from '../leads/intake/write-groups.js';
 import { FairSlots } from '../db/fair-slots.js';
 import type { Logger } from 'pino';
-import { groupBy } from '../group-by.js';
 import { Refused } from '../refused.js';
 import { DELIMITERS, readCsvFile, type Delimiter } from './csv-file.js';
 
@@ -35,13 +34,18 @@ import {
 // stored answer back and no row is written twice. A row that fails is a failed row, never a
 // failed job.
 
-/** Rows per batch call: the batch operation's own limit. */
-export const IMPORT_CHUNK = 100;
 /**
- * Chunks of one job in flight at once: a chunk waits on its batch's round trips and commit, so
- * a few at a time keep the database busy (the intake is race-safe for the same person in two).
+ * Rows per batch call. Larger than the batch operation's limit of 100 (a limit on what one HTTP
+ * request may hold, not on the service): a chunk's round trips (screening, claim, lookup,
+ * statements, answer, its record) are paid once per chunk, and its rows are written by the same
+ * set statements whatever their number.
  */
-export const IMPORT_CHUNKS_AT_ONCE = 4;
+export const IMPORT_CHUNK = 1000;
+/**
+ * Chunks of one job in flight at once: a chunk waits on its round trips and commit, so a few at
+ * a time keep the database busy (the intake is race-safe for the same person in two).
+ */
+export const IMPORT_CHUNKS_AT_ONCE = 3;
 export const PREVIEW_ROWS = 100;
 /** Import chunks' Idempotency-Keys belong to no API key (migration 0020). */
 const IMPORTS_KEY_ID = 0;
@@ -119,10 +123,8 @@ async function runRows(
       dry_run: dryRun,
     };
     const key = dryRun ? undefined : `lead-import:${job.id}:${sent[0]!.ord}`;
-    const answer = await createLeadsBatch(groups, suppressionScreen(db), { workspaceId: job.workspace_id, apiKeyId: IMPORTS_KEY_ID, hasSuppressionList: true }, request, {
-      key,
-      bodyAsSent: request,
-    });
+    const caller = { workspaceId: job.workspace_id, apiKeyId: IMPORTS_KEY_ID, hasSuppressionList: true, leadSource: 'import' as const };
+    const answer = await createLeadsBatch(groups, suppressionScreen(db), caller, request, { key, bodyAsSent: request });
     answer.body.data.forEach((row: BatchRowResult, index) => {
       const { ord } = sent[index]!;
       results.set(ord, {
@@ -155,27 +157,56 @@ export async function cancelImport(db: Db, workspaceId: number, id: number): Pro
 }
 
 /**
- * A claimed job's runner: a few chunks at a time, until the job ends, is cancelled, or
- * `stopped()` says to let go. Chunks are fixed by row number (rows 1-100, 101-200, ...) and
- * recorded whole, so a chunk run again after a restart is the same chunk under the same key.
+ * A claimed job's runner: its first chunk alone, then a few chunks in flight, each lane taking
+ * the next chunk not yet done as it finishes one, until the job ends, is cancelled, or
+ * `stopped()` says to let go. The first chunk creates the companies and tags a file names again
+ * and again (a new company with details is created by a row alone, which takes its name's lock):
+ * chunks started beside it would run the same rows alone, waiting on its locks, where the chunks
+ * after it find them and write every row set-based. Chunks are
+ * fixed by row number (rows 1-1000, 1001-2000, ...) and recorded whole, so a chunk run again
+ * after a restart is the same chunk under the same key.
  */
 export async function runClaimedImport(groups: WriteGroups, db: Db, job: ImportJob, workerId: string, leaseMs: number, stopped: () => boolean): Promise<number> {
   const mapping = job.mapping as Mapping;
   const switches = job.switches!;
+  const chunkOf = (ord: number) => Math.floor((ord - 1) / IMPORT_CHUNK);
+  let after = 0;
+  let ended = false;
   let ran = 0;
-  while (!stopped()) {
-    const rows = await importRows(db, job.workspace_id, job.id, { after: 0, limit: IMPORT_CHUNK * IMPORT_CHUNKS_AT_ONCE, pendingOnly: true });
-    if (rows.length === 0) break;
-    const chunks = [...groupBy(rows, (row) => Math.floor((row.ord - 1) / IMPORT_CHUNK)).values()];
-    const statuses = await Promise.all(
-      chunks.map(async (chunk) => {
-        const results = await runRows(groups, db, job, mapping, switches, chunk, false);
-        return db.transaction().execute((trx) => recordChunk(trx, job.workspace_id, job.id, workerId, leaseMs, results));
+  // One read of the next chunk at a time, so each lane gets a chunk of its own.
+  let reading: Promise<unknown> = Promise.resolve();
+  const nextChunk = () => {
+    const next = reading.then(async () => {
+      const rows = await importRows(db, job.workspace_id, job.id, { after, limit: IMPORT_CHUNK, pendingOnly: true });
+      if (rows.length === 0) return [];
+      const chunk = chunkOf(rows[0]!.ord);
+      after = (chunk + 1) * IMPORT_CHUNK;
+      return rows.filter((row) => chunkOf(row.ord) === chunk);
+    });
+    reading = next.catch(() => {});
+    return next;
+  };
+  const lane = async (chunks = Number.POSITIVE_INFINITY) => {
+    for (let run = 0; run < chunks && !ended && !stopped(); run++) {
+      const rows = await nextChunk();
+      if (rows.length === 0) break;
+      const results = await runRows(groups, db, job, mapping, switches, rows, false);
+      const status = await db.transaction().execute((trx) => recordChunk(trx, job.workspace_id, job.id, workerId, leaseMs, results));
+      ran += rows.length;
+      if (status !== 'running') ended = true;
+    }
+  };
+  await lane(1);
+  const lanes = await Promise.allSettled(
+    Array.from({ length: IMPORT_CHUNKS_AT_ONCE }, () =>
+      lane().catch((error: unknown) => {
+        ended = true;
+        throw error;
       }),
-    );
-    ran += rows.length;
-    if (statuses.some((status) => status !== 'running')) break;
-  }
+    ),
+  );
+  const failed = lanes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
   return ran;
 }
 

@@ -22,14 +22,14 @@ export type LeadValues = Pick<LeadRow, 'name' | 'company_id' | 'emails' | 'phone
 /**
  * The columns of a new lead's row after id and workspace_id: the type each has in the
  * new-lead statement's row source `r` (the JSON of its LeadValues; null: a constant), and
- * the value it gets.
+ * the value it gets. `source` is 'api' unless the write says otherwise (an import's leads).
  */
 export const NEW_LEAD_COLUMNS: ReadonlyArray<readonly [column: keyof LeadsTable, type: string | null, value: string]> = [
   ['company_id', 'bigint', 'r.company_id'],
   ['name', 'text', 'r.name'],
   ...LEAD_TEXT_COLUMNS.map((column) => [column, 'text', `r.${column}`] as const),
   ['decision_maker', 'boolean', 'coalesce(r.decision_maker, false)'],
-  ['source', null, `'api'`],
+  ['source', 'text', `coalesce(r.source, 'api')`],
   ['stage', null, `'new'`],
   ['chargeable', null, 'false'],
   ['emails', 'jsonb', 'ARRAY(SELECT jsonb_array_elements_text(r.emails))'],

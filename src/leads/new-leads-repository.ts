@@ -32,6 +32,8 @@ export interface NewLeadWrite {
   events: readonly NewLeadEvent[];
   /** The trace context of the request that writes it, stored with its events. */
   trace?: string | null;
+  /** How the lead came in when not through the API: a CSV import's leads are stored as such. */
+  source?: 'import';
 }
 
 /** A lead the statement wrote: complete when it claimed every match key it was given. */
@@ -127,7 +129,7 @@ function newLeadsStatement<Input extends LeadRows, Row extends WrittenLead>(
 export type NewLeadsInput = LeadRowsInput;
 
 /** A new lead's JSON row of the new-lead statements. */
-const newLeadRow = (lead: NewLeadWrite) => ({ key_count: lead.keys.length, ...lead.values });
+const newLeadRow = (lead: NewLeadWrite) => ({ key_count: lead.keys.length, source: lead.source ?? null, ...lead.values });
 
 export function newLeadsInput(workspaceId: number, leads: readonly NewLeadWrite[]): NewLeadsInput {
   return { workspaceId, ...leadRowsInput(leads, newLeadRow) };

@@ -189,8 +189,11 @@ describeOnCitus('every statement on Citus', () => {
       await drain(t);
       await browseConsole(t, tenants[0]!, receiver.url);
       // A CSV import, run by the worker, with its pages and results.
-      const job = await createImport(t.ctx.db, tenants[0]!.workspaceId, null, 'router.csv', Buffer.from('Name,Email\nEve,eve@router-import.test\nNo contact,\n'));
-      await startImport(t.ctx.db, job, ['name', 'email'], DEFAULT_SWITCHES);
+      // Eve's company exists (Ada's): her row fills it in through the set statements.
+      const website = `https://analytical-${tenants[0]!.workspaceId}.test`;
+      const file = `Name,Email,Company,Website,Industry\nEve,eve@router-import.test,Analytical Engines,${website},Computing\nNo contact,,,,\n`;
+      const job = await createImport(t.ctx.db, tenants[0]!.workspaceId, null, 'router.csv', Buffer.from(file));
+      await startImport(t.ctx.db, job, ['name', 'email', 'company.name', 'company.website', 'company.industry'], DEFAULT_SWITCHES);
       await drain(t);
       const admin = await signInByLink(t, tenants[0]!.userId);
       for (const path of [`/console/leads/import/${job.id}`, `/console/leads/import/${job.id}/results.csv`, '/console/leads/export.csv?search=eve'])

@@ -214,6 +214,66 @@ describe('company resolution in POST /leads/batch', () => {
   });
 });
 
+describe('companies filled in by a batch', () => {
+  /** Two companies that exist before the rows come, one of them with a name and an industry already. */
+  const seed = async (tenant: Tenant, [d1, d2]: string[]) => {
+    await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: null, domain: d1!, status: 'analyzed' });
+    await insertCompany(t.ctx.db, { workspace_id: tenant.workspaceId, name: 'Kept Name', domain: d2!, industry: 'Kept', status: 'analyzed' });
+  };
+  const companiesFilled = async (workspaceId: number) =>
+    (
+      await t.ctx.db
+        .selectFrom('companies')
+        .where('workspace_id', '=', workspaceId)
+        .orderBy('domain')
+        .select(['name', 'domain', 'industry', 'size', 'description', 'links', 'locations', 'updated_at', 'created_at'])
+        .execute()
+    ).map(({ updated_at, created_at, ...company }) => ({ ...company, touched: String(updated_at) !== String(created_at) }));
+
+  it('fills what the companies lack exactly as the same rows sent one by one, in their order, and leaves a company it would not change untouched', async () => {
+    const [d1, d2, d3] = [`${unique('fill-a')}.com`, `${unique('fill-b')}.com`, `${unique('fill-c')}.com`];
+    const rows = [
+      { name: 'R1', email: gmail(), company: { name: 'Alpha', website: `https://${d1}`, industry: 'Tools' } },
+      { name: 'R2', email: gmail(), company: { name: 'Alpha', website: `https://${d1}`, industry: 'Tools' } },
+      { name: 'R3', email: gmail(), company: { website: `https://${d1}`, size: '11-50', description: 'Later details' } },
+      { name: 'R4', email: gmail(), company: { name: 'Alpha', website: `https://${d1}`, industry: 'Tools', location: { city: 'Oslo' } } },
+      { name: 'R5', email: `r5@${d2}`, company: { name: 'Kept Name', industry: 'Kept' } },
+      // A company the batch creates: its first row alone, the later ones fill it in.
+      { name: 'R6', email: gmail(), company: { name: 'Gamma', website: `https://${d3}`, industry: 'Made' } },
+      { name: 'R7', email: gmail(), company: { name: 'Gamma', website: `https://${d3}`, size: '2-10' } },
+      { name: 'R8', email: gmail(), company: { name: 'Gamma', website: `https://${d3}`, size: '2-10' } },
+      { name: 'R9', email: gmail(), company: { name: 'Other Gamma', website: `https://${d3}`, description: 'Third' } },
+    ];
+    const batched = await createTenant(t.ctx.db, { name: 'Filled by a batch' });
+    const single = await createTenant(t.ctx.db, { name: 'Filled one by one' });
+    await seed(batched, [d1, d2]);
+    await seed(single, [d1, d2]);
+    const emails = (tenant: Tenant) => rows.map((row) => ({ ...row, email: row.email.replace('@', `+${tenant.workspaceId}@`) }));
+    const response = await t.http
+      .post('/api/v1/leads/batch')
+      .set(batched.auth)
+      .send({ leads: emails(batched) });
+    expect(response.body.meta).toMatchObject({ created: rows.length, failed: 0 });
+    for (const row of emails(single)) expect((await post(single, row)).status).toBe(201);
+
+    const filled = await companiesFilled(batched.workspaceId);
+    const fromSingles = await companiesFilled(single.workspaceId);
+    // A company the batch created and filled in one transaction has one timestamp: compare what is stored.
+    const stored = (companies: typeof filled) => companies.map(({ touched: _touched, ...company }) => company);
+    expect(stored(filled)).toEqual(stored(fromSingles));
+    expect([filled, fromSingles].map((companies) => companies.slice(0, 2).map((company) => company.touched))).toEqual([
+      [true, false],
+      [true, false],
+    ]);
+    expect(filled).toEqual([
+      expect.objectContaining({ domain: d1, name: 'Alpha', industry: 'Tools', size: '11-50', description: 'Later details' }),
+      expect.objectContaining({ domain: d2, name: 'Kept Name', industry: 'Kept' }),
+      expect.objectContaining({ domain: d3, name: 'Gamma', industry: 'Made', size: '2-10', description: 'Third' }),
+    ]);
+    expect(filled[0]!.locations).toEqual([expect.objectContaining({ city: 'Oslo' })]);
+  });
+});
+
 describe('companies built, joined and filled on POST /leads', () => {
   let tenant: Tenant;
   beforeAll(async () => {

@@ -82,7 +82,9 @@ describe('the planner', () => {
     }
   });
 
-  describe('companies: none, company.id or an email domain alone go in a statement; details, a website or a name run alone', () => {
+  describe('companies: none, company.id, an email domain, or details for a company that exists go in a statement; a new company with details runs alone', () => {
+    const acme = found({ companies: [{ id: 6, domain: 'acme.example' }] });
+    const fill = (details: Record<string, unknown>) => ({ kind: 'create', company: { id: 6, fill: expect.objectContaining(details) } });
     it.each([
       ['no company (free mail)', person(1), found(), { kind: 'create', company: null }],
       ['company.id', person(1, { company: { id: 5 } }), found({ companies: [{ id: 5, domain: null }] }), { kind: 'create', company: { id: 5 } }],
@@ -91,8 +93,44 @@ describe('the planner', () => {
       ['a company name', person(1, { company: { name: 'Acme' } }), found(), { kind: 'alone' }],
       ['a website', person(1, { company: { website: 'https://acme.example' } }), found(), { kind: 'alone' }],
       ['details to fill in', person(1, { email: 'p@acme.example', company: { industry: 'Tools' } }), found(), { kind: 'alone' }],
+      ['a website found, with a name', person(1, { company: { name: 'Acme', website: 'https://acme.example' } }), acme, fill({ name: 'Acme' })],
+      ['details for the email domain found', person(1, { email: 'p@acme.example', company: { industry: 'Tools' } }), acme, fill({ industry: 'Tools' })],
+      ['details for company.id', person(1, { company: { id: 6, industry: 'Tools' } }), acme, fill({ industry: 'Tools' })],
+      ['a name without a domain', person(1, { company: { name: 'Acme' } }), acme, { kind: 'alone' }],
     ])('%s', (_, lead, lookup, expected) => {
       expect(planOne(run([lead]), lookup).rows[0]![0]).toMatchObject(expected);
+    });
+
+    it('fills a company with one set of details per run: a row with other details for it runs alone, in its place', () => {
+      const at = (n: number, industry: string) => person(n, { email: `p${n}@acme.example`, company: { industry } });
+      const plan = planOne(run([at(1, 'Tools'), at(2, 'Tools'), at(3, 'Toys'), at(4, 'Tools')]), found({ companies: [{ id: 6, domain: 'acme.example' }] }));
+      expect(kinds(plan.rows[0]!)).toEqual(['create', 'create', 'alone', 'create']);
+      expect(plan.steps).toEqual([
+        { write: 'create', workspaces: 'one', rows: [0, 1].map((index) => ({ run: 0, index })) },
+        { alone: { run: 0, index: 2 } },
+        { write: 'create', workspaces: 'one', rows: [{ run: 0, index: 3 }] },
+      ]);
+    });
+
+    it('runs the first row of a new company with details alone; later rows of its domain fill in the company it creates, unless it creates nothing', () => {
+      const at = (n: number, industry: string, extra: Partial<LeadInput> = {}) => person(n, { company: { name: 'New Co', website: 'https://new.example', industry }, ...extra });
+      const plan = planOne(run([at(1, 'Tools'), at(2, 'Tools'), at(3, 'Toys')]));
+      expect(plan.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'create', 'alone']);
+      expect(plan.rows[0]![1]).toMatchObject({ company: { domain: 'new.example', fill: expect.objectContaining({ industry: 'Tools' }) } });
+      // Skipped as a duplicate, the first row writes no company: the later one runs alone too.
+      const skipped = planOne(run([at(1, 'Tools'), at(2, 'Tools')], { onDuplicate: 'skip' }), found({ matches: [held('email', 'p1@gmail.com', 9)] }));
+      expect(skipped.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'alone']);
+    });
+
+    it('never commits alone nor shares a statement across workspaces with a company to fill in (written before the leads)', () => {
+      const lead = person(1, { email: 'p@acme.example', company: { industry: 'Tools' } });
+      const lookup = found({ companies: [{ id: 6, domain: 'acme.example' }] });
+      expect(planRuns([run([lead])], [lookup], { severalWorkspaces: false, mayCommitAlone: true }).commitsAlone).toBe(false);
+      const shared = planRuns([run([lead]), run([person(2)], {}, { workspaceId: 2 })], [lookup, found()], { severalWorkspaces: true, mayCommitAlone: false });
+      expect(shared.steps).toEqual([
+        { write: 'create', workspaces: 'one', rows: [{ run: 1, index: 0 }] },
+        { write: 'create', workspaces: 'one', rows: [{ run: 0, index: 0 }] },
+      ]);
     });
 
     it('rejects a company.id the workspace does not have', () => {

@@ -12,7 +12,8 @@ import { checkReferences, nothingMatched, reportMatch, settleWithoutUpdate, stro
 import type { Plan, RowPlan, RowRef, RunInput, Step } from './plan.js';
 import { findIdentityMatches, type IdentityMatch, type IntakeLookup } from '../lookup-repository.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
-import { lookupForIntake, mergeOfRow, newLeadOf, resolveRow, writeCompaniesAndTags, type Resolution, type Written } from './row-intake.js';
+import { lookupForIntake, mergeOfRow, newLeadOf, resolveRow, type Resolution, type Written } from './row-intake.js';
+import { writeCompaniesAndTags } from './set-company.js';
 import type { RowOutcome, RowResult } from './write-request.js';
 
 // The executor's steps on PostgreSQL (executor.ts runs a group's plan with them): a statement

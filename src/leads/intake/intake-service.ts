@@ -20,6 +20,8 @@ export interface Caller {
   apiKeyId: number;
   /** The workspace keeps a suppression list: its rows are screened before they are planned. */
   hasSuppressionList: boolean;
+  /** The source the leads it creates are stored with when not 'api': a CSV import's batches. */
+  leadSource?: 'import';
 }
 
 /** Each lead's refusal as a suppressed person, or null; no statement for a workspace that never suppressed anyone. */
@@ -127,7 +129,7 @@ export async function createLeadsBatch(
 ): Promise<WriteResult<BatchResponse>> {
   const { options, dryRun } = switchesOf(request);
   const trace = storedTraceContext();
-  const leads = request.leads.map((lead, index) => ({ ...withNotices(prepareLead(lead), notices[index] ?? []), trace }));
+  const leads = request.leads.map((lead, index) => ({ ...withNotices(prepareLead(lead), notices[index] ?? []), trace, source: caller.leadSource }));
   // Rows of people erased with suppression never reach the engine: they fail in their places.
   const refusals = await refusalsOf(screen, caller, leads);
   return groups.alone<BatchResponse>({

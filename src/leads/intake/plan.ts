@@ -1,7 +1,8 @@
 import { groupBy } from '../../group-by.js';
 import type { BatchLookup, IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { checkReferences, duplicateRejection, strongestMatch, type References, type StrongestMatch } from './match.js';
-import { companyHasDetails, type PreparedLead } from './prepare.js';
+import type { PreparedLead } from './prepare.js';
+import { setCompany, type SetCompany } from './set-company.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { sameOptions, type IntakeOptions, type IntakeRow, type WriteRequest } from './write-request.js';
 
@@ -74,9 +75,6 @@ export function runsAcrossWorkspaces(runs: readonly Run[]): Run[] {
   return shared.length >= 2 ? shared : [];
 }
 
-/** How a row written by a set statement gets its company: an existing one, one to create by domain, or none. */
-export type SetCompany = { id: number } | { newDomain: string } | null;
-
 /**
  * What becomes of one row: `create` a new person or `merge` into the lead it matches, by a set
  * statement with rows like it; `alone`, one row at a time (`view`: its part of the lookup,
@@ -106,24 +104,11 @@ export interface Plan {
   commitsAlone: boolean;
 }
 
-/**
- * The company rule of set statements: the row's company is none, or is named by company.id
- * alone, or by the business domain of the person's email alone (found, or created with that
- * domain exactly as a row alone would). Any company detail to fill in, a website or a name sends
- * the row alone. Undefined when the row does not qualify.
- */
-function setCompany(lead: PreparedLead, view: IntakeLookup): SetCompany | undefined {
-  const company = lead.company;
-  if (!company) return null;
-  if (companyHasDetails(company)) return undefined;
-  if (company.id !== null) return { id: company.id };
-  if (!company.domainFromEmail || company.domain === null) return undefined;
-  return view.companyByDomain !== null ? { id: view.companyByDomain } : { newDomain: company.domain };
-}
-
 /** A create or merge whose company (if any) and tags all exist: its statement needs nothing written before it. */
 export const needsNothingBefore = (row: RowPlan): boolean =>
-  (row.kind === 'create' || row.kind === 'merge') && row.references.missingTagNames.length === 0 && (row.company === null || 'id' in row.company);
+  (row.kind === 'create' || row.kind === 'merge') &&
+  row.references.missingTagNames.length === 0 &&
+  (row.company === null || ('id' in row.company && row.company.fill === undefined));
 
 /** One row's view of its run's lookup, as a row alone would read it (by-name candidates aside). */
 export function rowLookup(batch: BatchLookup, lead: PreparedLead): IntakeLookup {
@@ -158,6 +143,10 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     keyOf,
   );
   const updated = new Set<number>();
+  /** The details each company (by id, or by the domain a row alone creates) is filled with by the run's statements: another row's other details for it run alone, in their order. */
+  const fills = new Map<number | string, string>();
+  /** The domains of new companies with details that a row of the run alone creates (it creates or updates a lead). */
+  const created = new Set<string>();
   return rows.map(({ lead }): RowPlan => {
     const view = rowLookup(lookup, lead);
     let references: References;
@@ -173,8 +162,18 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     const alone: RowPlan = complete ? { kind: 'alone', view } : { kind: 'alone' };
     const match = strongestMatch(lead.identities, view.matches);
     if (match && !shared && options.onDuplicate === 'error') return { kind: 'rejected', rejected: duplicateRejection(match) };
-    const company = setCompany(lead, view);
-    if (company === undefined || shared) return alone;
+    const company = setCompany(lead, view, created);
+    if (company === undefined || shared) {
+      const domain = lead.company?.domain;
+      if (company === undefined && !shared && domain && (!match || options.onDuplicate === 'update')) created.add(domain);
+      return alone;
+    }
+    if (company && 'fill' in company && company.fill) {
+      const details = JSON.stringify(company.fill);
+      const key = 'id' in company ? company.id : company.domain;
+      if ((fills.get(key) ?? details) !== details) return alone;
+      fills.set(key, details);
+    }
     if (!match) return { kind: 'create', references, company };
     if (options.onDuplicate !== 'update' || updated.has(match.leadId)) return alone;
     updated.add(match.leadId);

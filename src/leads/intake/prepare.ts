@@ -49,6 +49,8 @@ export interface PreparedLead {
   warnings: string[];
   /** The trace context of the request it came in (stored with the lead's events); absent untraced. */
   trace?: string | null;
+  /** How it came in when not through the API (see Caller's leadSource). */
+  source?: 'import';
 }
 
 // Every input field and what prepareLead makes of it, typed from the generated schemas that

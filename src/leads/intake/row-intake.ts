@@ -1,12 +1,4 @@
-import {
-  fillCompany,
-  findCompaniesByDomains,
-  findCompanyByDomain,
-  findCompanyByName,
-  giveDomainToNamedCompany,
-  insertCompanyIfNew,
-  lockCompanyName,
-} from '../../companies/repository.js';
+import { fillCompany, findCompanyByDomain, findCompanyByName, giveDomainToNamedCompany, insertCompanyIfNew, lockCompanyName } from '../../companies/repository.js';
 import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
 import type { Executor } from '../../db/connect.js';
 import { inSavepoint } from '../../db/savepoint.js';
@@ -15,17 +7,16 @@ import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
 import { findTagsByNames, insertMissingTags } from '../../tags/repository.js';
 import type { LeadValues } from '../columns.js';
 import { readIntakeLookup, type IdentityMatch, type IntakeLookup } from '../lookup-repository.js';
-import { insertCompaniesAndTags, type NewLeadOf } from '../new-leads-repository.js';
+import type { NewLeadOf } from '../new-leads-repository.js';
 import type { LeadMergeOf } from '../write-repository.js';
 import type { References, StrongestMatch } from './match.js';
-import type { SetCompany } from './plan.js';
 import { companyDetails, companyHasDetails, type PreparedCompany, type PreparedLead } from './prepare.js';
 import type { IntakeOptions } from './write-request.js';
 
 // What rows write besides their leads, and what their leads' statements are given. A row alone
 // (executor-steps.ts) reads its own lookup and its match, and resolves its company (contract:
 // "company resolution") and tags here before the executor writes its lead; a statement's rows
-// get their new companies and tags in one statement (writeCompaniesAndTags).
+// get their new companies and tags in one statement (writeCompaniesAndTags, set-company.ts).
 
 /** The lookup of a row alone: its tags, match keys and company candidates (by name only when the payload gives no domain). */
 export function lookupForIntake(db: Executor, workspaceId: number, lead: PreparedLead): Promise<IntakeLookup> {
@@ -95,6 +86,7 @@ export const newLeadOf = (workspaceId: number, lead: PreparedLead, written: Writ
   tagIds: written.tagIds,
   events: [...written.events, { topic: 'lead.created' }],
   trace: lead.trace,
+  source: lead.source,
 });
 
 /**
@@ -132,52 +124,6 @@ export function mergeOfRow(
     },
     warnings,
   };
-}
-
-const newDomainOf = (row: { company: SetCompany }) => (row.company && 'newDomain' in row.company ? row.company.newDomain : null);
-
-/**
- * What a statement's rows need written before their leads: the companies (by domain) and tags
- * (by name) that do not exist yet, in one statement, in the order of their unique keys, so two
- * transactions creating the same ones wait for each other instead of deadlocking; the first row
- * naming a new company fires its analysis. Returns what each row's lead is given.
- */
-export async function writeCompaniesAndTags(
-  db: Executor,
-  workspaceId: number,
-  rows: ReadonlyArray<{ company: SetCompany; references: References }>,
-  enrich: boolean,
-): Promise<Written[]> {
-  const domains = [...new Set(rows.flatMap((row) => newDomainOf(row) ?? []))].sort();
-  const missingTags = new Map<string, string>(); // lower-cased -> as first sent
-  for (const row of rows) for (const name of row.references.missingTagNames) if (!missingTags.has(name.toLowerCase())) missingTags.set(name.toLowerCase(), name);
-  const companyIds = new Map<string, number>();
-  const tagIds = new Map<string, number>();
-  const analyzed = new Map<number, CompanyAnalyzeEvent[]>();
-  if (domains.length > 0 || missingTags.size > 0) {
-    const tagNames = [...missingTags.keys()].sort().map((lowered) => missingTags.get(lowered)!);
-    const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, tagNames, enrich);
-    for (const company of created) companyIds.set(company.domain, company.id);
-    for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
-    // Created a moment ago by a concurrent request: read them.
-    const unresolvedDomains = domains.filter((domain) => !companyIds.has(domain));
-    for (const company of await findCompaniesByDomains(db, workspaceId, unresolvedDomains)) companyIds.set(company.domain!, company.id);
-    const unresolvedTags = [...missingTags.keys()].filter((name) => !tagIds.has(name));
-    for (const tag of await findTagsByNames(db, workspaceId, unresolvedTags)) tagIds.set(tag.name.toLowerCase(), tag.id);
-    const creator = new Map(created.filter((company) => company.status === 'pending').map((company) => [company.domain, company.id]));
-    rows.forEach((row, position) => {
-      const id = creator.get(newDomainOf(row)!);
-      if (id === undefined) return;
-      creator.delete(newDomainOf(row)!);
-      analyzed.set(position, [{ topic: 'company.analyze', payload: { company_id: id } }]);
-    });
-  }
-  return rows.map((row, position) => {
-    const companyId = row.company === null ? null : 'id' in row.company ? row.company.id : companyIds.get(row.company.newDomain);
-    if (companyId === undefined) throw new Error(`company for ${newDomainOf(row)} could not be resolved`);
-    const tags = [...row.references.tagIds, ...row.references.missingTagNames.map((name) => tagIds.get(name.toLowerCase())!)];
-    return { companyId, tagIds: tags, events: analyzed.get(position) ?? [] };
-  });
 }
 
 /**
