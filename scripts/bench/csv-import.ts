@@ -21,12 +21,17 @@ export interface CsvScenarioResult {
 const COLUMNS = ['Name', 'Email', 'Phone', 'Company', 'Website', 'Tags'];
 const MAPPING = ['name', 'email', 'phone', 'company.name', 'company.website', 'tags'];
 
+/**
+ * A trade-show list: 500 companies, each with a website of its own. Company domains are
+ * registrable domains (`co7-import.test`, not a subdomain of one shared `bench.test`,
+ * which would make every row name the one company with a different name).
+ */
 function csvOf(rows: number, runId: string): string {
   const lines = [COLUMNS.join(',')];
   for (let index = 0; index < rows; index++) {
     const company = index % 500;
     lines.push(
-      `Imported Person ${index},imp-${runId}-${index}@co${company}.bench.test,+1 646 ${String(4_000_000 + index).padStart(7, '0')},Company ${company},https://co${company}.bench.test,imported`,
+      `Imported Person ${index},imp-${runId}-${index}@co${company}-import.test,+1 646 ${String(4_000_000 + index).padStart(7, '0')},Company ${company},https://co${company}-import.test,imported`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { loadConfig, type Config } from '../config.js';
 import type { Db } from '../db/connect.js';
 import { ProcessDatabase } from '../db/open.js';
+import { IMPORT_CHUNKS_AT_ONCE } from '../lead-imports/service.js';
 import { useSecretsKey } from '../secrets/keyring.js';
 import { createLogger } from '../logger.js';
 
@@ -21,7 +22,10 @@ export async function withCliContext<T>(work: (ctx: CliContext) => Promise<T>): 
   const database = await ProcessDatabase.open(config, logger);
   try {
     await database.migrate();
-    return await work({ config, db: database.pool('cli', 2), logger });
+    // `lead import` runs its chunks side by side, each holding a connection through its
+    // transaction, and records each chunk's rows on one more: fewer would leave a chunk
+    // waiting for a connection past the pool's timeout.
+    return await work({ config, db: database.pool('cli', IMPORT_CHUNKS_AT_ONCE + 1), logger });
   } finally {
     await database.close();
   }
