@@ -281,6 +281,11 @@ const millions = (instructions: number) => (instructions / 1e6).toFixed(3);
 const format = (count: Count) => `${millions(count.main)} (${millions(count.all)})`;
 
 async function main(): Promise<void> {
+  try {
+    await promisify(execFile)('valgrind', ['--version']);
+  } catch {
+    throw new Error('valgrind is not installed (apt-get install valgrind): it counts the instructions');
+  }
   log(
     `${variants.map((variant) => `${variant.name}=${variant.dir}${variant.traced ? ' (traced)' : ''}`).join(', ')}; ${warmup} warm-up + ${windowCount} x ${requests} requests per workload, ${repetitions} repetitions`,
   );
