@@ -14,10 +14,11 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /**
  * The node flags an npm script runs its entry point with (e.g. the heap limits of `npm start`),
- * so the benchmark runs the service and workers exactly as they are deployed.
+ * so the benchmark runs the service and workers exactly as they are deployed; `root`: the tree
+ * whose package.json to read (another build's, for scripts/bench/instructions.ts).
  */
-export function nodeFlagsOf(script: string): string[] {
-  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+export function nodeFlagsOf(script: string, root = ROOT): string[] {
+  const scripts = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   // `node --flags dist/...`, optionally after `exec` (the scripts exec node so that signals
   // reach it). Not finding it is an error: a silently empty list ran the bench without the
   // heap limits once.

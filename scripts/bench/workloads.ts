@@ -5,10 +5,12 @@ import { seededPerson } from './seed.js';
 
 export type Workload =
   | { kind: 'get'; path: string }
-  | { kind: 'get-random-lead'; ids: { from: number; to: number } }
+  /** `inOrder`: the ids one after another instead of at random (repeatable counts, instructions.ts). */
+  | { kind: 'get-random-lead'; ids: { from: number; to: number }; inOrder?: boolean }
   /** `tokens`: each request sent with the next of these API keys in turn (one per workspace), instead of the run's one key. */
   | { kind: 'new-lead'; runId: string; phoneBase: number; tokens?: readonly string[] }
-  | { kind: 'existing-lead'; seeded: number; tokens?: readonly string[] }
+  /** `inOrder`: seeded people 1, 2, ... (each request a person's first update) instead of at random. */
+  | { kind: 'existing-lead'; seeded: number; tokens?: readonly string[]; inOrder?: boolean }
   | { kind: 'new-batch'; runId: string; phoneBase: number; size: number }
   | { kind: 'baseline-insert' }
   /** GET /me, each request with a new random well-formed key (`lk` + 10 base36 `_` 43 base64url). */
@@ -34,6 +36,14 @@ let turn = 0;
 const salt = Math.random().toString(36).slice(2, 7);
 const phoneOffset = Math.floor(Math.random() * 100) * 1_000_000;
 const randomInt = (from: number, to: number) => from + Math.floor(Math.random() * (to - from + 1));
+const cursors = new WeakMap<Workload, number>();
+/** The workload's next number in from..to: in turn (wrapping) when it asks for order, else at random. */
+function pick(workload: Workload & { inOrder?: boolean }, from: number, to: number): number {
+  if (!workload.inOrder) return randomInt(from, to);
+  const taken = cursors.get(workload) ?? 0;
+  cursors.set(workload, taken + 1);
+  return from + (taken % (to - from + 1));
+}
 
 /**
  * A new person: company from a business domain, two tags, a phone and a LinkedIn URL. Every
@@ -52,8 +62,8 @@ function newPerson(runId: string, phoneBase: number) {
 }
 
 /** One of the people seeded by SQL (see seed.ts): the same keys, so it matches and updates. */
-function existingPerson(seeded: number) {
-  return { ...seededPerson(randomInt(1, seeded)), job_title: 'Updated' };
+function existingPerson(n: number) {
+  return { ...seededPerson(n), job_title: 'Updated' };
 }
 
 function madeUpKey(): string {
@@ -74,11 +84,11 @@ export function nextRequest(workload: Workload): BenchRequest {
     case 'get':
       return { method: 'GET', path: workload.path, constant: true };
     case 'get-random-lead':
-      return { method: 'GET', path: `/api/v1/leads/${randomInt(workload.ids.from, workload.ids.to)}` };
+      return { method: 'GET', path: `/api/v1/leads/${pick(workload, workload.ids.from, workload.ids.to)}` };
     case 'new-lead':
       return spread(post('/api/v1/leads', newPerson(workload.runId, workload.phoneBase)), workload.tokens);
     case 'existing-lead':
-      return spread(post('/api/v1/leads', existingPerson(workload.seeded)), workload.tokens);
+      return spread(post('/api/v1/leads', existingPerson(pick(workload, 1, workload.seeded))), workload.tokens);
     case 'new-batch':
       return post('/api/v1/leads/batch', { leads: Array.from({ length: workload.size }, () => newPerson(workload.runId, workload.phoneBase)) });
     case 'baseline-insert':
