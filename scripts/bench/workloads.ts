@@ -15,7 +15,9 @@ export type Workload =
   | { kind: 'made-up-keys' }
   /** The console's lead list (newest first), or a random lead's page, with a session cookie. */
   | { kind: 'console-lead-list'; cookie: string }
-  | { kind: 'console-lead-page'; cookie: string; ids: { from: number; to: number } };
+  | { kind: 'console-lead-page'; cookie: string; ids: { from: number; to: number } }
+  /** Each request drawn from one of the parts at random, by weight (the mixed scenarios). */
+  | { kind: 'mixed'; parts: ReadonlyArray<{ weight: number; workload: Workload }> };
 
 export interface BenchRequest {
   method: 'GET' | 'POST';
@@ -87,5 +89,19 @@ export function nextRequest(workload: Workload): BenchRequest {
       return { method: 'GET', path: '/console/leads', headers: { cookie: workload.cookie } };
     case 'console-lead-page':
       return { method: 'GET', path: `/console/leads/${randomInt(workload.ids.from, workload.ids.to)}`, headers: { cookie: workload.cookie } };
+    case 'mixed': {
+      const { constant: _, ...request } = nextRequest(pick(workload.parts));
+      return request;
+    }
   }
+}
+
+function pick(parts: ReadonlyArray<{ weight: number; workload: Workload }>): Workload {
+  const total = parts.reduce((sum, part) => sum + part.weight, 0);
+  let draw = Math.random() * total;
+  for (const part of parts) {
+    draw -= part.weight;
+    if (draw < 0) return part.workload;
+  }
+  return parts[parts.length - 1]!.workload;
 }
