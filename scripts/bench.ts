@@ -305,6 +305,7 @@ async function main(): Promise<void> {
       partSeconds,
       mixedSeconds,
       drainTimeoutSeconds: smoke ? 60 : 180,
+      burstEvents: smoke ? 200 : 5_000,
       profileFlags,
       deliveryScenarioPerSecond,
       runs,

@@ -54,6 +54,12 @@ export interface WebhookRun extends MixedRun {
   lag: { p50: number; p99: number; max: number; count: number };
   /** The backlog when the load stopped, and how long it took to drain (first sample at zero). */
   drain: { backlogAtStop: number; seconds: number; attempts: number; perSecond: number; timedOut: boolean };
+  /**
+   * Right after the load and its drain, `events` lead.created events queued at once by SQL (as the delivery
+   * scenario queues its own): deliveries/s from their first attempt to their last, what the worker does once
+   * the load has stopped, whatever backlog the load left.
+   */
+  burst: { events: number; deliveriesPerSecond: number; firstAttempts: number; timedOut: boolean };
   receiver: { answered: number; refused503: number; duplicates: number };
 }
 
@@ -88,6 +94,7 @@ export interface MixedOptions {
   /** Each mixed run. */
   mixedSeconds: number;
   drainTimeoutSeconds: number;
+  burstEvents: number;
   profileFlags: string[];
   deliveryScenarioPerSecond: number | null;
   runs: { plain: boolean; webhooks: boolean };
@@ -354,6 +361,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       ).rows[0]!;
       const { made } = (await pool.query<{ made: number }>('SELECT count(*)::int AS made FROM deliveries WHERE workflow_id = $1', [workflow.id])).rows[0]!;
       const backlogAtStop = atStop ? atStop.events + atStop.due : 0;
+      const burst = await burstAfterLoad(workflow.id);
       return {
         ...hooked.result,
         ...backlogFigures(hooked.sampler.samples, hooked.loadSeconds),
@@ -369,7 +377,39 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
           perSecond: round(drain.timedOut ? 0 : backlogAtStop / Math.max(drainSeconds, 0.25), 0),
           timedOut: drain.timedOut,
         },
+        burst,
         receiver: receiver.counts(),
+      };
+    }
+
+    async function burstAfterLoad(workflowId: number) {
+      log(`MW after the load: ${options.burstEvents} lead.created events at once`);
+      const { rows } = await pool.query<{ first: string; last: string }>(
+        `WITH queued AS (
+           INSERT INTO outbox (workspace_id, topic, payload)
+           SELECT $1, 'lead.created', jsonb_build_object('lead_id', id) FROM (SELECT id FROM leads WHERE workspace_id = $1 ORDER BY id LIMIT $2) AS some_leads ORDER BY id
+           RETURNING id
+         ) SELECT min(id) AS first, max(id) AS last FROM queued`,
+        [options.workspaceId, options.burstEvents],
+      );
+      const range = [workflowId, rows[0]!.first, rows[0]!.last];
+      const firstAttempts = `
+        SELECT count(*)::int AS n, coalesce(extract(epoch FROM max(a.created_at) - min(a.created_at)), 0)::float8 AS span
+        FROM deliveries AS d JOIN delivery_attempts AS a ON a.delivery_id = d.id AND a.attempt = 1 AND a.series = 1
+        WHERE d.workflow_id = $1 AND d.outbox_id BETWEEN $2 AND $3`;
+      const deadline = performance.now() + options.drainTimeoutSeconds * 1000;
+      let result = { n: 0, span: 0 };
+      while (performance.now() < deadline) {
+        result = (await pool.query<{ n: number; span: number }>(firstAttempts, range)).rows[0]!;
+        if (result.n >= options.burstEvents) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      await waitFor(options.drainTimeoutSeconds, async () => (await leftBehind(pool, workflowId)).deliveries === 0);
+      return {
+        events: options.burstEvents,
+        deliveriesPerSecond: round(result.n / Math.max(result.span, 0.001), 0),
+        firstAttempts: result.n,
+        timedOut: result.n < options.burstEvents,
       };
     }
   } finally {

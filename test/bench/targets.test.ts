@@ -60,6 +60,7 @@ function mixedResult(faults: { mixed?: Partial<ScenarioResult>; part?: Partial<S
       deliveriesMade: 1000,
       lag: { p50: 0.1, p99: 1, max: 2, count: 1000 },
       drain: { backlogAtStop: 0, seconds: 0.25, attempts: 0, perSecond: 0, timedOut: false },
+      burst: { events: 5000, deliveriesPerSecond: 1500, firstAttempts: 5000, timedOut: false },
       receiver: { answered: 1000, refused503: 50, duplicates: 0 },
     },
     rss: { peakMb: 150, atOneMinuteMb: 150, growthAfterFirstMinuteMb: 1 },
