@@ -17,8 +17,9 @@ import { runCsvScenario } from './bench/csv-import.js';
 import { runDeliveryScenario } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
 import { runFloodScenario } from './bench/flood.js';
+import { BENCH_APPLICATION_NAME, runMixedScenarios, type MixedOptions } from './bench/mixed.js';
 import type { Workload } from './bench/load.js';
-import { brokenBecause, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
+import { brokenBecause, mixedLines, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import { explainSearch, searchKinds } from './bench/search.js';
@@ -52,11 +53,12 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
     citus: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    'mixed-duration': { type: 'string' },
   },
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
-const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate', 'csv', 'search'] as const;
+const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate', 'csv', 'search', 'mixed', 'mixed-webhooks'] as const;
 type OnlyScenario = (typeof ONLY_SCENARIOS)[number];
 const only =
   flags.only === undefined
@@ -70,6 +72,8 @@ const only =
 for (const name of only ?? []) {
   if (!(ONLY_SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only ${name}: not one of ${ONLY_SCENARIOS.join(', ')}`);
 }
+// Both seed the demo workspace's people from the same first number.
+if (only?.has('search') && only.has('mixed-webhooks')) throw new Error('--only search and mixed-webhooks: run them in calls of their own');
 const smoke = flags.smoke!;
 const durationSeconds = Number(flags.duration ?? (smoke ? 1 : 15));
 const warmupSeconds = Number(flags.warmup ?? (smoke ? 0 : 5));
@@ -88,6 +92,8 @@ const deliveryEvents = smoke ? 200 : 10_000;
 const INITIAL_LEADS = 1_000;
 /** `--only search`: the fixed rate of each kind of search and of GET /leads/{id} beside them, low enough that no request waits for another. */
 const SEARCH_RATE = 10;
+// The mixed scenarios (issue 54): each mixed run this long, each of its parts alone a shorter run.
+const mixedSeconds = Number(flags['mixed-duration'] ?? (smoke ? 2 : 60));
 /**
  * The many-workspace scenarios: this many workspaces, one key each. Their seeded people are
  * as many in all as scenario 4's (10 each), so that as large a share of 4w's updates is a
@@ -208,7 +214,7 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-needed.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   if (citus) citus.createDatabase(benchDatabase);
   else await adminQuery(adminUrl, `CREATE DATABASE "${benchDatabase}"`);
-  const pool = new pg.Pool({ connectionString: benchUrl, max: 2 });
+  const pool = new pg.Pool({ connectionString: benchUrl, max: 2, application_name: BENCH_APPLICATION_NAME });
   idlePool = pool;
   const port = await freePort();
   const metricsPort = await freePort();
@@ -289,6 +295,27 @@ async function main(): Promise<void> {
     const measureConstant = () =>
       withBaseline('constant', workspaceId, (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
     const measureMe = () => measure('1 GET /me', base, token, meWorkload, pid);
+    // The mixed scenarios, on a service of their own started as `npm start` starts it (worker in process).
+    const mixedOptions = (runs: MixedOptions['runs'], deliveryScenarioPerSecond: number | null, partSeconds: number): MixedOptions => ({
+      pool,
+      databaseUrl: benchUrl,
+      redisUrl,
+      workspaceId,
+      token,
+      seeded,
+      existing: INITIAL_LEADS,
+      runId,
+      connections,
+      warmupSeconds: smoke ? 0 : Math.min(warmupSeconds, 3),
+      partSeconds,
+      mixedSeconds,
+      drainTimeoutSeconds: smoke ? 60 : 180,
+      burstEvents: smoke ? 200 : 5_000,
+      profileFlags,
+      deliveryScenarioPerSecond,
+      runs,
+      log,
+    });
 
     if (only) {
       const wanted = (name: OnlyScenario) => only.has(name);
@@ -339,8 +366,27 @@ async function main(): Promise<void> {
           plans.push(`plan of search "${kind.terms[0]}":\n${await explainSearch(pool, workspaceId, kind.terms[0]!)}`);
         }
       }
+      // The mixed scenarios; with webhooks, the delivery scenario first (its rate is what the drain is compared with).
+      const mixedRuns = { plain: wanted('mixed'), webhooks: wanted('mixed-webhooks') };
+      let mixed = null;
+      if (mixedRuns.plain || mixedRuns.webhooks) {
+        let reference: number | null = null;
+        if (mixedRuns.webhooks) {
+          await seedLeads(benchUrl, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + deliveryEvents);
+          await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
+          log(`7 delivery: ${deliveryEvents} events, 2 workers`);
+          const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
+          process.stdout.write(
+            `7 delivery: ${delivery.skipped ? `skipped: ${delivery.skipped}` : `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s, ${delivery.lost} lost, ${delivery.duplicates} duplicates`}\n`,
+          );
+          reference = delivery.skipped ? null : delivery.deliveriesPerSecond;
+        }
+        mixed = await runMixedScenarios(mixedOptions(mixedRuns, reference, durationSeconds));
+        picked.push(...Object.values(mixed.parts), ...[mixed.mixed, mixed.webhooks].filter((run) => run !== null));
+      }
       serviceRss.stop();
       reportOnly(picked, insert);
+      if (mixed) process.stdout.write(`\n${mixedLines(mixed)}`);
       if (csv) {
         const batch = picked.find((scenario) => scenario.name.startsWith('5 '));
         const batchLeads = batch ? batch.requestsPerSecond * 100 : null;
@@ -428,6 +474,9 @@ async function main(): Promise<void> {
     log(`7 delivery: ${deliveryEvents} events, 2 workers`);
     const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
     if (delivery.skipped) process.stdout.write(`7 delivery: skipped: ${delivery.skipped}\n`);
+    const mixed = await runMixedScenarios(
+      mixedOptions({ plain: true, webhooks: true }, delivery.skipped ? null : delivery.deliveriesPerSecond, smoke ? 1 : Math.min(durationSeconds, 10)),
+    );
 
     const scenarios = [constant, insert, readBaseline, sameWork, me, read, created, updated, manyCreated, manyUpdated, batch, large, consoleList, consoleLead];
     const extra = {
@@ -459,13 +508,15 @@ async function main(): Promise<void> {
         flood,
         serverPeakRssBytes,
         ceilings: { insert: insertCeiling, leadWrite: leadWriteCeiling },
+        mixed,
       },
       extra,
       file,
     );
     log(`results written to ${path.relative(ROOT, file).startsWith('..') ? file : path.relative(ROOT, file)}`);
     if (citus && !smoke) reportBesideSingleServer(file, path.join(ROOT, 'bench', 'results.json'));
-    const broken = [...scenarios, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
+    const mixedRuns = [...Object.values(mixed.parts), ...[mixed.mixed, mixed.webhooks].filter((run) => run !== null)];
+    const broken = [...scenarios, ...mixedRuns, { ...flood.validAlone, name: '8 valid GET /me alone' }, { ...flood.validWithFlood, name: '8 valid GET /me beside the flood' }]
       .map(brokenBecause)
       .filter((reason) => reason !== null);
     for (const fixed of [...fixedRate, lowRate]) {

@@ -41,7 +41,8 @@ function requestsFor(spec: LoadSpec): autocannon.Request[] {
       path: first.path,
       setupRequest: (request) => {
         const next = nextRequest(spec.workload);
-        return { ...request, path: next.path, ...(next.body !== undefined ? { body: next.body } : {}), headers: { ...request.headers, ...next.headers } };
+        // Method and body too: a mixed workload sends GETs and POSTs over the same connections.
+        return { ...request, method: next.method, path: next.path, body: next.body, headers: { ...request.headers, ...next.headers } };
       },
     },
   ];

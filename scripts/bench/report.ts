@@ -6,6 +6,7 @@ import type { DeliveryResult } from './delivery.js';
 import type { FloodResult } from './flood.js';
 import { formatGroupSizes, type GroupSizes } from './group-sizes.js';
 import type { LoadResult } from './load.js';
+import { SERVICE_CONNECTION_BOUND, type MixedResult } from './mixed.js';
 import type { OpenLoopResult } from './open-loop.js';
 
 export interface ScenarioResult extends LoadResult {
@@ -43,6 +44,8 @@ export interface BenchRun {
   flood: FloodResult;
   serverPeakRssBytes: number;
   ceilings: { insert: CeilingResult; leadWrite: CeilingResult };
+  /** The mixed-traffic scenarios (issue 54). */
+  mixed: MixedResult;
 }
 
 /** Latency target of the fixed-rate runs (issue 13): p99 under this many ms at half the maximum rate. */
@@ -185,7 +188,125 @@ export function targetsOf(run: BenchRun): Record<string, Target> {
     flood.validWithFlood,
     floodAnswers,
   );
+  Object.assign(targets, mixedTargetsOf(run.mixed));
   return targets;
+}
+
+/** How much slower a lone POST /leads may be right after the mixed load than right before it (p50). */
+const LONE_SLACK = { ratio: 1.25, ms: 1 };
+
+/** Issue 54's targets: mixed traffic close to its parts, and webhooks that keep up with it. */
+export function mixedTargetsOf(mixed: MixedResult): Record<string, Target> {
+  const parts = Object.values(mixed.parts);
+  const targets: Record<string, Target> = {};
+  const versusParts = (run: NonNullable<MixedResult['mixed']>, floor: number): Target => {
+    const value = run.requestsPerSecond / Math.max(mixed.partsHarmonicMean, 1e-9);
+    return measuredOn(
+      {
+        value: round(value),
+        pass: value >= floor,
+        target: `>= ${floor} (${run.requestsPerSecond.toFixed(0)} req/s / ${mixed.partsHarmonicMean.toFixed(0)}, the harmonic mean of its parts: ${parts.map((part) => part.requestsPerSecond.toFixed(0)).join(', ')})`,
+      },
+      run,
+      ...parts,
+    );
+  };
+  const lone = (run: NonNullable<MixedResult['mixed']>): Target => {
+    const limit = Math.max(run.loneBefore.p50 * LONE_SLACK.ratio, run.loneBefore.p50 + LONE_SLACK.ms);
+    return measuredOn(
+      { value: run.loneAfter.p50, pass: run.loneAfter.p50 <= limit, target: `<= ${limit.toFixed(2)} (p50 before the load ${run.loneBefore.p50} ms, + 25% or 1 ms)` },
+      { ...run.loneBefore, name: 'lone request before' },
+      { ...run.loneAfter, name: 'lone request after' },
+    );
+  };
+  const leftBehind = (run: NonNullable<MixedResult['mixed']>): Target => ({
+    value: run.leftBehind.events + run.leftBehind.deliveries,
+    pass: run.leftBehind.events + run.leftBehind.deliveries === 0,
+    target: `0 (${run.leftBehind.events} lead events unprocessed, ${run.leftBehind.deliveries} deliveries not final, after the drain)`,
+  });
+  if (mixed.mixed) {
+    targets.mixed_vs_parts = versusParts(mixed.mixed, 0.8);
+    targets.mixed_left_behind = leftBehind(mixed.mixed);
+    targets.mixed_lone_post_p50_ms_after_vs_before = lone(mixed.mixed);
+  }
+  const hooked = mixed.webhooks;
+  if (hooked) {
+    targets.mixed_webhooks_vs_parts = versusParts(hooked, 0.6);
+    targets.mixed_webhooks_delivery_lag_p99_s = {
+      value: hooked.lag.p99,
+      pass: hooked.lag.count > 0 && hooked.lag.p99 <= 5,
+      target: `<= 5 (p50 ${hooked.lag.p50} s, max ${hooked.lag.max} s over ${hooked.lag.count} first attempts; ${hooked.deliveriesMade} deliveries made)`,
+    };
+    // Not growing: over the load (its first tenth aside), the backlog grows by less than 2% of the deliveries made each second.
+    const madePerSecond = hooked.deliveriesMade / Math.max(hooked.samples.filter((sample) => sample.t > 0).length, 1);
+    const growthLimit = Math.max(1, madePerSecond * 0.02);
+    targets.mixed_webhooks_backlog_growth_per_s = {
+      value: hooked.backlogSlopePerSecond,
+      pass: hooked.backlogSlopePerSecond <= growthLimit,
+      target: `<= ${growthLimit.toFixed(1)} (least-squares slope of lead events + due deliveries; max backlog ${hooked.maxBacklog})`,
+    };
+    // After the load: a burst queued at once, drained at half the delivery scenario's rate or better.
+    const reference = mixed.deliveryScenarioPerSecond;
+    const burstRatio = reference ? hooked.burst.deliveriesPerSecond / reference : null;
+    targets.mixed_webhooks_after_load_vs_delivery_scenario = {
+      value: burstRatio === null ? 'no delivery scenario' : round(burstRatio),
+      pass: burstRatio === null ? null : !hooked.burst.timedOut && burstRatio >= 0.5,
+      target: `>= 0.5 (${hooked.burst.events} events queued after the load: ${hooked.burst.deliveriesPerSecond} deliveries/s against ${reference?.toFixed(0) ?? '-'}/s; the load's own backlog: ${hooked.drain.backlogAtStop} at the stop, drained in ${hooked.drain.seconds} s)`,
+    };
+    targets.mixed_webhooks_left_behind = leftBehind(hooked);
+    targets.mixed_webhooks_duplicates = {
+      value: hooked.receiver.duplicates,
+      pass: hooked.receiver.duplicates === 0,
+      target: `0 (${hooked.receiver.answered} answered 200, ${hooked.receiver.refused503} answered 503)`,
+    };
+    targets.mixed_webhooks_lone_post_p50_ms_after_vs_before = lone(hooked);
+  }
+  const runs = [mixed.mixed, mixed.webhooks].filter((run) => run !== null);
+  targets.mixed_rss_peak_mb = { value: mixed.rss.peakMb, pass: mixed.rss.peakMb < RSS_LIMIT_MB, target: `< ${RSS_LIMIT_MB}` };
+  targets.mixed_rss_growth_after_first_minute_mb = {
+    value: mixed.rss.growthAfterFirstMinuteMb,
+    pass: mixed.rss.growthAfterFirstMinuteMb < 40,
+    target: `< 40 (${mixed.rss.atOneMinuteMb} MB one minute into the mixed load)`,
+  };
+  const connections = Math.max(0, ...runs.map((run) => run.maxConnections));
+  targets.mixed_pg_connections = {
+    value: connections,
+    pass: connections <= SERVICE_CONNECTION_BOUND,
+    target: `<= ${SERVICE_CONNECTION_BOUND} (API pool 10 + LISTEN 1 + worker pool 4)`,
+  };
+  return targets;
+}
+
+/** The mixed scenarios' lines: each part, each mixed run, the worker's figures, and their targets. */
+export function mixedLines(mixed: MixedResult): string {
+  const line = (run: ScenarioResult) =>
+    `${run.name}: ${run.requestsPerSecond.toFixed(0)} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, errors ${run.errors + (run.timeouts ?? 0)}/${run.non2xx}` +
+    (run.serverCpuMicrosecondsPerAnswer == null ? '' : `, server CPU ${run.serverCpuMicrosecondsPerAnswer.toFixed(0)} us/answer`);
+  const lines = [...Object.values(mixed.parts).map(line), `harmonic mean of the parts (40/20/10/20/10): ${mixed.partsHarmonicMean.toFixed(0)} req/s`];
+  for (const run of [mixed.mixed, mixed.webhooks]) {
+    if (!run) continue;
+    lines.push(
+      `${line(run)}, ${(run.requestsPerSecond / mixed.partsHarmonicMean).toFixed(2)}x the parts`,
+      `  backlog every second (lead events to fan out / due deliveries): ${run.samples.map((sample) => `${sample.events}/${sample.due}`).join(' ')}`,
+      `  max backlog ${run.maxBacklog}, slope ${run.backlogSlopePerSecond}/s; PostgreSQL connections at most ${run.maxConnections}; left behind ${JSON.stringify(run.leftBehind)}`,
+      `  lone POST /leads at 20 req/s: p50 ${run.loneBefore.p50} ms before, ${run.loneAfter.p50} ms after (p99 ${run.loneBefore.p99} / ${run.loneAfter.p99})`,
+    );
+  }
+  const hooked = mixed.webhooks;
+  if (hooked)
+    lines.push(
+      `  ${hooked.deliveriesMade} deliveries; lag from the lead to its first attempt p50 ${hooked.lag.p50} s, p99 ${hooked.lag.p99} s, max ${hooked.lag.max} s`,
+      `  drain: ${hooked.drain.backlogAtStop} at the stop, drained in ${hooked.drain.seconds} s (${hooked.drain.perSecond}/s${hooked.drain.timedOut ? ', TIMED OUT' : ''}; ${hooked.drain.attempts} attempts meanwhile); delivery scenario ${mixed.deliveryScenarioPerSecond?.toFixed(0) ?? '-'}/s`,
+      `  after the load: ${hooked.burst.events} events queued at once, ${hooked.burst.firstAttempts} first attempts at ${hooked.burst.deliveriesPerSecond} deliveries/s${hooked.burst.timedOut ? ' (TIMED OUT)' : ''}`,
+      `  receiver: ${hooked.receiver.answered} answered 200, ${hooked.receiver.refused503} answered 503, ${hooked.receiver.duplicates} duplicates`,
+    );
+  lines.push(`mixed service RSS: peak ${mixed.rss.peakMb} MB, ${mixed.rss.atOneMinuteMb} MB one minute into the mixed load, +${mixed.rss.growthAfterFirstMinuteMb} MB after`);
+  const targets = mixedTargetsOf(mixed);
+  const table = markdownTable(
+    ['target', 'value', 'goal', 'verdict'],
+    Object.entries(targets).map(([name, target]) => [name, String(target.value), target.target, target.pass === null ? 'SKIP' : target.pass ? 'PASS' : 'MISS']),
+  );
+  return `${lines.join('\n')}\n\n${table}\n`;
 }
 
 /** Prints the report on stdout and writes it, with `extra` (machine, options), as JSON to `file`. */
@@ -257,7 +378,10 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
   const deliveryLine = delivery.skipped
     ? ''
     : `7 delivery: worker CPU per delivery ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us from the first delivery on, ${delivery.workerCpuMicrosecondsPerDeliveryWithStartup.toFixed(0)} us with start-up (both workers)\n\n`;
-  process.stdout.write(`\n${table}\n\n${fixedRateTable}\n\n${groupTable}\n\n${deliveryLine}${floodLines.join('\n')}\n\n${targetTable}\n\n${ceilingLines.join('\n')}\n`);
+  const mixedLinesOnly = mixedLines(run.mixed).split('\n\n')[0];
+  process.stdout.write(
+    `\n${table}\n\n${fixedRateTable}\n\n${groupTable}\n\n${deliveryLine}${floodLines.join('\n')}\n\n${mixedLinesOnly}\n\n${targetTable}\n\n${ceilingLines.join('\n')}\n`,
+  );
 
   const results = {
     ...extra,
@@ -280,6 +404,7 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
       server_peak_rss_bytes: flood.serverPeakRssBytes,
     },
     server_peak_rss_bytes: run.serverPeakRssBytes,
+    mixed: run.mixed,
     pg_ceiling: {
       insert_statements_per_second: round(ceilings.insert.statementsPerSecond, 0),
       new_lead_write_statements_per_second: round(ceilings.leadWrite.statementsPerSecond, 0),

@@ -19,7 +19,9 @@ export type Workload =
   | { kind: 'console-lead-list'; cookie: string }
   | { kind: 'console-lead-page'; cookie: string; ids: { from: number; to: number } }
   /** The console's lead list with a search, the next of `terms` per request (bench/search.ts). */
-  | { kind: 'console-lead-search'; cookie: string; terms: readonly string[] };
+  | { kind: 'console-lead-search'; cookie: string; terms: readonly string[] }
+  /** Each request drawn from one of the parts at random, by weight (the mixed scenarios). */
+  | { kind: 'mixed'; parts: ReadonlyArray<{ weight: number; workload: Workload }> };
 
 export interface BenchRequest {
   method: 'GET' | 'POST';
@@ -101,5 +103,20 @@ export function nextRequest(workload: Workload): BenchRequest {
       return { method: 'GET', path: `/console/leads/${randomInt(workload.ids.from, workload.ids.to)}`, headers: { cookie: workload.cookie } };
     case 'console-lead-search':
       return { method: 'GET', path: `/console/leads?${new URLSearchParams({ search: workload.terms[turn++ % workload.terms.length]! })}`, headers: { cookie: workload.cookie } };
+    case 'mixed': {
+      const { constant: _, ...request } = nextRequest(pickPart(workload.parts));
+      return request;
+    }
   }
+}
+
+/** One of the parts at random, by weight. */
+function pickPart(parts: ReadonlyArray<{ weight: number; workload: Workload }>): Workload {
+  const total = parts.reduce((sum, part) => sum + part.weight, 0);
+  let draw = Math.random() * total;
+  for (const part of parts) {
+    draw -= part.weight;
+    if (draw < 0) return part.workload;
+  }
+  return parts[parts.length - 1]!.workload;
 }

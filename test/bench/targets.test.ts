@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import type { MixedResult } from '../../scripts/bench/mixed.js';
 import type { BenchRun, FixedRateResult, ScenarioResult } from '../../scripts/bench/report.js';
-import { targetsOf } from '../../scripts/bench/report.js';
+import { mixedTargetsOf, targetsOf } from '../../scripts/bench/report.js';
 
 // The bench's verdicts: a target passes on its figure only when every run it was measured on
 // answered as it should. A refused key answers fast, so a scenario of 401s once printed PASS.
@@ -37,6 +38,35 @@ const fixedRate = (name: string): FixedRateResult => ({
   maxSendLagMs: 1,
   serverPeakRssBytes: 100 * 1024 * 1024,
 });
+
+function mixedResult(faults: { mixed?: Partial<ScenarioResult>; part?: Partial<ScenarioResult> } = {}): MixedResult {
+  const parts = { new: 1000, existing: 900, batch10: 180, read: 2300, me: 3800 };
+  const run = (name: string, requestsPerSecond: number, fault: Partial<ScenarioResult> = {}) => ({
+    ...scenario(name, requestsPerSecond, fault),
+    samples: [{ t: 1, events: 0, due: 0, connections: 14, rssMb: 150 }],
+    leftBehind: { events: 0, deliveries: 0 },
+    backlogSlopePerSecond: 0,
+    maxBacklog: 0,
+    maxConnections: 14,
+    loneBefore: fixedRate('lone before'),
+    loneAfter: fixedRate('lone after'),
+  });
+  return {
+    parts: Object.fromEntries(Object.entries(parts).map(([kind, rate]) => [kind, scenario(kind, rate, kind === 'new' ? faults.part : {})])) as MixedResult['parts'],
+    partsHarmonicMean: 775,
+    mixed: run('mixed', 700, faults.mixed),
+    webhooks: {
+      ...run('mixed webhooks', 700, faults.mixed),
+      deliveriesMade: 1000,
+      lag: { p50: 0.1, p99: 1, max: 2, count: 1000 },
+      drain: { backlogAtStop: 0, seconds: 0.25, attempts: 0, perSecond: 0, timedOut: false },
+      burst: { events: 5000, deliveriesPerSecond: 1500, firstAttempts: 5000, timedOut: false },
+      receiver: { answered: 1000, refused503: 50, duplicates: 0 },
+    },
+    rss: { peakMb: 150, atOneMinuteMb: 150, growthAfterFirstMinuteMb: 1 },
+    deliveryScenarioPerSecond: 2000,
+  };
+}
 
 function benchRun(faulty: Partial<Record<keyof BenchRun['named'], Partial<ScenarioResult>>> = {}): BenchRun {
   const names = ['constant', 'insert', 'readBaseline', 'sameWork', 'me', 'read', 'created', 'updated', 'manyCreated', 'manyUpdated', 'batch', 'large'] as const;
@@ -76,6 +106,7 @@ function benchRun(faulty: Partial<Record<keyof BenchRun['named'], Partial<Scenar
     },
     serverPeakRssBytes: 100 * 1024 * 1024,
     ceilings: { insert: { statementsPerSecond: 1, statements: 1 }, leadWrite: { statementsPerSecond: 1, statements: 1 } },
+    mixed: mixedResult(),
   };
 }
 
@@ -115,5 +146,15 @@ describe('bench targets', () => {
     const targets = targetsOf(run);
     expect(targets.invalid_key_flood_transactions_per_answer!.pass).toBe(false);
     expect(targets.valid_me_beside_flood_vs_alone!.pass).toBe(false);
+  });
+
+  it('fail the mixed-traffic ratios when the mixed run or one of its parts had errors', () => {
+    expect(mixedTargetsOf(mixedResult()).mixed_vs_parts!.pass).toBe(true);
+    for (const faults of [{ mixed: { errors: 2 } }, { part: { non2xx: 10 } }]) {
+      const targets = mixedTargetsOf(mixedResult(faults));
+      expect(targets.mixed_vs_parts!.pass).toBe(false);
+      expect(targets.mixed_webhooks_vs_parts!.pass).toBe(false);
+      expect(targets.mixed_vs_parts!.target).toContain('FAILED');
+    }
   });
 });

@@ -34,15 +34,24 @@ export function deliveriesTask(deps: JobDeps): PeriodicTask {
   };
 }
 
-/** Deliveries in flight at once per worker process. */
+/** HTTP exchanges in flight at once per worker process. */
 const DELIVERY_CONCURRENCY = 64;
+/**
+ * Deliveries claimed and not yet recorded, at most: the window above frees a slot once the
+ * exchange is over, so recording (batched, a round trip behind) never holds the next sends back,
+ * and this bounds what waits for its record when the database is slow.
+ */
+const UNRECORDED_LIMIT = DELIVERY_CONCURRENCY * 4;
 
 /**
  * The worker's deliveries: claims due ones (retries included) while fewer than
- * DELIVERY_CONCURRENCY are in flight, and delivers each; attempts are recorded in batches.
+ * DELIVERY_CONCURRENCY exchanges are in flight, and delivers each; attempts are recorded in batches.
  */
 class DeliveryJob {
+  /** One per exchange in flight: settles when its attempt is over (before it is recorded). */
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** One per delivery claimed and not yet recorded. */
+  private readonly unfinished = new Set<Promise<unknown>>();
   private readonly recorder: AttemptRecorder;
   private readonly turns: WorkspaceTurns;
 
@@ -61,6 +70,7 @@ class DeliveryJob {
   /** Resolves once a quarter of the window is free, so claims come in batches rather than one by one. */
   async room(): Promise<void> {
     while (DELIVERY_CONCURRENCY - this.inFlight.size < DELIVERY_CONCURRENCY / 4) await Promise.race(this.inFlight);
+    while (this.unfinished.size >= UNRECORDED_LIMIT) await Promise.race(this.unfinished);
   }
 
   /**
@@ -87,14 +97,21 @@ class DeliveryJob {
     // Should this fail (the database went away), the claims expire with their lease.
     const credentials = await loadCredentials(this.deps.db, workspaceId, rows);
     for (const row of rows) {
+      let exchanged!: () => void;
+      const exchange: Promise<unknown> = new Promise<void>((resolve) => (exchanged = resolve)).then(() => this.inFlight.delete(exchange));
+      this.inFlight.add(exchange);
       const record = async (outcome: AttemptOutcome) => {
+        exchanged();
         const recorded = await this.recorder.record(outcome);
         // Only the worker that still held the claim counts the attempt: a lost claim's is another worker's to count.
         if (recorded) countRecordedAttempt(this.deps.metrics.worker, row.sender, outcome);
         return recorded;
       };
-      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.deps.outage).finally(() => this.inFlight.delete(running));
-      this.inFlight.add(running);
+      const running: Promise<unknown> = deliverClaimed(this.deps, record, row, credentials.get(row.id), this.deps.outage).finally(() => {
+        exchanged();
+        this.unfinished.delete(running);
+      });
+      this.unfinished.add(running);
     }
     return rows.length + deferred;
   }
@@ -104,8 +121,8 @@ class DeliveryJob {
     return Promise.race(this.inFlight);
   }
 
-  /** Resolves when every delivery in flight has finished. */
+  /** Resolves when every delivery claimed has been sent and recorded. */
   async allFinished(): Promise<void> {
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.unfinished]);
   }
 }
