@@ -3,10 +3,21 @@ import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { mergedLeadEvents, type CompanyAnalyzeEvent } from '../outbox/repository.js';
+import { enqueue, mergedLeadEvents, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
-import { claimMatchKeys, eachRowsWorkspace, leadRecordSources, leadRowsInput, oneWorkspace, type LeadRows, type WorkspaceScope } from './lead-rows-repository.js';
+import {
+  attachTagsOfWorkspace,
+  claimMatchKeys,
+  claimMatchKeysOfWorkspace,
+  eachRowsWorkspace,
+  leadRecordSources,
+  leadRowsInput,
+  oneWorkspace,
+  type LeadRows,
+  type WorkspaceScope,
+} from './lead-rows-repository.js';
+import { findLeadRecords } from './read-repository.js';
 
 const REPOSITORY = 'leads/write-repository';
 
@@ -75,6 +86,29 @@ const appendedList = (column: 'emails' | 'phones', max: number) =>
   sql.raw(`ARRAY(SELECT v FROM unnest(l.${column} || ARRAY(SELECT jsonb_array_elements_text(m.${column}))) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n) LIMIT ${max})`);
 
 /**
+ * The UPDATE of the merge: each lead `l` (of `leadIds`) with its row `m` of `r` (the rows'
+ * recordset), locked in id order; returns each row's `ord` with the lead as changed.
+ */
+function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope) {
+  return sql`UPDATE leads AS l SET
+      name = m.name,
+      ${MERGED_SCALARS},
+      company_id = CASE WHEN m.fill_company_only THEN coalesce(l.company_id, m.company_id) ELSE coalesce(m.company_id, l.company_id) END,
+      emails = ${appendedList('emails', MAX_EMAILS)},
+      phones = ${appendedList('phones', MAX_PHONES)},
+      links = l.links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(m.links) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(l.links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb),
+      -- The one-element list comes in built (m.locations), not from jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
+      locations = CASE WHEN m.location IS NULL THEN l.locations WHEN jsonb_array_length(l.locations) = 0 THEN m.locations
+        ELSE jsonb_set(l.locations, '{0}', jsonb_strip_nulls(m.location) || jsonb_strip_nulls(l.locations->0)) END,
+      custom_fields = l.custom_fields || m.custom_fields,
+      updated_at = now()
+    FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
+    WHERE l.workspace_id = ${scope.of('m')} AND l.id = ANY(${leadIds}::bigint[]) AND l.id = m.lead_id
+    RETURNING m.ord, l.*`;
+}
+
+/**
  * The one statement that merges intake rows into existing leads (one row or a whole run):
  * provided scalars overwrite, lists gain what they lack, the location fills gaps, the company
  * is set (or only filled in); then each lead's match keys are claimed (keys held by another
@@ -95,22 +129,7 @@ function mergeStatement<Input extends MergeRows>(name: string, scopeOf: (input: 
   WITH r AS (
     SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
   ), merged AS (
-    UPDATE leads AS l SET
-      name = m.name,
-      ${MERGED_SCALARS},
-      company_id = CASE WHEN m.fill_company_only THEN coalesce(l.company_id, m.company_id) ELSE coalesce(m.company_id, l.company_id) END,
-      emails = ${appendedList('emails', MAX_EMAILS)},
-      phones = ${appendedList('phones', MAX_PHONES)},
-      links = l.links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(m.links) AS n
-        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(l.links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb),
-      -- The one-element list comes in built (m.locations), not from jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
-      locations = CASE WHEN m.location IS NULL THEN l.locations WHEN jsonb_array_length(l.locations) = 0 THEN m.locations
-        ELSE jsonb_set(l.locations, '{0}', jsonb_strip_nulls(m.location) || jsonb_strip_nulls(l.locations->0)) END,
-      custom_fields = l.custom_fields || m.custom_fields,
-      updated_at = now()
-    FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
-    WHERE l.workspace_id = ${scope.of('m')} AND l.id = ANY(${input.leadIds}::bigint[]) AND l.id = m.lead_id
-    RETURNING m.ord, l.*
+    ${mergeUpdate(input.leadIds, scope)}
   ), claimed AS (
     ${claimMatchKeys(input, sql`merged`, scope)}
   ), tag_rows AS (
@@ -156,13 +175,59 @@ export type LeadMergeOf = LeadMerge & { workspaceId: number };
  * intake; each lead's `ord` is its position in `merges`, a lead deleted since the lookup is
  * missing from the answer. Merges of one workspace go through MERGE_INTO_LEADS, which names
  * it (every statement Citus runs); merges of several through MERGE_INTO_LEADS_ACROSS (plain
- * PostgreSQL only).
+ * PostgreSQL only). `routed` (a Citus coordinator; merges of one workspace): mergeIntoLeadsRouted.
  */
-export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[]): Promise<MergedLead[]> {
+export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[], { routed = false }: { routed?: boolean } = {}): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
   const workspaceIds = [...new Set(merges.map((merge) => merge.workspaceId))];
+  if (routed) return mergeIntoLeadsRouted(db, merges[0]!.workspaceId, merges);
   if (workspaceIds.length === 1) return MERGE_INTO_LEADS.execute(db, { workspaceId: workspaceIds[0]!, ...mergeRows(merges) });
   return MERGE_INTO_LEADS_ACROSS.execute(db, { ...mergeRows(merges, (merge) => ({ workspace_id: merge.workspaceId })), workspaceIds });
+}
+
+/**
+ * mergeIntoLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the
+ * same writes and the same answer as the merge statement, for leads of one workspace, as
+ * statements that each name the workspace and are each one task on the node holding it (the
+ * merge statement's CTEs are planned by the coordinator as steps of their own, each INSERT pulled
+ * through itself): the UPDATE, then for the leads it found their match keys, their tags and
+ * their events, and the leads read back as findLeadRecords reads them.
+ */
+async function mergeIntoLeadsRouted(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
+  const input = mergeRows(merges);
+  const { rows: updated } = await sql<{ ord: number; id: number }>`
+    WITH r AS (
+      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${MERGE_SOURCE_COLUMNS})
+    )
+    ${mergeUpdate(sql.val(input.leadIds), oneWorkspace(sql`${workspaceId}::bigint`))}`.execute(db);
+  const found = [...updated].sort((a, b) => a.ord - b.ord);
+  const idOf = new Map(found.map((row) => [row.ord, row.id]));
+  await claimMatchKeysOfWorkspace(
+    db,
+    workspaceId,
+    found.flatMap(({ ord, id }) => merges[ord]!.keys.map((key) => ({ ...key, leadId: id }))),
+    'stays',
+  );
+  const tagged = await attachTagsOfWorkspace(
+    db,
+    workspaceId,
+    found.flatMap(({ ord, id }) => [...new Set(merges[ord]!.tagIds)].map((tagId) => ({ leadId: id, tagId }))),
+  );
+  const attached = new Set(tagged.map((row) => `${row.lead_id}:${row.tag_id}`));
+  await enqueue(
+    db,
+    workspaceId,
+    found.flatMap(({ ord, id }) => {
+      const merge = merges[ord]!;
+      const tagsAdded = [...new Set(merge.tagIds)].filter((tagId) => attached.has(`${id}:${tagId}`));
+      return [
+        ...merge.events.map((event) => ({ ...event, trace: merge.trace ?? null })),
+        ...tagsAdded.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: id, tag_id: tagId }, trace: merge.trace ?? null })),
+      ];
+    }),
+  );
+  const records = new Map((await findLeadRecords(db, workspaceId, [...idOf.values()])).map((record) => [record.id, record]));
+  return found.map(({ ord, id }) => ({ ord, ...records.get(id)! }));
 }
 
 /** The merge statement's rows (see MergeInput); `extra`: more of a row's columns. */

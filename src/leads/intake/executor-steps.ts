@@ -47,6 +47,8 @@ export const setBased = <T>(work: Promise<T>): Promise<T> =>
 /** A plan being run: where (a transaction, or the pool when it commits alone), its runs, and each run's rows' results as they come. */
 export interface Execution {
   db: Executor;
+  /** The Citus executor: each statement names one workspace and is one task on its node (insertNewLeads' `routed`). */
+  citus: boolean;
   runs: readonly RunInput[];
   plan: Plan;
   results: RowResult[][];
@@ -106,7 +108,7 @@ async function runLostAgain(x: Execution, lost: LostRow[], again: (ref: RowRef) 
 async function writeNewLeads(x: Execution, rows: readonly WrittenRow[], records: boolean): Promise<WriteOutcome[]> {
   const input = (ref: RowRef) => x.runs[ref.run]!.rows[ref.index]!;
   const leads = rows.map(({ ref, written }) => newLeadOf(x.runs[ref.run]!.workspaceId, input(ref).lead, written));
-  const written = await insertNewLeads(x.db, leads, { records, commitsAlone: x.plan.commitsAlone });
+  const written = await insertNewLeads(x.db, leads, { records, commitsAlone: x.plan.commitsAlone, routed: x.citus });
   return written.map(({ ord, id, complete, record }) => {
     const { ref, created } = rows[ord]!;
     if (!complete) return { lost: { ref, leadId: id, events: rows[ord]!.written.events } };
@@ -133,6 +135,7 @@ async function mergeLeads(x: Execution, rows: ReadonlyArray<WrittenRow & { match
       await mergeIntoLeads(
         x.db,
         merges.map(({ merge }) => merge),
+        { routed: x.citus },
       )
     ).map(({ ord, ...record }) => [ord, record]),
   );
