@@ -3,13 +3,11 @@ import { companiesOfDomainsInsert } from '../companies/repository.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import type { CompanyRow, TagRow } from '../db/schema.js';
-import { enqueue, newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
+import { newLeadEvents, type NewLeadEvent } from '../outbox/repository.js';
 import { missingTagsInsert } from '../tags/repository.js';
 import { leadColumns, NEW_LEAD_COLUMNS, type LeadRecord, type LeadValues } from './columns.js';
 import {
-  attachTagsOfWorkspace,
   claimMatchKeys,
-  claimMatchKeysOfWorkspace,
   eachRowsWorkspace,
   leadRecordSources,
   leadRowsInput,
@@ -19,8 +17,7 @@ import {
   type WorkspaceScope,
 } from './lead-rows-repository.js';
 import type { MatchKey } from './lookup-repository.js';
-import { addDailyCountsOfWorkspace, addToDailyCounts } from './daily-counts-repository.js';
-import { findLeadRecords } from './read-repository.js';
+import { addToDailyCounts } from './daily-counts-repository.js';
 
 const REPOSITORY = 'leads/new-leads-repository';
 
@@ -44,9 +41,9 @@ export interface WrittenLead {
   complete: boolean;
 }
 
-const LEAD_SOURCE_COLUMNS = NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []));
-const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
-const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
+export const LEAD_SOURCE_COLUMNS = NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []));
+export const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
+export const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
 
 /**
  * The one statement that writes new leads: each lead's row, its match keys, its tags and its
@@ -169,86 +166,21 @@ export type WrittenLeadOf = WrittenLead & { record?: LeadRecord };
  * PostgreSQL only). `records`: each written lead comes back as stored too, which saves POST
  * /leads the read-back round trip. `commitsAlone`: no transaction around it, the day's counts
  * added, and a key another lead holds fails it writing nothing. Inside a transaction,
- * incomplete leads are the caller's to delete and match again. `routed` (a Citus coordinator;
- * leads of one workspace): insertNewLeadsRouted.
+ * incomplete leads are the caller's to delete and match again. On a Citus coordinator the
+ * executor writes them with insertNewLeadsOnCitus (src/leads/citus-writes-repository.ts) instead.
  */
 export async function insertNewLeads(
   db: Executor,
   leads: readonly NewLeadOf[],
-  { records, commitsAlone = false, routed = false }: { records: boolean; commitsAlone?: boolean; routed?: boolean },
+  { records, commitsAlone = false }: { records: boolean; commitsAlone?: boolean },
 ): Promise<WrittenLeadOf[]> {
   const workspaceId = leads[0]!.workspaceId;
-  if (routed) return insertNewLeadsRouted(db, workspaceId, leads, { records, commitsAlone });
   if (leads.some((lead) => lead.workspaceId !== workspaceId)) {
     return withRecords(await (commitsAlone ? NEW_LEAD_RECORDS_ACROSS_ALONE : NEW_LEAD_RECORDS_ACROSS).execute(db, acrossInput(leads)));
   }
   const input = newLeadsInput(workspaceId, leads);
   if (commitsAlone) return withRecords(await NEW_LEAD_RECORDS_ALONE.execute(db, input));
   return records ? withRecords(await NEW_LEAD_RECORDS.execute(db, input)) : NEW_LEADS.execute(db, input);
-}
-
-/**
- * insertNewLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the
- * same writes and the same answer as the new-lead statement, for leads of one workspace, as
- * statements that each name the workspace and are each one task on the node holding it (the
- * new-lead statement's CTEs are planned by the coordinator as a dozen steps, each INSERT pulled
- * through itself). The ids first (the coordinator's sequence, in the leads' order), the lead
- * rows, the match keys in key order, then for the complete leads their tags and events; the
- * records are read back as findLeadRecords reads them. `commitsAlone`: in a transaction of its
- * own (one node: committed there without two-phase commit), the day's counts added, and a key
- * another lead holds fails it writing nothing, as the statement does.
- */
-async function insertNewLeadsRouted(
-  db: Executor,
-  workspaceId: number,
-  leads: readonly NewLeadWrite[],
-  { records, commitsAlone = false }: { records: boolean; commitsAlone?: boolean },
-): Promise<WrittenLeadOf[]> {
-  if (commitsAlone && !db.isTransaction) return db.transaction().execute((trx) => insertNewLeadsRouted(trx, workspaceId, leads, { records, commitsAlone }));
-  const input = newLeadsInput(workspaceId, leads);
-  const { rows: taken } = await sql<{ id: number }>`SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM generate_series(1, ${leads.length}::int)`.execute(db);
-  const ids = taken.map((row) => row.id);
-  const sourceColumns = sql.raw(['ord int', 'key_count int', ...LEAD_SOURCE_COLUMNS].join(', '));
-  await sql`
-    INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
-    OVERRIDING SYSTEM VALUE
-    SELECT (${ids}::bigint[])[r.ord + 1], ${workspaceId}::bigint, ${INSERTED_VALUES}
-    FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
-    ORDER BY r.ord`.execute(db);
-  const claimed = await claimMatchKeysOfWorkspace(
-    db,
-    workspaceId,
-    leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ...key, leadId: ids[ord]! }))),
-    commitsAlone ? 'fails' : 'stays',
-  );
-  const complete = leads.map((lead, ord) => lead.keys.length === (claimed.get(ids[ord]!) ?? 0));
-  await attachTagsOfWorkspace(
-    db,
-    workspaceId,
-    leads.flatMap((lead, ord) => (complete[ord] ? [...new Set(lead.tagIds)].map((tagId) => ({ leadId: ids[ord]!, tagId })) : [])),
-  );
-  await enqueue(
-    db,
-    workspaceId,
-    leads.flatMap((lead, ord) =>
-      complete[ord]
-        ? lead.events.map((event) => ({ ...(event.topic === 'lead.created' ? { topic: event.topic, payload: { lead_id: ids[ord]! } } : event), trace: lead.trace ?? null }))
-        : [],
-    ),
-  );
-  if (commitsAlone) await addDailyCountsOfWorkspace(db, workspaceId, { created: complete.filter(Boolean).length, updated: 0, skipped: 0, failed: 0 });
-  const stored = records
-    ? new Map(
-        (
-          await findLeadRecords(
-            db,
-            workspaceId,
-            ids.filter((_, ord) => complete[ord]),
-          )
-        ).map((record) => [record.id, record]),
-      )
-    : null;
-  return ids.map((id, ord) => ({ ord, id, complete: complete[ord]!, ...(stored && complete[ord] ? { record: stored.get(id)! } : {}) }));
 }
 
 const acrossInput = (leads: readonly NewLeadOf[]) => leadRowsInput(leads, (lead) => ({ workspace_id: lead.workspaceId, ...newLeadRow(lead) }));

@@ -3,21 +3,10 @@ import type { Executor } from '../db/connect.js';
 import type { LeadRow } from '../db/schema.js';
 import { PreparedStatement, type Placeholders } from '../db/prepared.js';
 import { MAX_EMAILS, MAX_PHONES } from '../limits.js';
-import { enqueue, mergedLeadEvents, type CompanyAnalyzeEvent } from '../outbox/repository.js';
+import { mergedLeadEvents, type CompanyAnalyzeEvent } from '../outbox/repository.js';
 import { LEAD_SCALAR_COLUMNS, leadColumns, type LeadRecord, type LeadValues } from './columns.js';
 import type { MatchKey } from './lookup-repository.js';
-import {
-  attachTagsOfWorkspace,
-  claimMatchKeys,
-  claimMatchKeysOfWorkspace,
-  eachRowsWorkspace,
-  leadRecordSources,
-  leadRowsInput,
-  oneWorkspace,
-  type LeadRows,
-  type WorkspaceScope,
-} from './lead-rows-repository.js';
-import { findLeadRecords } from './read-repository.js';
+import { claimMatchKeys, eachRowsWorkspace, leadRecordSources, leadRowsInput, oneWorkspace, type LeadRows, type WorkspaceScope } from './lead-rows-repository.js';
 
 const REPOSITORY = 'leads/write-repository';
 
@@ -56,12 +45,12 @@ export type MergedLead = LeadRecord & { ord: number };
  * planner can read (it takes any JSON recordset for a hundred rows and would scan the whole
  * workspace's leads, or every workspace's lead_tags, to join them).
  */
-type MergeRows = LeadRows & { leadIds: number[] };
+export type MergeRows = LeadRows & { leadIds: number[] };
 type MergeInput = MergeRows & { workspaceId: number };
 /** Across workspaces: also every workspace the rows are of, which the planner can read. */
 type MergeAcrossInput = MergeRows & { workspaceIds: number[] };
 
-const MERGE_SOURCE_COLUMNS = sql.raw(
+export const MERGE_SOURCE_COLUMNS = sql.raw(
   [
     'ord int',
     'lead_id bigint',
@@ -89,7 +78,7 @@ const appendedList = (column: 'emails' | 'phones', max: number) =>
  * The UPDATE of the merge: each lead `l` (of `leadIds`) with its row `m` of `r` (the rows'
  * recordset), locked in id order; returns each row's `ord` with the lead as changed.
  */
-function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope) {
+export function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope) {
   return sql`UPDATE leads AS l SET
       name = m.name,
       ${MERGED_SCALARS},
@@ -175,63 +164,18 @@ export type LeadMergeOf = LeadMerge & { workspaceId: number };
  * intake; each lead's `ord` is its position in `merges`, a lead deleted since the lookup is
  * missing from the answer. Merges of one workspace go through MERGE_INTO_LEADS, which names
  * it (every statement Citus runs); merges of several through MERGE_INTO_LEADS_ACROSS (plain
- * PostgreSQL only). `routed` (a Citus coordinator; merges of one workspace): mergeIntoLeadsRouted.
+ * PostgreSQL only). On a Citus coordinator the executor merges with mergeIntoLeadsOnCitus
+ * (src/leads/citus-writes-repository.ts) instead.
  */
-export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[], { routed = false }: { routed?: boolean } = {}): Promise<MergedLead[]> {
+export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
   const workspaceIds = [...new Set(merges.map((merge) => merge.workspaceId))];
-  if (routed) return mergeIntoLeadsRouted(db, merges[0]!.workspaceId, merges);
   if (workspaceIds.length === 1) return MERGE_INTO_LEADS.execute(db, { workspaceId: workspaceIds[0]!, ...mergeRows(merges) });
   return MERGE_INTO_LEADS_ACROSS.execute(db, { ...mergeRows(merges, (merge) => ({ workspace_id: merge.workspaceId })), workspaceIds });
 }
 
-/**
- * mergeIntoLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the
- * same writes and the same answer as the merge statement, for leads of one workspace, as
- * statements that each name the workspace and are each one task on the node holding it (the
- * merge statement's CTEs are planned by the coordinator as steps of their own, each INSERT pulled
- * through itself): the UPDATE, then for the leads it found their match keys, their tags and
- * their events, and the leads read back as findLeadRecords reads them.
- */
-async function mergeIntoLeadsRouted(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
-  const input = mergeRows(merges);
-  const { rows: updated } = await sql<{ ord: number; id: number }>`
-    WITH r AS (
-      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${MERGE_SOURCE_COLUMNS})
-    )
-    ${mergeUpdate(sql.val(input.leadIds), oneWorkspace(sql`${workspaceId}::bigint`))}`.execute(db);
-  const found = [...updated].sort((a, b) => a.ord - b.ord);
-  const idOf = new Map(found.map((row) => [row.ord, row.id]));
-  await claimMatchKeysOfWorkspace(
-    db,
-    workspaceId,
-    found.flatMap(({ ord, id }) => merges[ord]!.keys.map((key) => ({ ...key, leadId: id }))),
-    'stays',
-  );
-  const tagged = await attachTagsOfWorkspace(
-    db,
-    workspaceId,
-    found.flatMap(({ ord, id }) => [...new Set(merges[ord]!.tagIds)].map((tagId) => ({ leadId: id, tagId }))),
-  );
-  const attached = new Set(tagged.map((row) => `${row.lead_id}:${row.tag_id}`));
-  await enqueue(
-    db,
-    workspaceId,
-    found.flatMap(({ ord, id }) => {
-      const merge = merges[ord]!;
-      const tagsAdded = [...new Set(merge.tagIds)].filter((tagId) => attached.has(`${id}:${tagId}`));
-      return [
-        ...merge.events.map((event) => ({ ...event, trace: merge.trace ?? null })),
-        ...tagsAdded.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: id, tag_id: tagId }, trace: merge.trace ?? null })),
-      ];
-    }),
-  );
-  const records = new Map((await findLeadRecords(db, workspaceId, [...idOf.values()])).map((record) => [record.id, record]));
-  return found.map(({ ord, id }) => ({ ord, ...records.get(id)! }));
-}
-
 /** The merge statement's rows (see MergeInput); `extra`: more of a row's columns. */
-function mergeRows<Merge extends LeadMerge>(merges: readonly Merge[], extra: (merge: Merge) => object = () => ({})): MergeRows {
+export function mergeRows<Merge extends LeadMerge>(merges: readonly Merge[], extra: (merge: Merge) => object = () => ({})): MergeRows {
   return {
     ...leadRowsInput(merges, (merge) => {
       const {
