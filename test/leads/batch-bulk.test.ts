@@ -147,8 +147,8 @@ describe('POST /leads/batch writes new people set-based', () => {
           ],
         }),
       );
-      // Commit once the bulk write (on Citus, its statement claiming the keys) waits on the key.
-      await lockWaitOf(t.ctx.pool, 'INSERT INTO lead_identities');
+      // Commit once the bulk statement (on Citus, the one claiming the keys) waits on the key.
+      await lockWaitOf(t.ctx.pool, readTestEnvironment().citus ? 'INSERT INTO lead_identities' : 'jsonb_to_recordset');
       await client.query('COMMIT');
       const response = await pending;
       expect(response.status).toBe(200);
