@@ -15,7 +15,7 @@ import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
 import { runGroupTransaction } from './leads/intake/executor.js';
-import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
+import { runningGroups, WORKING_GROUPS, WORKING_GROUPS_ON_CITUS, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';
 import { suppressionScreen, type SuppressionScreen } from './leads/suppression-screen.js';
@@ -101,16 +101,30 @@ export async function createContext(config: Config, options: ContextOptions): Pr
   apiKeyCache.follow(apiKeyPrefixes);
   await apiKeyCache.start();
 
+  // On a Citus coordinator, the write groups are of one workspace each (src/leads/intake/write-groups.ts).
+  const groupsOfOneWorkspace = await onCitus();
+  const workingGroups = groupsOfOneWorkspace ? WORKING_GROUPS_ON_CITUS : WORKING_GROUPS;
+
   return {
     config,
     logger,
     pool,
     db,
-    writeGroups: new WriteGroups(async (requests, commits) => runGroupTransaction(db, requests, logger, { commits, acrossWorkspaces: !(await onCitus()) }), logger, {
-      queueLimit: config.WRITE_QUEUE_LIMIT,
-      slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, RUNNING_GROUPS),
-      groupRan: metrics.intake.groupRan,
-    }),
+    writeGroups: new WriteGroups(
+      async (requests, commits) => {
+        // A Citus coordinator gets the Citus executor; plain PostgreSQL lets statements span workspaces.
+        const citus = await onCitus();
+        return runGroupTransaction(db, requests, logger, { commits, acrossWorkspaces: !citus, citus });
+      },
+      logger,
+      {
+        queueLimit: config.WRITE_QUEUE_LIMIT,
+        slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, runningGroups(workingGroups)),
+        groupRan: metrics.intake.groupRan,
+        oneWorkspace: groupsOfOneWorkspace,
+        working: workingGroups,
+      },
+    ),
     leadReads: new LeadReads(db),
     suppressionScreen: suppressionScreen(db),
     metrics,

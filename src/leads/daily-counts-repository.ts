@@ -32,6 +32,10 @@ interface AddDailyCountsInput {
   failed: number[];
 }
 
+/** A day's row that exists takes the counts added to it. */
+const addedToTheDay = sql`ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
+      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`;
+
 /**
  * Adds rows of counts to their workspaces' rows of the UTC day: `counts` is a FROM item named
  * `c` with workspace_id, created, updated, skipped and failed. Rows are written in workspace
@@ -42,8 +46,7 @@ export const addToDailyCounts = (counts: RawBuilder<unknown>) => sql`
     SELECT c.workspace_id, (now() AT TIME ZONE 'UTC')::date, c.created, c.updated, c.skipped, c.failed
     FROM ${counts}
     ORDER BY c.workspace_id
-    ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
-      skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`;
+    ${addedToTheDay}`;
 
 // Every write group's transaction sends it: named, so PostgreSQL parses it once per connection
 // and Kysely builds it once (db/prepared.ts).
@@ -56,11 +59,13 @@ const ADD_DAILY_COUNTS = new PreparedStatement<AddDailyCountsInput, never>({ rep
 
 /**
  * Adds each workspace's tally to its row of the transaction's UTC day, in one statement. Run
- * it last in the transaction: the row lock is held to commit.
+ * it last in the transaction: the row lock is held to commit. `routed` (a Citus coordinator):
+ * one workspace's tally goes as addDailyCountsOfWorkspace.
  */
-export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, IntakeTally>): Promise<void> {
+export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, IntakeTally>, { routed = false }: { routed?: boolean } = {}): Promise<void> {
   const entries = [...tallies].sort(([a], [b]) => a - b);
   if (entries.length === 0) return;
+  if (routed && entries.length === 1) return addDailyCountsOfWorkspace(db, ...entries[0]!);
   const column = (outcome: Outcome) => entries.map(([, tally]) => tally[outcome]);
   await ADD_DAILY_COUNTS.execute(db, {
     workspaceIds: entries.map(([workspaceId]) => workspaceId),
@@ -69,6 +74,18 @@ export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, 
     skipped: column('skipped'),
     failed: column('failed'),
   });
+}
+
+/**
+ * addDailyCounts for one workspace's tally as a row of VALUES naming the workspace: on Citus
+ * the coordinator sends it to that workspace's node as one task (the unnest of ADD_DAILY_COUNTS
+ * makes an INSERT ... SELECT it runs through itself).
+ */
+export async function addDailyCountsOfWorkspace(db: Executor, workspaceId: number, tally: IntakeTally): Promise<void> {
+  await sql`
+    INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
+    VALUES (${workspaceId}::bigint, (now() AT TIME ZONE 'UTC')::date, ${tally.created}::int, ${tally.updated}::int, ${tally.skipped}::int, ${tally.failed}::int)
+    ${addedToTheDay}`.execute(db);
 }
 
 /** Per UTC day of the last `days`, oldest first; zero for a day nothing was counted. */

@@ -1,5 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { companyJson } from '../companies/columns.js';
+import type { Executor } from '../db/connect.js';
 import type { Placeholders } from '../db/prepared.js';
 import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import { tagJson, tagOrder } from '../tags/columns.js';
@@ -64,6 +65,47 @@ export function claimMatchKeys(
           : sql``
       }`;
 }
+
+/**
+ * claimMatchKeys for the leads of one workspace as a statement of VALUES naming it (the Citus
+ * executor: one task on the workspace's node), in key order. Returns how many keys each lead
+ * claimed.
+ */
+export async function claimMatchKeysOfWorkspace(
+  db: Executor,
+  workspaceId: number,
+  keys: ReadonlyArray<MatchKey & { leadId: number }>,
+  held: 'stays' | 'fails',
+): Promise<Map<number, number>> {
+  const claimed = new Map<number, number>();
+  if (keys.length === 0) return claimed;
+  const ordered = [...keys].sort((a, b) => compareText(a.kind, b.kind) || compareText(a.value, b.value));
+  const { rows } = await sql<{ lead_id: number }>`
+    INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
+    VALUES ${sql.join(ordered.map((key) => sql`(${workspaceId}::bigint, ${key.kind}, ${key.value}, ${key.leadId}::bigint)`))}
+    ${held === 'stays' ? sql`ON CONFLICT (workspace_id, kind, value) DO NOTHING` : sql``}
+    RETURNING lead_id`.execute(db);
+  for (const { lead_id } of rows) claimed.set(lead_id, (claimed.get(lead_id) ?? 0) + 1);
+  return claimed;
+}
+
+/** Attaches tags to leads of one workspace (VALUES naming it, in lead and tag order); returns the ones each lead did not have. */
+export async function attachTagsOfWorkspace(
+  db: Executor,
+  workspaceId: number,
+  tags: ReadonlyArray<{ leadId: number; tagId: number }>,
+): Promise<Array<{ lead_id: number; tag_id: number }>> {
+  if (tags.length === 0) return [];
+  const ordered = [...tags].sort((a, b) => a.leadId - b.leadId || a.tagId - b.tagId);
+  const { rows } = await sql<{ lead_id: number; tag_id: number }>`
+    INSERT INTO lead_tags (workspace_id, lead_id, tag_id)
+    VALUES ${sql.join(ordered.map((tag) => sql`(${workspaceId}::bigint, ${tag.leadId}::bigint, ${tag.tagId}::bigint)`))}
+    ON CONFLICT (lead_id, tag_id, workspace_id) DO NOTHING
+    RETURNING lead_id, tag_id`.execute(db);
+  return rows;
+}
+
+const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A run's rows as a set statement's parameters; `row` gives a row's JSON (its `ord` is added). */
 export function leadRowsInput<Item extends { keys: readonly MatchKey[]; tagIds: readonly number[]; events: readonly NewLeadEvent[]; trace?: string | null }>(

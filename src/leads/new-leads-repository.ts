@@ -43,9 +43,9 @@ export interface WrittenLead {
   complete: boolean;
 }
 
-const LEAD_SOURCE_COLUMNS = NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []));
-const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
-const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
+export const LEAD_SOURCE_COLUMNS = NEW_LEAD_COLUMNS.flatMap(([column, type]) => (type ? [`${column} ${type}`] : []));
+export const INSERTED_COLUMNS = sql.raw(NEW_LEAD_COLUMNS.map(([column]) => column).join(', '));
+export const INSERTED_VALUES = sql.raw(NEW_LEAD_COLUMNS.map(([, , value]) => value).join(', '));
 
 /**
  * The one statement that writes new leads: each lead's row, its match keys, its tags and its
@@ -168,7 +168,8 @@ export type WrittenLeadOf = WrittenLead & { record?: LeadRecord };
  * PostgreSQL only). `records`: each written lead comes back as stored too, which saves POST
  * /leads the read-back round trip. `commitsAlone`: no transaction around it, the day's counts
  * added, and a key another lead holds fails it writing nothing. Inside a transaction,
- * incomplete leads are the caller's to delete and match again.
+ * incomplete leads are the caller's to delete and match again. On a Citus coordinator the
+ * executor writes them with insertNewLeadsOnCitus (src/leads/citus-writes-repository.ts) instead.
  */
 export async function insertNewLeads(
   db: Executor,

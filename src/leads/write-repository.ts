@@ -45,12 +45,12 @@ export type MergedLead = LeadRecord & { ord: number };
  * planner can read (it takes any JSON recordset for a hundred rows and would scan the whole
  * workspace's leads, or every workspace's lead_tags, to join them).
  */
-type MergeRows = LeadRows & { leadIds: number[] };
+export type MergeRows = LeadRows & { leadIds: number[] };
 type MergeInput = MergeRows & { workspaceId: number };
 /** Across workspaces: also every workspace the rows are of, which the planner can read. */
 type MergeAcrossInput = MergeRows & { workspaceIds: number[] };
 
-const MERGE_SOURCE_COLUMNS = sql.raw(
+export const MERGE_SOURCE_COLUMNS = sql.raw(
   [
     'ord int',
     'lead_id bigint',
@@ -75,6 +75,29 @@ const appendedList = (column: 'emails' | 'phones', max: number) =>
   sql.raw(`ARRAY(SELECT v FROM unnest(l.${column} || ARRAY(SELECT jsonb_array_elements_text(m.${column}))) WITH ORDINALITY AS t(v, n) GROUP BY v ORDER BY min(n) LIMIT ${max})`);
 
 /**
+ * The UPDATE of the merge: each lead `l` (of `leadIds`) with its row `m` of `r` (the rows'
+ * recordset), locked in id order; returns each row's `ord` with the lead as changed.
+ */
+export function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope) {
+  return sql`UPDATE leads AS l SET
+      name = m.name,
+      ${MERGED_SCALARS},
+      company_id = CASE WHEN m.fill_company_only THEN coalesce(l.company_id, m.company_id) ELSE coalesce(m.company_id, l.company_id) END,
+      emails = ${appendedList('emails', MAX_EMAILS)},
+      phones = ${appendedList('phones', MAX_PHONES)},
+      links = l.links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(m.links) AS n
+        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(l.links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb),
+      -- The one-element list comes in built (m.locations), not from jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
+      locations = CASE WHEN m.location IS NULL THEN l.locations WHEN jsonb_array_length(l.locations) = 0 THEN m.locations
+        ELSE jsonb_set(l.locations, '{0}', jsonb_strip_nulls(m.location) || jsonb_strip_nulls(l.locations->0)) END,
+      custom_fields = l.custom_fields || m.custom_fields,
+      updated_at = now()
+    FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
+    WHERE l.workspace_id = ${scope.of('m')} AND l.id = ANY(${leadIds}::bigint[]) AND l.id = m.lead_id
+    RETURNING m.ord, l.*`;
+}
+
+/**
  * The one statement that merges intake rows into existing leads (one row or a whole run):
  * provided scalars overwrite, lists gain what they lack, the location fills gaps, the company
  * is set (or only filled in); then each lead's match keys are claimed (keys held by another
@@ -95,22 +118,7 @@ function mergeStatement<Input extends MergeRows>(name: string, scopeOf: (input: 
   WITH r AS (
     SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
   ), merged AS (
-    UPDATE leads AS l SET
-      name = m.name,
-      ${MERGED_SCALARS},
-      company_id = CASE WHEN m.fill_company_only THEN coalesce(l.company_id, m.company_id) ELSE coalesce(m.company_id, l.company_id) END,
-      emails = ${appendedList('emails', MAX_EMAILS)},
-      phones = ${appendedList('phones', MAX_PHONES)},
-      links = l.links || coalesce((SELECT jsonb_agg(n) FROM jsonb_array_elements(m.links) AS n
-        WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(l.links) AS o WHERE o->>'url' = n->>'url')), '[]'::jsonb),
-      -- The one-element list comes in built (m.locations), not from jsonb_build_array (STABLE): Citus refuses a non-immutable function in a CASE of an UPDATE.
-      locations = CASE WHEN m.location IS NULL THEN l.locations WHEN jsonb_array_length(l.locations) = 0 THEN m.locations
-        ELSE jsonb_set(l.locations, '{0}', jsonb_strip_nulls(m.location) || jsonb_strip_nulls(l.locations->0)) END,
-      custom_fields = l.custom_fields || m.custom_fields,
-      updated_at = now()
-    FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
-    WHERE l.workspace_id = ${scope.of('m')} AND l.id = ANY(${input.leadIds}::bigint[]) AND l.id = m.lead_id
-    RETURNING m.ord, l.*
+    ${mergeUpdate(input.leadIds, scope)}
   ), claimed AS (
     ${claimMatchKeys(input, sql`merged`, scope)}
   ), tag_rows AS (
@@ -156,7 +164,8 @@ export type LeadMergeOf = LeadMerge & { workspaceId: number };
  * intake; each lead's `ord` is its position in `merges`, a lead deleted since the lookup is
  * missing from the answer. Merges of one workspace go through MERGE_INTO_LEADS, which names
  * it (every statement Citus runs); merges of several through MERGE_INTO_LEADS_ACROSS (plain
- * PostgreSQL only).
+ * PostgreSQL only). On a Citus coordinator the executor merges with mergeIntoLeadsOnCitus
+ * (src/leads/citus-writes-repository.ts) instead.
  */
 export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[]): Promise<MergedLead[]> {
   if (merges.length === 0) return [];
@@ -166,7 +175,7 @@ export async function mergeIntoLeads(db: Executor, merges: readonly LeadMergeOf[
 }
 
 /** The merge statement's rows (see MergeInput); `extra`: more of a row's columns. */
-function mergeRows<Merge extends LeadMerge>(merges: readonly Merge[], extra: (merge: Merge) => object = () => ({})): MergeRows {
+export function mergeRows<Merge extends LeadMerge>(merges: readonly Merge[], extra: (merge: Merge) => object = () => ({})): MergeRows {
   return {
     ...leadRowsInput(merges, (merge) => {
       const {

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import type { TestApp } from '../support/app.js';
-import { statementsOf } from '../support/statements.js';
+import { readTestEnvironment } from '../support/env.js';
+import { statementsOf, statementsSentBy } from '../support/statements.js';
 import { testBed } from '../support/test-bed.js';
 import type { Tenant } from '../support/fixtures.js';
 
@@ -24,26 +25,53 @@ const countStatements = <T>(work: () => Promise<T>) => statementsOf(t.ctx.pool, 
 function kindOf(statement: string): string {
   if (/^\s*(begin|commit|savepoint|release)/i.test(statement)) return statement.trim().split(/\s/)[0]!.toLowerCase();
   if (/INSERT INTO leads/.test(statement)) return 'new leads';
+  if (/nextval\(pg_get_serial_sequence\('leads'/.test(statement)) return 'lead ids';
+  if (/INSERT INTO lead_identities/.test(statement)) return 'match keys';
+  if (/INSERT INTO lead_tags/.test(statement)) return 'tags';
+  if (/insert into "outbox"/i.test(statement)) return 'events';
+  if (/FROM leads AS l\s+LEFT JOIN companies/.test(statement)) return 'lead record';
   if (/INSERT INTO lead_daily_counts/.test(statement)) return 'intake counts';
   if (/FROM lead_identities/.test(statement) && /^\s*SELECT/.test(statement)) return 'lookup';
   return statement.trim().slice(0, 40);
 }
 
+const CITUS = readTestEnvironment().citus;
+
+const person = (n: number) => ({
+  name: `Round ${n}`,
+  email: `round${n}@roundco.example`,
+  phone: `+1 303 555 ${1000 + n}`,
+  linkedin_url: `https://www.linkedin.com/in/round-${n}`,
+  tags: ['round', 'trip'],
+});
+
 describe('database round trips', () => {
   it("POST /leads for a new person, alone: one lookup, then one write that returns the lead and adds the day's intake counts, committing on its own", async () => {
-    const person = (n: number) => ({
-      name: `Round ${n}`,
-      email: `round${n}@roundco.example`,
-      phone: `+1 303 555 ${1000 + n}`,
-      linkedin_url: `https://www.linkedin.com/in/round-${n}`,
-      tags: ['round', 'trip'],
-    });
     await t.http.post('/api/v1/leads').set(tenant.auth).send(person(0)); // creates the company and the tags
     const { result, statements } = await countStatements(() => t.http.post('/api/v1/leads').set(tenant.auth).send(person(1)));
     expect(result.status).toBe(201);
     expect(result.body.data).toMatchObject({ name: 'Round 1', tags: [expect.objectContaining({ name: 'round' }), expect.objectContaining({ name: 'trip' })] });
+    if (CITUS) {
+      // The Citus executor: the same writes as statements of one task each, in a transaction on one node.
+      expect(statements.map(kindOf)).toEqual(['lookup', 'begin', 'lead ids', 'new leads', 'match keys', 'tags', 'events', 'intake counts', 'lead record', 'commit']);
+      return;
+    }
     expect(statements.map(kindOf)).toEqual(['lookup', 'new leads']);
     expect(statements[1]).toMatch(/INSERT INTO lead_daily_counts/);
+  });
+
+  (CITUS ? it : it.skip)('on Citus, POST /leads for a new person: the coordinator plans each statement as one task, none in steps (subplans) of their own', async () => {
+    const { result, sent } = await statementsSentBy(t.ctx.pool, () => t.http.post('/api/v1/leads').set(tenant.auth).send(person(2)));
+    expect(result.status).toBe(201);
+    const planned = sent.filter(({ text }) => !/^\s*(begin|commit)/i.test(text));
+    const plans: string[] = [];
+    for (const { text, values } of planned) {
+      const { rows } = await t.ctx.pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values);
+      plans.push(rows.map((row) => row['QUERY PLAN']).join('\n'));
+    }
+    const distributed = plans.filter((plan) => /Citus/.test(plan));
+    expect(distributed.length).toBeGreaterThan(0);
+    expect(distributed.filter((plan) => /Distributed Subplan|Task Count: (?!1\b)/.test(plan))).toEqual([]);
   });
 
   it('POST /leads for an existing person, alone: the lookup, then the update in a transaction that does not read it again', async () => {

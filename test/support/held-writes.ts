@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import pg from 'pg';
-import { GROUP_FILL, WORKING_GROUPS } from '../../src/leads/intake/write-groups.js';
+import { GROUP_FILL } from '../../src/leads/intake/write-groups.js';
 import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
@@ -84,18 +84,18 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
 /**
  * Every group the process may have working at once, each waiting on a lead the test holds
  * locked, so requests sent meanwhile queue for the next group: the group a request starts when
- * none works (one blocker), and the group GROUP_FILL waiting requests start beside it
- * (GROUP_FILL blockers of a second locked lead; not when the write queue holds fewer).
+ * none works (one blocker), and each group GROUP_FILL waiting requests start beside those
+ * (GROUP_FILL blockers of another locked lead each; none when the write queue holds fewer).
  */
 export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
-  const beside = WORKING_GROUPS > 1 && t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL;
-  const gates = await Promise.all(Array.from({ length: beside ? 2 : 1 }, () => lockedLead(t, tenant)));
+  const beside = t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL ? t.ctx.writeGroups.workingLimit - 1 : 0;
+  const gates = await Promise.all(Array.from({ length: 1 + beside }, () => lockedLead(t, tenant)));
   const block = (gate: LockedLead) => sentNow(postLead(t, tenant, { name: 'Blocker', email: gate.email }));
   const blockers = [block(gates[0]!)];
   await lockWaits(t, 1);
-  if (beside) {
-    blockers.push(...Array.from({ length: GROUP_FILL }, () => block(gates[1]!)));
-    await lockWaits(t, 2);
+  for (let group = 1; group <= beside; group++) {
+    blockers.push(...Array.from({ length: GROUP_FILL }, () => block(gates[group]!)));
+    await lockWaits(t, group + 1);
   }
   return {
     release: async () => {

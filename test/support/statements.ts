@@ -72,21 +72,28 @@ export async function lockWaitOf(pool: pg.Pool, fragment: string, timeoutMs = 50
  * touched or counted.
  */
 export async function statementsOf<T>(pool: pg.Pool, work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
-  const statements: string[] = [];
+  const { result, sent } = await statementsSentBy(pool, work);
+  return { result, statements: sent.map((statement) => statement.text) };
+}
+
+/** statementsOf with each statement's parameters. */
+export async function statementsSentBy<T>(pool: pg.Pool, work: () => Promise<T>): Promise<{ result: T; sent: Array<{ text: string; values: unknown[] }> }> {
+  const sent: Array<{ text: string; values: unknown[] }> = [];
   const counted = new Set<pg.PoolClient>();
   const count = (client: pg.PoolClient) => {
     if (counted.has(client)) return;
     counted.add(client);
     const query = client.query;
     client.query = function countedQuery(this: pg.PoolClient, ...args: unknown[]) {
-      const [text] = args;
-      statements.push(typeof text === 'string' ? text : (text as { text: string }).text);
+      const [text, values] = args;
+      if (typeof text === 'string') sent.push({ text, values: Array.isArray(values) ? values : [] });
+      else sent.push({ text: (text as { text: string }).text, values: (text as { values?: unknown[] }).values ?? [] });
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof query;
   };
   pool.on('acquire', count);
   try {
-    return { result: await work(), statements };
+    return { result: await work(), sent };
   } finally {
     pool.off('acquire', count);
     for (const client of counted) delete (client as Partial<pg.PoolClient>).query;

@@ -5,6 +5,7 @@ import type { Executor } from '../../db/connect.js';
 import { inSavepoint } from '../../db/savepoint.js';
 import { groupBy } from '../../group-by.js';
 import { enqueue, type CompanyAnalyzeEvent } from '../../outbox/repository.js';
+import { insertNewLeadsOnCitus, mergeIntoLeadsOnCitus } from '../citus-writes-repository.js';
 import { insertNewLeads } from '../new-leads-repository.js';
 import { findLeadRecords } from '../read-repository.js';
 import { deleteLeads, mergeIntoLeads } from '../write-repository.js';
@@ -48,6 +49,8 @@ export const setBased = <T>(work: Promise<T>): Promise<T> =>
 /** A plan being run: where (a transaction, or the pool when it commits alone), its runs, and each run's rows' results as they come. */
 export interface Execution {
   db: Executor;
+  /** The Citus executor: the leads of one workspace written by src/leads/citus-writes-repository.ts. */
+  citus: boolean;
   runs: readonly RunInput[];
   plan: Plan;
   results: RowResult[][];
@@ -107,7 +110,9 @@ async function runLostAgain(x: Execution, lost: LostRow[], again: (ref: RowRef) 
 async function writeNewLeads(x: Execution, rows: readonly WrittenRow[], records: boolean): Promise<WriteOutcome[]> {
   const input = (ref: RowRef) => x.runs[ref.run]!.rows[ref.index]!;
   const leads = rows.map(({ ref, written }) => newLeadOf(x.runs[ref.run]!.workspaceId, input(ref).lead, written));
-  const written = await insertNewLeads(x.db, leads, { records, commitsAlone: x.plan.commitsAlone });
+  const written = x.citus
+    ? await insertNewLeadsOnCitus(x.db, x.runs[rows[0]!.ref.run]!.workspaceId, leads, { records, commitsAlone: x.plan.commitsAlone })
+    : await insertNewLeads(x.db, leads, { records, commitsAlone: x.plan.commitsAlone });
   return written.map(({ ord, id, complete, record }) => {
     const { ref, created } = rows[ord]!;
     if (!complete) return { lost: { ref, leadId: id, events: rows[ord]!.written.events } };
@@ -129,13 +134,9 @@ async function writeNewLeads(x: Execution, rows: readonly WrittenRow[], records:
 /** The one entry that merges rows into the leads they matched: a statement's rows, or a row alone's. */
 async function mergeLeads(x: Execution, rows: ReadonlyArray<WrittenRow & { match: StrongestMatch; matches: readonly IdentityMatch[] }>): Promise<WriteOutcome[]> {
   const merges = rows.map(({ ref, match, matches, written }) => mergeOfRow(x.runs[ref.run]!.workspaceId, match, x.runs[ref.run]!.rows[ref.index]!.lead, matches, written));
+  const writes = merges.map(({ merge }) => merge);
   const merged = new Map(
-    (
-      await mergeIntoLeads(
-        x.db,
-        merges.map(({ merge }) => merge),
-      )
-    ).map(({ ord, ...record }) => [ord, record]),
+    (x.citus ? await mergeIntoLeadsOnCitus(x.db, writes[0]!.workspaceId, writes) : await mergeIntoLeads(x.db, writes)).map(({ ord, ...record }) => [ord, record]),
   );
   return rows.map(({ ref, match, written, created }, ord) => {
     const record = merged.get(ord);

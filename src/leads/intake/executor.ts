@@ -11,12 +11,16 @@ import { lookedUpFirst, planRuns, runInputOf, runsAcrossWorkspaces, runsOf, type
 import type { PreparedLead } from './prepare.js';
 import { RUN_AGAIN, type GroupOutcome, type RowResult, type Settled, type WriteRequest, type WriteResult } from './write-request.js';
 
-// The executor on PostgreSQL: runs a write group (src/leads/intake/write-groups.ts) as the
+// The executors: runs a write group (src/leads/intake/write-groups.ts) as the
 // planner (plan.ts) plans it. Every request's Idempotency-Key claimed, its rows' lookup read,
 // the plan's statements and rows alone run (executor-steps.ts), each request's answer shaped
 // and stored, the day's counts added, one commit. Each request gets exactly the answer it would
 // have got alone. A group whose every row creates a person whose company and tags exist needs no
 // transaction: after its lookup, one statement writes and counts them, committing alone.
+// On a Citus coordinator (`citus`), the Citus executor: the same plan, but no statement spans
+// workspaces and every write names its workspace and is one task on the node holding it (the
+// new leads as plain statements instead of one statement of CTEs, which the coordinator would
+// plan as a dozen steps through itself), so a group of one workspace touches one node.
 
 /**
  * Runs the requests and returns each one's outcome, in their order. A group whose lookup may be
@@ -28,22 +32,23 @@ import { RUN_AGAIN, type GroupOutcome, type RowResult, type Settled, type WriteR
  * statement but the COMMIT is done, or once the one statement has committed; it may be called
  * again when the transaction runs again. `acrossWorkspaces`: statements may span the runs of
  * several workspaces (plain PostgreSQL; never on Citus, where each names its workspace).
+ * `citus`: the Citus executor (the database is a Citus coordinator).
  */
 export async function runGroupTransaction(
   db: Db,
   requests: ReadonlyArray<WriteRequest<unknown>>,
   log: Logger,
-  { commits = () => {}, acrossWorkspaces = false }: { commits?: () => void; acrossWorkspaces?: boolean } = {},
+  { commits = () => {}, acrossWorkspaces = false, citus = false }: { commits?: () => void; acrossWorkspaces?: boolean; citus?: boolean } = {},
 ): Promise<GroupOutcome[]> {
   const runs = lookedUpFirst(requests, acrossWorkspaces);
-  const first = runs ? await commitAlone(db, requests, runs, log) : {};
+  const first = runs ? await commitAlone(db, requests, runs, log, citus) : {};
   if ('settled' in first) {
     commits();
     return first.settled;
   }
   const run = (rowByRow: boolean) =>
     inTransactionRetried(db, async (trx) => {
-      const outcomes = await runGroup(trx, requests, log, { rowByRow, acrossWorkspaces, lookedUp: rowByRow ? undefined : first.lookedUp });
+      const outcomes = await runGroup(trx, requests, log, { rowByRow, acrossWorkspaces, citus, lookedUp: rowByRow ? undefined : first.lookedUp });
       commits();
       return outcomes;
     });
@@ -67,6 +72,7 @@ async function commitAlone(
   requests: ReadonlyArray<WriteRequest<unknown>>,
   runs: readonly Run[],
   log: Logger,
+  citus: boolean,
 ): Promise<{ settled: Settled[] } | { lookedUp?: Map<number, BatchLookup | undefined> }> {
   const inputs = runs.map(runInputOf(requests));
   const lookups = await lookUp(db, inputs).catch(unlessUnavailable);
@@ -75,7 +81,7 @@ async function commitAlone(
   if (!plan.commitsAlone) return { lookedUp: new Map(inputs.map((input, position) => [input.workspaceId, lookups[position]])) };
   const results: RowResult[][] = inputs.map(() => []);
   try {
-    await runPlan({ db, runs: inputs, plan, results, log });
+    await runPlan({ db, citus, runs: inputs, plan, results, log });
   } catch (error) {
     unlessUnavailable(error);
     const cause = error instanceof SetBasedWriteFailed ? error.cause : error;
@@ -161,14 +167,19 @@ const keyOf = (request: WriteRequest<unknown>) => request.idempotency && `${requ
 
 /**
  * The group's transaction. `rowByRow` runs every row alone; `acrossWorkspaces` lets runs of
- * several workspaces share statements; `lookedUp`: each workspace's lookup, when it was read
+ * several workspaces share statements; `citus`: the Citus executor; `lookedUp`: each workspace's lookup, when it was read
  * before the transaction (lookedUpFirst: then every request runs, one run per workspace).
  */
 async function runGroup(
   trx: Executor,
   requests: ReadonlyArray<WriteRequest<unknown>>,
   log: Logger,
-  { rowByRow, acrossWorkspaces, lookedUp }: { rowByRow: boolean; acrossWorkspaces: boolean; lookedUp: ReadonlyMap<number, BatchLookup | undefined> | undefined },
+  {
+    rowByRow,
+    acrossWorkspaces,
+    citus,
+    lookedUp,
+  }: { rowByRow: boolean; acrossWorkspaces: boolean; citus: boolean; lookedUp: ReadonlyMap<number, BatchLookup | undefined> | undefined },
 ): Promise<GroupOutcome[]> {
   const settled: Array<Settled | undefined> = new Array(requests.length);
   // A key sent again within the group follows its first request, as it would have waited on its claim.
@@ -200,7 +211,7 @@ async function runGroup(
     const lookups = rowByRow ? [] : lookedUp ? inputs.map(({ workspaceId }) => lookedUp.get(workspaceId)) : await setBased(lookUp(trx, inputs));
     const plan = planRuns(inputs, lookups, { severalWorkspaces, mayCommitAlone: false });
     const results: RowResult[][] = inputs.map(() => []);
-    await runPlan({ db: trx, runs: inputs, plan, results, log });
+    await runPlan({ db: trx, citus, runs: inputs, plan, results, log });
     runs.forEach((run, position) => {
       if (!run.first.dryRun) tallyRows(tallies, run.first.workspaceId, results[position]!);
       answerRun(requests, run, results[position]!, settled);
@@ -222,7 +233,7 @@ async function runGroup(
   });
   const failed = ran.filter(({ index }) => 'error' in settled[index]!).map(({ key }) => key);
   await settleRecords(trx, answered, failed);
-  await addDailyCounts(trx, tallies);
+  await addDailyCounts(trx, tallies, { routed: citus });
 
   // A follower of a request that ran and succeeded replays its answer (or is refused for
   // another body); otherwise the key is free again, or holds an older answer: it runs anew.

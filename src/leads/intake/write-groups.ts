@@ -30,8 +30,17 @@ export const WORKING_GROUPS = 2;
  * started would pay a commit of its own for them (the first caller after a commit used to).
  */
 export const GROUP_FILL = 8;
-/** Groups that may hold a connection at once: those working and one committing. */
-export const RUNNING_GROUPS = WORKING_GROUPS + 1;
+/** Groups that may hold a connection at once when `working` may work: those and one committing. */
+export const runningGroups = (working: number) => working + 1;
+export const RUNNING_GROUPS = runningGroups(WORKING_GROUPS);
+/**
+ * On a Citus coordinator a group holds one workspace's requests (its transaction then touches
+ * one node, and commits there), so requests of many workspaces make many small groups, which
+ * more working groups would serve faster. As many as on one server for now: four were tried
+ * (bench/README.md, "The Citus executor"), but the tests that hold every working group with
+ * locked leads (test/support/held-writes.ts) did not yet hold four reliably on the coordinator.
+ */
+export const WORKING_GROUPS_ON_CITUS = 2;
 
 /** Every place in this process's write queue is taken (WRITE_QUEUE_LIMIT): 503, retry shortly. */
 export class WriteQueueFull extends Error {
@@ -47,6 +56,10 @@ export interface WriteGroupsOptions {
   slots: FairSlots<number>;
   /** A group ran (metrics; its halves run again after a failure are not counted again). */
   groupRan(requests: number): void;
+  /** Each group holds requests of one workspace (a Citus coordinator); otherwise of any. */
+  oneWorkspace?: boolean;
+  /** Groups that may work at once (WORKING_GROUPS unless told). */
+  working?: number;
 }
 
 interface Member {
@@ -110,15 +123,27 @@ export class WriteGroups {
    * The next group: one request of each waiting key in turn (a key served goes to the back of
    * the turn), so no key's backlog holds another key's request back by more than a group.
    * Then ordered by workspace, each key's requests still in arrival order, so rows of one
-   * workspace are planned and written as one set.
+   * workspace are planned and written as one set. `oneWorkspace`: only the keys of the first
+   * key's workspace are served; the others keep their place in the turn.
    */
   private nextGroup(): Member[] {
     const group: Member[] = [];
+    const passed: Array<[number, Member[]]> = [];
+    const workspace = this.options.oneWorkspace ? this.queues.values().next().value![0]!.request.workspaceId : null;
     while (group.length < MAX_GROUP_REQUESTS && this.queues.size > 0) {
       const [key, queue] = this.queues.entries().next().value!;
-      group.push(queue.shift()!);
       this.queues.delete(key);
+      if (workspace !== null && queue[0]!.request.workspaceId !== workspace) {
+        passed.push([key, queue]);
+        continue;
+      }
+      group.push(queue.shift()!);
       if (queue.length > 0) this.queues.set(key, queue);
+    }
+    if (passed.length > 0) {
+      const served = [...this.queues];
+      this.queues.clear();
+      for (const [key, queue] of [...passed, ...served]) this.queues.set(key, queue);
     }
     this.queued -= group.length;
     const workspaces = [...new Set(group.map((member) => member.request.workspaceId))];
@@ -126,8 +151,13 @@ export class WriteGroups {
   }
 
   /** Starts the next group when requests wait and none works, or enough wait to fill one beside those working. */
+  /** Groups that may work at once. */
+  get workingLimit(): number {
+    return this.options.working ?? WORKING_GROUPS;
+  }
+
   private startGroup(): void {
-    if (this.running >= RUNNING_GROUPS || this.working >= WORKING_GROUPS) return;
+    if (this.running >= runningGroups(this.workingLimit) || this.working >= this.workingLimit) return;
     if (this.queued > 0 && (this.working === 0 || this.queued >= GROUP_FILL)) void this.drain();
   }
 
@@ -139,7 +169,7 @@ export class WriteGroups {
   private async drain(): Promise<void> {
     this.running += 1;
     try {
-      while (this.queued > 0 && (this.working === 0 || (this.working < WORKING_GROUPS && this.queued >= GROUP_FILL))) {
+      while (this.queued > 0 && (this.working === 0 || (this.working < this.workingLimit && this.queued >= GROUP_FILL))) {
         this.working += 1;
         let committing = false;
         const commits = () => {

@@ -1,0 +1,124 @@
+import { sql } from 'kysely';
+import type { Executor } from '../db/connect.js';
+import { enqueue } from '../outbox/repository.js';
+import { addDailyCountsOfWorkspace } from './daily-counts-repository.js';
+import { attachTagsOfWorkspace, claimMatchKeysOfWorkspace, oneWorkspace } from './lead-rows-repository.js';
+import { INSERTED_COLUMNS, INSERTED_VALUES, LEAD_SOURCE_COLUMNS, newLeadsInput, type NewLeadWrite, type WrittenLeadOf } from './new-leads-repository.js';
+import { findLeadRecords } from './read-repository.js';
+import { MERGE_SOURCE_COLUMNS, mergeRows, mergeUpdate, type LeadMerge, type MergedLead } from './write-repository.js';
+
+// The Citus executor's writes of leads (src/leads/intake/executor.ts): what the new-lead
+// statement (new-leads-repository.ts) and the merge statement (write-repository.ts) write, for
+// the leads of one workspace, as statements that each name the workspace and that the
+// coordinator sends whole, as one task, to the node holding it. The two statements are CTEs
+// over jsonb_to_recordset, which Citus plans as about a dozen steps of their own through the
+// coordinator (docs/architecture.md, "The Citus executor").
+
+/**
+ * insertNewLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the
+ * same writes and the same answer as the new-lead statement, for leads of one workspace, as
+ * statements that each name the workspace and are each one task on the node holding it (the
+ * new-lead statement's CTEs are planned by the coordinator as a dozen steps, each INSERT pulled
+ * through itself). The ids first (the coordinator's sequence, in the leads' order), the lead
+ * rows, the match keys in key order, then for the complete leads their tags and events; the
+ * records are read back as findLeadRecords reads them. `commitsAlone`: in a transaction of its
+ * own (one node: committed there without two-phase commit), the day's counts added, and a key
+ * another lead holds fails it writing nothing, as the statement does.
+ */
+export async function insertNewLeadsOnCitus(
+  db: Executor,
+  workspaceId: number,
+  leads: readonly NewLeadWrite[],
+  { records, commitsAlone = false }: { records: boolean; commitsAlone?: boolean },
+): Promise<WrittenLeadOf[]> {
+  if (commitsAlone && !db.isTransaction) return db.transaction().execute((trx) => insertNewLeadsOnCitus(trx, workspaceId, leads, { records, commitsAlone }));
+  const input = newLeadsInput(workspaceId, leads);
+  const { rows: taken } = await sql<{ id: number }>`SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM generate_series(1, ${leads.length}::int)`.execute(db);
+  const ids = taken.map((row) => row.id);
+  const sourceColumns = sql.raw(['ord int', 'key_count int', ...LEAD_SOURCE_COLUMNS].join(', '));
+  await sql`
+    INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
+    OVERRIDING SYSTEM VALUE
+    SELECT (${ids}::bigint[])[r.ord + 1], ${workspaceId}::bigint, ${INSERTED_VALUES}
+    FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
+    ORDER BY r.ord`.execute(db);
+  const claimed = await claimMatchKeysOfWorkspace(
+    db,
+    workspaceId,
+    leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ...key, leadId: ids[ord]! }))),
+    commitsAlone ? 'fails' : 'stays',
+  );
+  const complete = leads.map((lead, ord) => lead.keys.length === (claimed.get(ids[ord]!) ?? 0));
+  await attachTagsOfWorkspace(
+    db,
+    workspaceId,
+    leads.flatMap((lead, ord) => (complete[ord] ? [...new Set(lead.tagIds)].map((tagId) => ({ leadId: ids[ord]!, tagId })) : [])),
+  );
+  await enqueue(
+    db,
+    workspaceId,
+    leads.flatMap((lead, ord) =>
+      complete[ord]
+        ? lead.events.map((event) => ({ ...(event.topic === 'lead.created' ? { topic: event.topic, payload: { lead_id: ids[ord]! } } : event), trace: lead.trace ?? null }))
+        : [],
+    ),
+  );
+  if (commitsAlone) await addDailyCountsOfWorkspace(db, workspaceId, { created: complete.filter(Boolean).length, updated: 0, skipped: 0, failed: 0 });
+  const stored = records
+    ? new Map(
+        (
+          await findLeadRecords(
+            db,
+            workspaceId,
+            ids.filter((_, ord) => complete[ord]),
+          )
+        ).map((record) => [record.id, record]),
+      )
+    : null;
+  return ids.map((id, ord) => ({ ord, id, complete: complete[ord]!, ...(stored && complete[ord] ? { record: stored.get(id)! } : {}) }));
+}
+
+/**
+ * mergeIntoLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the
+ * same writes and the same answer as the merge statement, for leads of one workspace, as
+ * statements that each name the workspace and are each one task on the node holding it (the
+ * merge statement's CTEs are planned by the coordinator as steps of their own, each INSERT pulled
+ * through itself): the UPDATE, then for the leads it found their match keys, their tags and
+ * their events, and the leads read back as findLeadRecords reads them.
+ */
+export async function mergeIntoLeadsOnCitus(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
+  const input = mergeRows(merges);
+  const { rows: updated } = await sql<{ ord: number; id: number }>`
+    WITH r AS (
+      SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${MERGE_SOURCE_COLUMNS})
+    )
+    ${mergeUpdate(sql.val(input.leadIds), oneWorkspace(sql`${workspaceId}::bigint`))}`.execute(db);
+  const found = [...updated].sort((a, b) => a.ord - b.ord);
+  const idOf = new Map(found.map((row) => [row.ord, row.id]));
+  await claimMatchKeysOfWorkspace(
+    db,
+    workspaceId,
+    found.flatMap(({ ord, id }) => merges[ord]!.keys.map((key) => ({ ...key, leadId: id }))),
+    'stays',
+  );
+  const tagged = await attachTagsOfWorkspace(
+    db,
+    workspaceId,
+    found.flatMap(({ ord, id }) => [...new Set(merges[ord]!.tagIds)].map((tagId) => ({ leadId: id, tagId }))),
+  );
+  const attached = new Set(tagged.map((row) => `${row.lead_id}:${row.tag_id}`));
+  await enqueue(
+    db,
+    workspaceId,
+    found.flatMap(({ ord, id }) => {
+      const merge = merges[ord]!;
+      const tagsAdded = [...new Set(merge.tagIds)].filter((tagId) => attached.has(`${id}:${tagId}`));
+      return [
+        ...merge.events.map((event) => ({ ...event, trace: merge.trace ?? null })),
+        ...tagsAdded.map((tagId) => ({ topic: 'lead.tag_added' as const, payload: { lead_id: id, tag_id: tagId }, trace: merge.trace ?? null })),
+      ];
+    }),
+  );
+  const records = new Map((await findLeadRecords(db, workspaceId, [...idOf.values()])).map((record) => [record.id, record]));
+  return found.map(({ ord, id }) => ({ ord, ...records.get(id)! }));
+}
