@@ -19,11 +19,12 @@ import { databaseUrl } from './database-url.js';
 import { runFloodScenario } from './bench/flood.js';
 import { BENCH_APPLICATION_NAME, runMixedScenarios, type MixedOptions } from './bench/mixed.js';
 import type { Workload } from './bench/load.js';
-import { brokenBecause, mixedLines, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
+import { brokenBecause, citusCountsTable, mixedLines, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
 import { groupSizesBetween, snapshotGroups } from './bench/group-sizes.js';
 import { seedLeads, seedWorkspaces } from './bench/seed.js';
 import { explainSearch, searchKinds } from './bench/search.js';
 import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
+import { CitusCounters } from './bench/citus-counts.js';
 import {
   adminQuery,
   freePort,
@@ -58,7 +59,23 @@ const { values: flags } = parseArgs({
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
 // runs), for A/B runs of one change; no targets, no results file (see bench/README.md).
-const ONLY_SCENARIOS = ['insert', 'me', 'new', 'existing', 'new-100', 'existing-100', 'batch', 'low-rate', 'csv', 'search', 'mixed', 'mixed-webhooks'] as const;
+const ONLY_SCENARIOS = [
+  'insert',
+  'me',
+  'read',
+  'new',
+  'existing',
+  'new-100',
+  'existing-100',
+  'batch',
+  'low-rate',
+  'console',
+  'delivery',
+  'csv',
+  'search',
+  'mixed',
+  'mixed-webhooks',
+] as const;
 type OnlyScenario = (typeof ONLY_SCENARIOS)[number];
 const only =
   flags.only === undefined
@@ -72,8 +89,9 @@ const only =
 for (const name of only ?? []) {
   if (!(ONLY_SCENARIOS as readonly string[]).includes(name)) throw new Error(`--only ${name}: not one of ${ONLY_SCENARIOS.join(', ')}`);
 }
-// Both seed the demo workspace's people from the same first number.
-if (only?.has('search') && only.has('mixed-webhooks')) throw new Error('--only search and mixed-webhooks: run them in calls of their own');
+// Each seeds the demo workspace's people from the same first number.
+const seeding = ['search', 'delivery', 'mixed-webhooks'].filter((name) => only?.has(name));
+if (seeding.length > 1) throw new Error(`--only ${seeding.join(' and ')}: run them in calls of their own`);
 const smoke = flags.smoke!;
 const durationSeconds = Number(flags.duration ?? (smoke ? 1 : 15));
 const warmupSeconds = Number(flags.warmup ?? (smoke ? 0 : 5));
@@ -112,6 +130,8 @@ const runId = Date.now().toString(36);
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 let idlePool: pg.Pool | null = null;
+/** `--citus`: the cluster's counts around each scenario (scripts/bench/citus-counts.ts). */
+let citusCounters: CitusCounters | null = null;
 /** The service's GET /metrics, to read how many requests each write group held. */
 let serviceMetricsUrl: string | null = null;
 let postgresVersion = 'unknown';
@@ -138,6 +158,7 @@ async function measure(name: string, url: string, token: string | null, workload
   const rss = new RssSampler(() => (rssPid ? [rssPid] : [])).start();
   const metricsUrl = token ? serviceMetricsUrl : null;
   const groupsBefore = metricsUrl ? await snapshotGroups(metricsUrl) : null;
+  const countsBefore = await citusCounters?.snapshot();
   const { result, cpuMicrosecondsPerAnswer: serverCpuMicrosecondsPerAnswer } = await runLoadMeasuringCpu(
     { url, token, connections, warmupSeconds, durationSeconds: duration, workload },
     rssPid,
@@ -147,7 +168,8 @@ async function measure(name: string, url: string, token: string | null, workload
   if (idlePool) await waitForIdleDatabase(idlePool);
   await new Promise((resolve) => setTimeout(resolve, 500));
   const groupSizes = metricsUrl && groupsBefore ? groupSizesBetween(groupsBefore, await snapshotGroups(metricsUrl)) : undefined;
-  return { name, ...result, serverPeakRssBytes, serverCpuMicrosecondsPerAnswer, groupSizes };
+  const citusCounts = countsBefore && citusCounters ? await citusCounters.between(countsBefore, await citusCounters.snapshot(), result.answersIncludingWarmup) : undefined;
+  return { name, ...result, serverPeakRssBytes, serverCpuMicrosecondsPerAnswer, groupSizes, citusCounts };
 }
 
 /**
@@ -162,12 +184,16 @@ async function atFixedRate(name: string, rate: number, url: string, token: strin
   log(`${name} at a fixed ${rate} req/s: ${warmupSeconds}s warm-up + ${durationSeconds}s`);
   const rss = new RssSampler(() => [rssPid]).start();
   const groupsBefore = serviceMetricsUrl ? await snapshotGroups(serviceMetricsUrl) : null;
+  const countsBefore = await citusCounters?.snapshot();
   const result = await runOpenLoop({ url, token, rate, warmupSeconds, durationSeconds, workload });
   const serverPeakRssBytes = rss.stop();
   if (idlePool) await waitForIdleDatabase(idlePool);
   await new Promise((resolve) => setTimeout(resolve, 500));
   const groupSizes = serviceMetricsUrl && groupsBefore ? groupSizesBetween(groupsBefore, await snapshotGroups(serviceMetricsUrl)) : undefined;
-  return { name, ...result, serverPeakRssBytes, groupSizes };
+  // An open loop sends every request due at its rate, the warm-up's included.
+  const citusCounts =
+    countsBefore && citusCounters ? await citusCounters.between(countsBefore, await citusCounters.snapshot(), Math.round(rate * (warmupSeconds + durationSeconds))) : undefined;
+  return { name, ...result, serverPeakRssBytes, groupSizes, citusCounts };
 }
 
 /** The PostgreSQL-only ceiling of a statement (see bench/pg-ceiling.ts), in its own process. */
@@ -214,6 +240,8 @@ async function main(): Promise<void> {
   execFileSync(process.execPath, [path.join(ROOT, 'scripts', 'build-if-needed.mjs')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   if (citus) citus.createDatabase(benchDatabase);
   else await adminQuery(adminUrl, `CREATE DATABASE "${benchDatabase}"`);
+  // Before the service's first session: the counters' settings apply to sessions opened after.
+  if (citus) citusCounters = await CitusCounters.open(adminUrl, benchDatabase);
   const pool = new pg.Pool({ connectionString: benchUrl, max: 2, application_name: BENCH_APPLICATION_NAME });
   idlePool = pool;
   const port = await freePort();
@@ -243,6 +271,7 @@ async function main(): Promise<void> {
   const cleanup = async () => {
     await stopChild(service);
     await pool.end().catch(() => {});
+    await citusCounters?.close();
     if (citus) citus.dropDatabase(benchDatabase);
     else await adminQuery(adminUrl, `DROP DATABASE IF EXISTS "${benchDatabase}" WITH (FORCE)`).catch(() => {});
   };
@@ -329,12 +358,18 @@ async function main(): Promise<void> {
         picked.push(constant, me);
         meVsConstant = me.requestsPerSecond / Math.max(constant.requestsPerSecond, 1e-9);
       }
+      if (wanted('read')) picked.push(await measure('2 GET /leads/{id}', base, token, readWorkload, pid));
       if (wanted('new')) picked.push(await measure('3 POST /leads new person', base, token, { kind: 'new-lead', runId: `${runId}a`, phoneBase: 2_000_000_000 }, pid));
       if (wanted('existing')) picked.push(await measure('4 POST /leads existing person', base, token, { kind: 'existing-lead', seeded: INITIAL_LEADS }, pid));
       if (wanted('new-100')) picked.push(await measure(manyNewName, base, token, manyNew, pid));
       if (wanted('existing-100')) picked.push(await measure(manyExistingName, base, token, manyExisting, pid));
       if (wanted('batch'))
         picked.push(await measure('5 POST /leads/batch 100 new', base, token, { kind: 'new-batch', runId: `${runId}b`, phoneBase: 3_000_000_000, size: 100 }, pid));
+      if (wanted('console')) {
+        const cookie = await consoleSession(base, demo.user.id as number);
+        picked.push(await measure(`6b GET /console/leads, ${INITIAL_LEADS} leads`, base, null, { kind: 'console-lead-list', cookie }, pid));
+        picked.push(await measure('6c GET /console/leads/{id}', base, null, { kind: 'console-lead-page', cookie, ids: { from: seeded.firstId, to: seeded.lastId } }, pid));
+      }
       const lowRate = wanted('low-rate')
         ? await atFixedRate('3 POST /leads new person, 20 req/s', 20, base, token, { kind: 'new-lead', runId: `${runId}l`, phoneBase: 8_000_000_000 }, pid)
         : null;
@@ -373,9 +408,7 @@ async function main(): Promise<void> {
         let reference: number | null = null;
         if (mixedRuns.webhooks) {
           await seedLeads(benchUrl, workspaceId, INITIAL_LEADS + 1, INITIAL_LEADS + deliveryEvents);
-          await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
-          log(`7 delivery: ${deliveryEvents} events, 2 workers`);
-          const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
+          const delivery = await measureDelivery(pool, workspaceId);
           process.stdout.write(
             `7 delivery: ${delivery.skipped ? `skipped: ${delivery.skipped}` : `${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s, ${delivery.lost} lost, ${delivery.duplicates} duplicates`}\n`,
           );
@@ -384,9 +417,21 @@ async function main(): Promise<void> {
         mixed = await runMixedScenarios(mixedOptions(mixedRuns, reference, durationSeconds));
         picked.push(...Object.values(mixed.parts), ...[mixed.mixed, mixed.webhooks].filter((run) => run !== null));
       }
+      // Scenario 7 as the full run has it: enough leads for its events, the scenarios' own events set aside.
+      let delivery: Awaited<ReturnType<typeof measureDelivery>> | null = null;
+      if (wanted('delivery')) {
+        if (deliveryEvents > INITIAL_LEADS) await seedLeads(benchUrl, workspaceId, INITIAL_LEADS + 1, deliveryEvents);
+        delivery = await measureDelivery(pool, workspaceId);
+      }
       serviceRss.stop();
       reportOnly(picked, insert);
       if (mixed) process.stdout.write(`\n${mixedLines(mixed)}`);
+      if (delivery && !delivery.skipped)
+        process.stdout.write(
+          `7 delivery: ${delivery.deliveriesPerSecond.toFixed(0)} deliveries/s (${delivery.events} events, ${delivery.workers} workers), ${delivery.duplicates} duplicates, ${delivery.lost} lost, worker CPU ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us per delivery\n`,
+        );
+      const countsTable = citusCountsTable([...picked, ...(lowRate ? [lowRate] : [])], delivery ?? undefined);
+      if (countsTable) process.stdout.write(`\n${countsTable}\n`);
       if (csv) {
         const batch = picked.find((scenario) => scenario.name.startsWith('5 '));
         const batchLeads = batch ? batch.requestsPerSecond * 100 : null;
@@ -401,6 +446,8 @@ async function main(): Promise<void> {
       if (meVsConstant !== null) process.stdout.write(`1 GET /me: ${meVsConstant.toFixed(2)}x the constant JSON\n`);
       if (lowRate) process.stdout.write(`${lowRate.name}: p50 ${lowRate.p50} ms, p99 ${lowRate.p99} ms\n`);
       const broken = [...picked, ...(lowRate ? [lowRate] : []), ...searches].map(brokenBecause).filter((reason) => reason !== null);
+      if (delivery?.skipped) broken.push(`7 delivery skipped: ${delivery.skipped}`);
+      else if (delivery && (delivery.lost || delivery.duplicates)) broken.push(`delivery: ${delivery.lost} lost, ${delivery.duplicates} duplicates`);
       if (broken.length > 0) {
         log(`FAILED: ${broken.join('; ')}`);
         process.exitCode = 1;
@@ -468,11 +515,7 @@ async function main(): Promise<void> {
     const serverPeakRssBytes = serviceRss.stop();
     await stopChild(service);
 
-    // The intake scenarios queued events of their own (WORKER=off left them): set them aside
-    // so the delivery scenario measures exactly its own events.
-    await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
-    log(`7 delivery: ${deliveryEvents} events, 2 workers`);
-    const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
+    const delivery = await measureDelivery(pool, workspaceId);
     if (delivery.skipped) process.stdout.write(`7 delivery: skipped: ${delivery.skipped}\n`);
     const mixed = await runMixedScenarios(
       mixedOptions({ plain: true, webhooks: true }, delivery.skipped ? null : delivery.deliveriesPerSecond, smoke ? 1 : Math.min(durationSeconds, 10)),
@@ -538,6 +581,18 @@ async function main(): Promise<void> {
   } finally {
     await cleanup();
   }
+}
+
+/** Scenario 7, with the cluster's counts per delivery on `--citus`. */
+async function measureDelivery(pool: pg.Pool, workspaceId: number) {
+  // The intake scenarios queued events of their own (WORKER=off left them): set them aside
+  // so the delivery scenario measures exactly its own events.
+  await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
+  log(`7 delivery: ${deliveryEvents} events, 2 workers`);
+  const countsBefore = await citusCounters?.snapshot();
+  const delivery = await runDeliveryScenario({ pool, databaseUrl: benchUrl, workspaceId, events: deliveryEvents, workers: 2, timeoutMs: 120_000 });
+  if (countsBefore && citusCounters && !delivery.skipped) delivery.citusCounts = await citusCounters.between(countsBefore, await citusCounters.snapshot(), delivery.delivered);
+  return delivery;
 }
 
 /** `--only`: each scenario's req/s, p50, p99, server CPU per answer, peak RSS, write groups and ratio to the INSERT baseline of the same run. */

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type pg from 'pg';
+import type { CitusCounts } from './citus-counts.js';
 import { CliFailed, cpuSecondsOf, nodeFlagsOf, ROOT, RssSampler, runCli, spawnChild, stopChild } from './support.js';
 
 export interface DeliveryResult {
@@ -24,6 +25,8 @@ export interface DeliveryResult {
   workerCpuMicrosecondsPerDelivery: number;
   /** The same from starting the workers: start-up included. */
   workerCpuMicrosecondsPerDeliveryWithStartup: number;
+  /** `--citus`: what a delivery cost the cluster, its event's fan-out included (scripts/bench/citus-counts.ts). */
+  citusCounts?: CitusCounts;
 }
 
 /**

@@ -2,6 +2,7 @@
 // lines, and every target with its value and PASS / MISS, computed here so that a run's
 // verdict never depends on someone doing the arithmetic; all of it also in a JSON file.
 import { writeFileSync } from 'node:fs';
+import type { CitusCounts } from './citus-counts.js';
 import type { DeliveryResult } from './delivery.js';
 import type { FloodResult } from './flood.js';
 import { formatGroupSizes, type GroupSizes } from './group-sizes.js';
@@ -17,6 +18,8 @@ export interface ScenarioResult extends LoadResult {
   leadsPerSecond?: number;
   /** Write scenarios: how many requests the service's groups held. */
   groupSizes?: GroupSizes;
+  /** `--citus`: what an answer cost the cluster (scripts/bench/citus-counts.ts). */
+  citusCounts?: CitusCounts;
 }
 
 /** A fixed-rate run (open model), by default at half the scenario's measured maximum. */
@@ -24,6 +27,7 @@ export interface FixedRateResult extends OpenLoopResult {
   name: string;
   serverPeakRssBytes: number;
   groupSizes?: GroupSizes;
+  citusCounts?: CitusCounts;
 }
 
 export interface CeilingResult {
@@ -309,6 +313,29 @@ export function mixedLines(mixed: MixedResult): string {
   return `${lines.join('\n')}\n\n${table}\n`;
 }
 
+/**
+ * `--citus`: per answer, what each scenario cost the cluster (per delivery for scenario 7), or
+ * null when nothing was counted.
+ */
+export function citusCountsTable(scenarios: { name: string; citusCounts?: CitusCounts }[], delivery?: DeliveryResult): string | null {
+  const counted = [...scenarios, ...(delivery?.citusCounts ? [{ name: `7 delivery (per delivery)`, citusCounts: delivery.citusCounts }] : [])].filter(
+    (scenario): scenario is { name: string; citusCounts: CitusCounts } => scenario.citusCounts !== undefined,
+  );
+  if (counted.length === 0) return null;
+  return markdownTable(
+    ['Citus, per answer', 'round trips to workers (by worker)', 'worker transaction blocks', 'two-phase commits', 'statements: one shard', 'statements: several shards', 'answers'],
+    counted.map(({ name, citusCounts: counts }) => [
+      name,
+      `${counts.roundTrips} (${counts.roundTripsByWorker.join(' + ')})`,
+      `${counts.workerTransactionBlocks}`,
+      `${counts.twoPhaseCommits}`,
+      `${counts.singleShardStatements}`,
+      `${counts.multiShardStatements}`,
+      `${counts.answers}`,
+    ]),
+  );
+}
+
 /** Prints the report on stdout and writes it, with `extra` (machine, options), as JSON to `file`. */
 export function report(run: BenchRun, extra: Record<string, unknown>, file: string): void {
   const { delivery, flood, ceilings, named } = run;
@@ -379,8 +406,9 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
     ? ''
     : `7 delivery: worker CPU per delivery ${delivery.workerCpuMicrosecondsPerDelivery.toFixed(0)} us from the first delivery on, ${delivery.workerCpuMicrosecondsPerDeliveryWithStartup.toFixed(0)} us with start-up (both workers)\n\n`;
   const mixedLinesOnly = mixedLines(run.mixed).split('\n\n')[0];
+  const countsTable = citusCountsTable([...run.scenarios, ...run.fixedRate.map((fixed) => ({ ...fixed, name: `${fixed.name} (fixed rate)` })), run.lowRate], delivery);
   process.stdout.write(
-    `\n${table}\n\n${fixedRateTable}\n\n${groupTable}\n\n${deliveryLine}${floodLines.join('\n')}\n\n${mixedLinesOnly}\n\n${targetTable}\n\n${ceilingLines.join('\n')}\n`,
+    `\n${table}\n\n${fixedRateTable}\n\n${groupTable}\n\n${countsTable ? `${countsTable}\n\n` : ''}${deliveryLine}${floodLines.join('\n')}\n\n${mixedLinesOnly}\n\n${targetTable}\n\n${ceilingLines.join('\n')}\n`,
   );
 
   const results = {
@@ -414,6 +442,7 @@ export function report(run: BenchRun, extra: Record<string, unknown>, file: stri
     table,
     fixed_rate_table: fixedRateTable,
     group_table: groupTable,
+    citus_counts_table: countsTable,
     target_table: targetTable,
   };
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);

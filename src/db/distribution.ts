@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from './connect.js';
+import type { Db, Executor } from './connect.js';
 
 // On a Citus coordinator (the `citus` extension is present), after the migrations: the tables
 // that are read before a workspace is known (a key by its prefix, the workspace itself, the key's
@@ -16,7 +16,7 @@ import type { Db } from './connect.js';
 
 export const REFERENCE_TABLES = ['workspaces', 'users', 'api_keys', 'console_sessions', 'console_sign_in_links'] as const;
 /** The table the others are co-located with. */
-const ANCHOR = 'leads';
+export const ANCHOR = 'leads';
 
 interface ForeignKey {
   table: string;
@@ -24,7 +24,7 @@ interface ForeignKey {
   definition: string;
 }
 
-export async function citusIsPresent(db: Db): Promise<boolean> {
+export async function citusIsPresent(db: Executor): Promise<boolean> {
   const { rows } = await sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS present`.execute(db);
   return rows[0]!.present;
 }

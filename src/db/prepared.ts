@@ -71,6 +71,11 @@ export class PreparedStatement<Input extends object, Row> {
     built.push({ id, text: this.text });
   }
 
+  /** The input each `$n` of the text stands for, in order. */
+  get inputs(): ReadonlyArray<keyof Input> {
+    return this.slots;
+  }
+
   /** The parameters of one call, in the order of the text's `$n`. */
   parameters(input: Input): unknown[] {
     return this.slots.map((name) => input[name]);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../db/connect.js';
+import { DelegatedStatement } from '../db/delegated.js';
 import { PreparedStatement } from '../db/prepared.js';
 import { jsonParameter, type JsonbParameter } from '../db/sql.js';
 import type { DeliveryBranch, EndpointKind } from '../db/schema.js';
@@ -128,6 +129,22 @@ const RECORD_ATTEMPTS = new PreparedStatement<RecordInput, { recorded: number[];
 `,
 );
 
+/** On Citus, RECORD_ATTEMPTS on the workspace's node in one round trip (its inserts from CTEs are not routable whole). */
+const RECORD_ATTEMPTS_ON_NODE = new DelegatedStatement(
+  RECORD_ATTEMPTS,
+  [
+    ['workspaceId', 'bigint'],
+    ['workerId', 'text'],
+    ['outcomes', 'jsonb'],
+    ['failingForSeconds', 'float8'],
+    ['minFailures', 'int'],
+  ],
+  [
+    ['recorded', 'json'],
+    ['failing', 'json'],
+  ],
+);
+
 /**
  * Records attempts and their consequences (see RECORD_ATTEMPTS). Returns the ids recorded,
  * and the endpoints that now meet `policy`'s rule for disabling (not disabled here).
@@ -164,6 +181,6 @@ async function recordWorkspaceAttempts(db: Executor, workspaceId: number, worker
       trace_id: outcome.traceId ?? null,
     })),
   );
-  const [row] = await RECORD_ATTEMPTS.execute(db, { workspaceId, workerId, outcomes: input, ...policy });
+  const [row] = await RECORD_ATTEMPTS_ON_NODE.execute(db, { workspaceId, workerId, outcomes: input, ...policy });
   return row!;
 }
