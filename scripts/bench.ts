@@ -27,6 +27,7 @@ import { citusCluster, reportBesideSingleServer } from './bench/citus.js';
 import { CitusCounters } from './bench/citus-counts.js';
 import {
   adminQuery,
+  benchServiceEnv,
   freePort,
   killAllChildren,
   nodeFlagsOf,
@@ -247,22 +248,11 @@ async function main(): Promise<void> {
   const port = await freePort();
   const metricsPort = await freePort();
   serviceMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
-  // 32 connections against a pool of 10 queue on purpose: with the default 1.5 s wait, a
-  // loaded machine would turn the slowest batches into 503s (load shedding), which is not
-  // what the bench measures; it waits up to 30 s instead. Its one key stands for many
-  // integrators, so neither its budget per minute nor its requests in progress are bounded
-  // (the fixed-rate runs keep hundreds in flight whenever the machine stalls).
   // `--cpu-prof DIR`: the service (and the CSV scenario's worker) writes a V8 CPU profile of its whole life into DIR (node's --cpu-prof).
   const profileFlags = flags['cpu-prof'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`];
   const service = spawnChild([...nodeFlagsOf('start'), ...profileFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
-    DATABASE_URL: benchUrl,
-    REDIS_URL: redisUrl,
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
+    ...benchServiceEnv(benchUrl, redisUrl, port),
     WORKER: 'off',
-    RATE_LIMIT_PER_MINUTE: '1000000000',
-    CONCURRENT_REQUESTS_PER_KEY: '1000000',
-    DATABASE_CONNECT_TIMEOUT_MS: '30000',
     METRICS_PORT: String(metricsPort),
     // OpenTelemetry's variables reach the service as they are (tracing on when they ask for it).
     ...Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[1] !== undefined)),

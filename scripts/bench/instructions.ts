@@ -27,7 +27,7 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { databaseUrl } from '../database-url.js';
 import { seedLeads } from './seed.js';
-import { adminQuery, freePort, nodeFlagsOf, stopChild, waitForHttp } from './support.js';
+import { adminQuery, benchServiceEnv, freePort, nodeFlagsOf, stopChild, waitForHttp } from './support.js';
 import { nextRequest, type Workload } from './workloads.js';
 
 const { values: flags, positionals } = parseArgs({
@@ -197,14 +197,8 @@ async function measureVariant(variant: Variant, repetition: number): Promise<Mea
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
-      DATABASE_URL: url,
-      REDIS_URL: redisUrl,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
+      ...benchServiceEnv(url, redisUrl, port),
       WORKER: 'off',
-      RATE_LIMIT_PER_MINUTE: '1000000000',
-      CONCURRENT_REQUESTS_PER_KEY: '1000000',
-      DATABASE_CONNECT_TIMEOUT_MS: '30000',
       ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint } : {}),
     };
     service = spawn(

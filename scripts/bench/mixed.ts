@@ -11,7 +11,20 @@ import path from 'node:path';
 import type pg from 'pg';
 import type { Workload } from './load.js';
 import type { FixedRateResult, ScenarioResult } from './report.js';
-import { freePort, nodeFlagsOf, ROOT, rssOf, runCli, runLoadMeasuringCpu, runOpenLoop, spawnChild, stopChild, waitForHttp, waitForIdleDatabase } from './support.js';
+import {
+  benchServiceEnv,
+  freePort,
+  nodeFlagsOf,
+  ROOT,
+  rssOf,
+  runCli,
+  runLoadMeasuringCpu,
+  runOpenLoop,
+  spawnChild,
+  stopChild,
+  waitForHttp,
+  waitForIdleDatabase,
+} from './support.js';
 
 /** The mix, by share of requests (issue 54). */
 export const MIX = { new: 0.4, existing: 0.2, batch10: 0.1, read: 0.2, me: 0.1 } as const;
@@ -228,13 +241,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
   // As `npm start` runs it: API and worker in one process, the worker's settings left at their defaults, but a
   // 503's retry after about a second (not 30), so that every delivery ends before the bench does.
   const service = spawnChild([...nodeFlagsOf('start'), ...options.profileFlags, path.join(ROOT, 'dist', 'src', 'main.js')], {
-    DATABASE_URL: options.databaseUrl,
-    REDIS_URL: options.redisUrl,
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '1000000000',
-    CONCURRENT_REQUESTS_PER_KEY: '1000000',
-    DATABASE_CONNECT_TIMEOUT_MS: '30000',
+    ...benchServiceEnv(options.databaseUrl, options.redisUrl, port),
     WEBHOOKS_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_RETRY_BASE_MS: '1000',
   });
