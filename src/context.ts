@@ -111,11 +111,8 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     pool,
     db,
     writeGroups: new WriteGroups(
-      async (requests, commits) => {
-        // A Citus coordinator gets the Citus executor; plain PostgreSQL lets statements span workspaces.
-        const citus = await onCitus();
-        return runGroupTransaction(db, requests, logger, { commits, acrossWorkspaces: !citus, citus });
-      },
+      // Statements may span workspaces (on plain PostgreSQL; the executor knows a Citus coordinator).
+      (requests, commits) => runGroupTransaction(db, requests, logger, { commits, acrossWorkspaces: true }),
       logger,
       {
         queueLimit: config.WRITE_QUEUE_LIMIT,
