@@ -44,6 +44,14 @@ export function citusPresence(db: Db): () => Promise<boolean> {
   };
 }
 
+const presenceOfPool = new WeakMap<Db, () => Promise<boolean>>();
+/** citusPresence of the pool, one per pool: for code handed a pool rather than a context. */
+export function isCitusCoordinator(db: Db): Promise<boolean> {
+  let known = presenceOfPool.get(db);
+  if (!known) presenceOfPool.set(db, (known = citusPresence(db)));
+  return known();
+}
+
 /** Returns the tables it moved (none on plain PostgreSQL or once everything is in place). */
 export async function distributeTables(db: Db): Promise<string[]> {
   if (!(await citusIsPresent(db))) return [];

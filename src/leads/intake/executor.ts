@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { isUnavailable } from '../../db/availability.js';
 import { inTransactionRetried } from '../../db/conflicts.js';
 import type { Db, Executor } from '../../db/connect.js';
-import { citusPresence } from '../../db/distribution.js';
+import { isCitusCoordinator } from '../../db/distribution.js';
 import { claimKeys, reusedKey } from '../../idempotency/claims.js';
 import { settleRecords } from '../../idempotency/repository.js';
 import { addDailyCounts, type IntakeTally } from '../daily-counts-repository.js';
@@ -23,14 +23,6 @@ import { RUN_AGAIN, type GroupOutcome, type RowResult, type Settled, type WriteR
 // new leads as plain statements instead of one statement of CTEs, which the coordinator would
 // plan as a dozen steps through itself), so a group of one workspace touches one node.
 
-const presence = new WeakMap<Db, () => Promise<boolean>>();
-/** Whether the database is a Citus coordinator, asked once per pool. */
-function isCitus(db: Db): Promise<boolean> {
-  let known = presence.get(db);
-  if (!known) presence.set(db, (known = citusPresence(db)));
-  return known();
-}
-
 /**
  * Runs the requests and returns each one's outcome, in their order. A group whose lookup may be
  * read first (lookedUpFirst) and whose plan commits alone is written by one statement; otherwise
@@ -40,8 +32,7 @@ function isCitus(db: Db): Promise<boolean> {
  * savepoint contains): the caller decides whose failure it is. `commits`: called when every
  * statement but the COMMIT is done, or once the one statement has committed; it may be called
  * again when the transaction runs again. `acrossWorkspaces`: statements may span the runs of
- * several workspaces (plain PostgreSQL only: on a Citus coordinator each names its workspace).
- * A Citus coordinator gets the Citus executor, whoever runs the group (the API's groups, an import's).
+ * several workspaces (plain PostgreSQL only); a Citus coordinator gets the Citus executor.
  */
 export async function runGroupTransaction(
   db: Db,
@@ -49,7 +40,7 @@ export async function runGroupTransaction(
   log: Logger,
   { commits = () => {}, acrossWorkspaces: mayShareStatements = false }: { commits?: () => void; acrossWorkspaces?: boolean } = {},
 ): Promise<GroupOutcome[]> {
-  const citus = await isCitus(db);
+  const citus = await isCitusCoordinator(db);
   const acrossWorkspaces = mayShareStatements && !citus;
   const runs = lookedUpFirst(requests, acrossWorkspaces);
   const first = runs ? await commitAlone(db, requests, runs, log, citus) : {};
