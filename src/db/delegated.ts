@@ -107,13 +107,15 @@ async function distributedFunction(db: Executor, name: string, definition: strin
 // single-task statement; the call is one transaction there. The statements are sent as text
 // with their parameters written in as literals, exactly as the driver would have sent them: one
 // function runs any such list, and each statement keeps its one home in its repository.
-const STEPS_FUNCTION = 'delegated_workspace_steps_v1';
-const STEPS_DEFINITION =
-  `CREATE OR REPLACE FUNCTION ${STEPS_FUNCTION}(workspace_id bigint, steps text[], answer text) RETURNS SETOF jsonb LANGUAGE plpgsql\n` +
+const STEPS_SIGNATURE = '(workspace_id bigint, steps text[], answer text) RETURNS SETOF jsonb LANGUAGE plpgsql';
+const STEPS_BODY =
   // JSON prints timestamps in the session's zone: the service's is UTC (src/db/connect.ts).
   `SET TimeZone TO 'UTC' AS $delegated$\nDECLARE step text;\nBEGIN\n` +
   `FOREACH step IN ARRAY steps LOOP EXECUTE step; END LOOP;\n` +
   `IF answer IS NOT NULL THEN RETURN QUERY EXECUTE 'SELECT to_jsonb(answer) FROM (' || answer || ') AS answer'; END IF;\nEND\n$delegated$`;
+// Named by a digest of its text, as DelegatedStatement's are: a changed function is a new one.
+const STEPS_FUNCTION = `delegated_workspace_steps_${createHash('sha256').update(`${STEPS_SIGNATURE}\n${STEPS_BODY}`).digest('hex').slice(0, 12)}`;
+const STEPS_DEFINITION = `CREATE OR REPLACE FUNCTION ${STEPS_FUNCTION}${STEPS_SIGNATURE}\n${STEPS_BODY}`;
 const stepsReady = new WeakMap<object, Promise<void>>();
 
 // The driver's own text for a parameter (arrays, dates, buffers and JSON as it sends them).
