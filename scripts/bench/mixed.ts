@@ -343,7 +343,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       const drainSeconds = (performance.now() - drainStarted) / 1000;
       const { attempts } = (
         await pool.query<{ attempts: number }>(
-          `SELECT count(*)::int AS attempts FROM delivery_attempts AS a JOIN deliveries AS d ON d.id = a.delivery_id
+          `SELECT count(*)::int AS attempts FROM delivery_attempts AS a JOIN deliveries AS d ON d.workspace_id = a.workspace_id AND d.id = a.delivery_id
          WHERE d.workflow_id = $1 AND a.created_at >= $2`,
           [workflow.id, stoppedAt],
         )
@@ -361,7 +361,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
           coalesce(max(extract(epoch FROM a.created_at - l.created_at)), 0)::float8 AS max
          FROM deliveries AS d
          JOIN leads AS l ON l.workspace_id = d.workspace_id AND l.id = d.lead_id
-         JOIN delivery_attempts AS a ON a.delivery_id = d.id AND a.attempt = 1 AND a.series = 1
+         JOIN delivery_attempts AS a ON a.workspace_id = d.workspace_id AND a.delivery_id = d.id AND a.attempt = 1 AND a.series = 1
          WHERE d.workflow_id = $1 AND l.created_at < $2`,
           [workflow.id, stoppedAt],
         )
@@ -402,7 +402,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       const range = [workflowId, rows[0]!.first, rows[0]!.last];
       const firstAttempts = `
         SELECT count(*)::int AS n, coalesce(extract(epoch FROM max(a.created_at) - min(a.created_at)), 0)::float8 AS span
-        FROM deliveries AS d JOIN delivery_attempts AS a ON a.delivery_id = d.id AND a.attempt = 1 AND a.series = 1
+        FROM deliveries AS d JOIN delivery_attempts AS a ON a.workspace_id = d.workspace_id AND a.delivery_id = d.id AND a.attempt = 1 AND a.series = 1
         WHERE d.workflow_id = $1 AND d.outbox_id BETWEEN $2 AND $3`;
       const deadline = performance.now() + options.drainTimeoutSeconds * 1000;
       let result = { n: 0, span: 0 };

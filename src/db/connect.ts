@@ -8,11 +8,12 @@ import { statementNameOf } from './statement-names.js';
 export type Db = Kysely<Database>;
 export type Executor = Kysely<Database> | Transaction<Database>;
 
-// Sessions run in UTC, so PostgreSQL prints timestamptz as `2026-11-22 15:04:05.123+00`;
-// this turns that into the API's shape with exactly six fractional digits (PostgreSQL keeps
-// microseconds, which a JS Date would truncate to milliseconds).
+// Sessions run in UTC, so PostgreSQL prints timestamptz as `2026-11-22 15:04:05.123+00`
+// (and JSON as `2026-11-22T15:04:05.123+00:00`); this turns that into the API's shape with
+// exactly six fractional digits (PostgreSQL keeps microseconds, which a JS Date would truncate
+// to milliseconds).
 export function formatTimestamp(value: string): string {
-  const match = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00$/.exec(value);
+  const match = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00(?::00)?$/.exec(value);
   if (!match) throw new Error(`unexpected timestamp format: ${value}`);
   return `${match[1]}T${match[2]}.${(match[3] ?? '').padEnd(6, '0')}Z`;
 }

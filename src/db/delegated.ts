@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { CompiledQuery, sql } from 'kysely';
-import type { Executor } from './connect.js';
+import pg from 'pg';
+import type { Db, Executor } from './connect.js';
 import { citusIsPresent, ANCHOR } from './distribution.js';
 import type { PreparedStatement } from './prepared.js';
 
@@ -73,19 +75,76 @@ export class DelegatedStatement<Input extends object, Row> {
 
   private async create(db: Executor): Promise<boolean> {
     if (!(await citusIsPresent(db))) return false;
-    const exists = async () =>
-      (await sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM pg_dist_object WHERE objid = to_regproc(${this.functionName})) AS present`.execute(db)).rows[0]!.present;
-    if (await exists()) return true;
-    await db.connection().execute(async (connection) => {
-      await sql`SELECT pg_advisory_lock(hashtext(${this.functionName}))`.execute(connection);
-      try {
-        if (await exists()) return;
-        await sql.raw(this.definition).execute(connection);
-        await sql`SELECT create_distributed_function(to_regproc(${this.functionName})::oid::regprocedure, '$1', colocate_with := ${ANCHOR}::text)`.execute(connection);
-      } finally {
-        await sql`SELECT pg_advisory_unlock(hashtext(${this.functionName}))`.execute(connection);
-      }
-    });
+    await distributedFunction(db, this.functionName, this.definition);
     return true;
   }
+}
+
+/**
+ * Makes the function `name` by `definition` and distributes it by its first argument, co-located
+ * with the tenant tables, unless it is there already (under an advisory lock: every process may
+ * be first).
+ */
+async function distributedFunction(db: Executor, name: string, definition: string): Promise<void> {
+  const exists = async () =>
+    (await sql<{ present: boolean }>`SELECT EXISTS (SELECT 1 FROM pg_dist_object WHERE objid = to_regproc(${name})) AS present`.execute(db)).rows[0]!.present;
+  if (await exists()) return;
+  await db.connection().execute(async (connection) => {
+    await sql`SELECT pg_advisory_lock(hashtext(${name}))`.execute(connection);
+    try {
+      if (await exists()) return;
+      await sql.raw(definition).execute(connection);
+      await sql`SELECT create_distributed_function(to_regproc(${name})::oid::regprocedure, '$1', colocate_with := ${ANCHOR}::text)`.execute(connection);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(hashtext(${name}))`.execute(connection);
+    }
+  });
+}
+
+// The statements of one workspace that must commit together, sent as one call to the node that
+// holds it (the Citus executor's writes that commit alone: src/leads/citus-writes-repository.ts).
+// Each statement names the workspace, so on the node Citus runs it on the local shard as a
+// single-task statement; the call is one transaction there. The statements are sent as text
+// with their parameters written in as literals, exactly as the driver would have sent them: one
+// function runs any such list, and each statement keeps its one home in its repository.
+const STEPS_SIGNATURE = '(workspace_id bigint, steps text[], answer text) RETURNS SETOF jsonb LANGUAGE plpgsql';
+const STEPS_BODY =
+  // JSON prints timestamps in the session's zone: the service's is UTC (src/db/connect.ts).
+  `SET TimeZone TO 'UTC' AS $delegated$\nDECLARE step text;\nBEGIN\n` +
+  `FOREACH step IN ARRAY steps LOOP EXECUTE step; END LOOP;\n` +
+  `IF answer IS NOT NULL THEN RETURN QUERY EXECUTE 'SELECT to_jsonb(answer) FROM (' || answer || ') AS answer'; END IF;\nEND\n$delegated$`;
+// Named by a digest of its text, as DelegatedStatement's are: a changed function is a new one.
+const STEPS_FUNCTION = `delegated_workspace_steps_${createHash('sha256').update(`${STEPS_SIGNATURE}\n${STEPS_BODY}`).digest('hex').slice(0, 12)}`;
+const STEPS_DEFINITION = `CREATE OR REPLACE FUNCTION ${STEPS_FUNCTION}${STEPS_SIGNATURE}\n${STEPS_BODY}`;
+const stepsReady = new WeakMap<object, Promise<void>>();
+
+// The driver's own text for a parameter (arrays, dates, buffers and JSON as it sends them).
+const prepareValue = createRequire(import.meta.url)('pg/lib/utils.js').prepareValue as (value: unknown) => string | null;
+const PLACEHOLDER = /\$(\d+)/g;
+
+/** The statement with its parameters written in as literals (an untyped literal is typed by its place, as a parameter is). */
+export function withLiterals({ sql: text, parameters }: CompiledQuery): string {
+  return text.replace(PLACEHOLDER, (_match, n: string) => {
+    const value = prepareValue(parameters[Number(n) - 1]);
+    return value === null ? 'NULL' : pg.escapeLiteral(value);
+  });
+}
+
+/**
+ * Runs `steps`, statements of the workspace, in order as one call on a Citus coordinator: one
+ * round trip to the workspace's node and one transaction there, committed alone (so not inside a
+ * transaction: Citus delegates a call only outside one). Returns `answer`'s rows, a query run
+ * last, as JSON objects (timestamps as JSON writes them: formatTimestamp reads both).
+ */
+export async function runOnWorkspaceNode<Row>(db: Db, workspaceId: number, steps: readonly CompiledQuery[], answer: CompiledQuery | null): Promise<Row[]> {
+  let ready = stepsReady.get(db);
+  if (!ready) {
+    stepsReady.set(db, (ready = distributedFunction(db, STEPS_FUNCTION, STEPS_DEFINITION)));
+    ready.catch(() => stepsReady.delete(db));
+  }
+  await ready;
+  const { rows } = await db.executeQuery(
+    CompiledQuery.raw(`SELECT ${STEPS_FUNCTION}($1, $2, $3) AS answer`, [workspaceId, steps.map(withLiterals), answer && withLiterals(answer)]) as CompiledQuery<{ answer: Row }>,
+  );
+  return rows.map(({ answer }) => answer);
 }

@@ -81,9 +81,13 @@ export class PreparedStatement<Input extends object, Row> {
     return this.slots.map((name) => input[name]);
   }
 
+  /** The statement of one call, as Kysely would have compiled it. */
+  compiled(input: Input): CompiledQuery<Row> {
+    return { query: this.node, queryId: { queryId: 'prepared' }, sql: this.text, parameters: this.parameters(input) };
+  }
+
   async execute(db: Executor, input: Input): Promise<Row[]> {
-    const query: CompiledQuery<Row> = { query: this.node, queryId: { queryId: 'prepared' }, sql: this.text, parameters: this.parameters(input) };
-    const { rows } = await db.executeQuery(query);
+    const { rows } = await db.executeQuery(this.compiled(input));
     return rows;
   }
 }

@@ -1,10 +1,12 @@
 import { sql } from 'kysely';
-import type { Executor } from '../db/connect.js';
-import { enqueue } from '../outbox/repository.js';
-import { addDailyCountsOfWorkspace } from './daily-counts-repository.js';
-import { attachTagsOfWorkspace, claimMatchKeysOfWorkspace, oneWorkspace } from './lead-rows-repository.js';
+import { formatTimestamp, type Db, type Executor } from '../db/connect.js';
+import { runOnWorkspaceNode } from '../db/delegated.js';
+import { enqueue, enqueueWithIds } from '../outbox/repository.js';
+import type { LeadRecord } from './columns.js';
+import { addDailyCountsOfWorkspace, dailyCountsOfWorkspace } from './daily-counts-repository.js';
+import { attachTagsOfWorkspace, attachTagsStatement, claimKeysOfWorkspace, claimMatchKeysOfWorkspace, oneWorkspace } from './lead-rows-repository.js';
 import { INSERTED_COLUMNS, INSERTED_VALUES, LEAD_SOURCE_COLUMNS, newLeadsInput, type NewLeadWrite, type WrittenLeadOf } from './new-leads-repository.js';
-import { findLeadRecords } from './read-repository.js';
+import { findLeadRecords, LEAD_RECORDS } from './read-repository.js';
 import { MERGE_SOURCE_COLUMNS, mergeRows, mergeUpdate, type LeadMerge, type MergedLead } from './write-repository.js';
 
 // The Citus executor's writes of leads (src/leads/intake/executor.ts): what the new-lead
@@ -12,7 +14,8 @@ import { MERGE_SOURCE_COLUMNS, mergeRows, mergeUpdate, type LeadMerge, type Merg
 // the leads of one workspace, as statements that each name the workspace and that the
 // coordinator sends whole, as one task, to the node holding it. The two statements are CTEs
 // over jsonb_to_recordset, which Citus plans as about a dozen steps of their own through the
-// coordinator (docs/architecture.md, "The Citus executor").
+// coordinator (docs/architecture.md, "The Citus executor"). New leads that commit alone go to
+// the node as one call (src/db/delegated.ts, runOnWorkspaceNode).
 
 /**
  * insertNewLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the
@@ -21,9 +24,10 @@ import { MERGE_SOURCE_COLUMNS, mergeRows, mergeUpdate, type LeadMerge, type Merg
  * new-lead statement's CTEs are planned by the coordinator as a dozen steps, each INSERT pulled
  * through itself). The ids first (the coordinator's sequence, in the leads' order), the lead
  * rows, the match keys in key order, then for the complete leads their tags and events; the
- * records are read back as findLeadRecords reads them. `commitsAlone`: in a transaction of its
- * own (one node: committed there without two-phase commit), the day's counts added, and a key
- * another lead holds fails it writing nothing, as the statement does.
+ * records are read back as findLeadRecords reads them. `commitsAlone`: the day's counts added,
+ * and a key another lead holds fails it writing nothing, as the statement does; outside a
+ * transaction, every statement but the ids' goes to the workspace's node in one call
+ * (insertNewLeadsOnNode), committed there without two-phase commit.
  */
 export async function insertNewLeadsOnCitus(
   db: Executor,
@@ -31,38 +35,13 @@ export async function insertNewLeadsOnCitus(
   leads: readonly NewLeadWrite[],
   { records, commitsAlone = false }: { records: boolean; commitsAlone?: boolean },
 ): Promise<WrittenLeadOf[]> {
-  if (commitsAlone && !db.isTransaction) return db.transaction().execute((trx) => insertNewLeadsOnCitus(trx, workspaceId, leads, { records, commitsAlone }));
-  const input = newLeadsInput(workspaceId, leads);
-  const { rows: taken } = await sql<{ id: number }>`SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM generate_series(1, ${leads.length}::int)`.execute(db);
-  const ids = taken.map((row) => row.id);
-  const sourceColumns = sql.raw(['ord int', 'key_count int', ...LEAD_SOURCE_COLUMNS].join(', '));
-  await sql`
-    INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
-    OVERRIDING SYSTEM VALUE
-    SELECT (${ids}::bigint[])[r.ord + 1], ${workspaceId}::bigint, ${INSERTED_VALUES}
-    FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
-    ORDER BY r.ord`.execute(db);
-  const claimed = await claimMatchKeysOfWorkspace(
-    db,
-    workspaceId,
-    leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ...key, leadId: ids[ord]! }))),
-    commitsAlone ? 'fails' : 'stays',
-  );
+  if (commitsAlone && !db.isTransaction) return insertNewLeadsOnNode(db as Db, workspaceId, leads, records);
+  const ids = await takeLeadIds(db, leads.length);
+  await insertLeadRows(workspaceId, leads, ids).execute(db);
+  const claimed = await claimMatchKeysOfWorkspace(db, workspaceId, keysOf(leads, ids), commitsAlone ? 'fails' : 'stays');
   const complete = leads.map((lead, ord) => lead.keys.length === (claimed.get(ids[ord]!) ?? 0));
-  await attachTagsOfWorkspace(
-    db,
-    workspaceId,
-    leads.flatMap((lead, ord) => (complete[ord] ? [...new Set(lead.tagIds)].map((tagId) => ({ leadId: ids[ord]!, tagId })) : [])),
-  );
-  await enqueue(
-    db,
-    workspaceId,
-    leads.flatMap((lead, ord) =>
-      complete[ord]
-        ? lead.events.map((event) => ({ ...(event.topic === 'lead.created' ? { topic: event.topic, payload: { lead_id: ids[ord]! } } : event), trace: lead.trace ?? null }))
-        : [],
-    ),
-  );
+  await attachTagsOfWorkspace(db, workspaceId, tagsOf(leads, ids, complete));
+  await enqueue(db, workspaceId, eventsOf(leads, ids, complete));
   if (commitsAlone) await addDailyCountsOfWorkspace(db, workspaceId, { created: complete.filter(Boolean).length, updated: 0, skipped: 0, failed: 0 });
   const stored = records
     ? new Map(
@@ -77,6 +56,64 @@ export async function insertNewLeadsOnCitus(
     : null;
   return ids.map((id, ord) => ({ ord, id, complete: complete[ord]!, ...(stored && complete[ord] ? { record: stored.get(id)! } : {}) }));
 }
+
+/**
+ * insertNewLeadsOnCitus when the leads commit alone: the same statements, sent as one call to
+ * the workspace's node (runOnWorkspaceNode), where they are one transaction; a key another lead
+ * holds fails the call, writing nothing. The ids are the coordinator's, taken first.
+ */
+async function insertNewLeadsOnNode(db: Db, workspaceId: number, leads: readonly NewLeadWrite[], records: boolean): Promise<WrittenLeadOf[]> {
+  const all = leads.map(() => true);
+  const eventCount = leads.reduce((count, lead) => count + lead.events.length, 0);
+  const { rows } = await sql<{ leads: number[]; events: number[] }>`
+    SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('leads', 'id')) FROM generate_series(1, ${leads.length}::int)) AS leads,
+      ARRAY(SELECT nextval(pg_get_serial_sequence('outbox', 'id')) FROM generate_series(1, ${eventCount}::int)) AS events`.execute(db);
+  const ids = rows[0]!.leads.map(Number);
+  const keys = keysOf(leads, ids);
+  const tags = tagsOf(leads, ids, all);
+  const steps = [
+    insertLeadRows(workspaceId, leads, ids).compile(db),
+    ...(keys.length > 0 ? [claimKeysOfWorkspace(workspaceId, keys, 'fails').compile(db)] : []),
+    ...(tags.length > 0 ? [attachTagsStatement(workspaceId, tags).compile(db)] : []),
+    ...(eventCount > 0 ? [enqueueWithIds(workspaceId, eventsOf(leads, ids, all), rows[0]!.events.map(Number)).compile(db)] : []),
+    dailyCountsOfWorkspace(workspaceId, { created: leads.length, updated: 0, skipped: 0, failed: 0 }).compile(db),
+  ];
+  const stored = await runOnWorkspaceNode<LeadRecord>(db, workspaceId, steps, records ? LEAD_RECORDS.compiled({ workspaceId, ids: [...ids] }) : null);
+  const byId = new Map(stored.map((record) => [record.id, { ...record, created_at: formatTimestamp(record.created_at), updated_at: formatTimestamp(record.updated_at) }]));
+  return ids.map((id, ord) => ({ ord, id, complete: true, ...(records ? { record: byId.get(id)! } : {}) }));
+}
+
+/** Ids for `count` new leads from the coordinator's sequence, in order. */
+async function takeLeadIds(db: Executor, count: number): Promise<number[]> {
+  const { rows } = await sql<{ id: number }>`SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM generate_series(1, ${count}::int)`.execute(db);
+  return rows.map((row) => row.id);
+}
+
+/** The lead rows, each with its id, in order. */
+function insertLeadRows(workspaceId: number, leads: readonly NewLeadWrite[], ids: readonly number[]) {
+  const input = newLeadsInput(workspaceId, leads);
+  const sourceColumns = sql.raw(['ord int', 'key_count int', ...LEAD_SOURCE_COLUMNS].join(', '));
+  return sql`
+    INSERT INTO leads (id, workspace_id, ${INSERTED_COLUMNS})
+    OVERRIDING SYSTEM VALUE
+    SELECT (${ids}::bigint[])[r.ord + 1], ${workspaceId}::bigint, ${INSERTED_VALUES}
+    FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${sourceColumns})
+    ORDER BY r.ord`;
+}
+
+const keysOf = (leads: readonly NewLeadWrite[], ids: readonly number[]) => leads.flatMap((lead, ord) => lead.keys.map((key) => ({ ...key, leadId: ids[ord]! })));
+
+/** The tags of the complete leads. */
+const tagsOf = (leads: readonly NewLeadWrite[], ids: readonly number[], complete: readonly boolean[]) =>
+  leads.flatMap((lead, ord) => (complete[ord] ? [...new Set(lead.tagIds)].map((tagId) => ({ leadId: ids[ord]!, tagId })) : []));
+
+/** The events of the complete leads, `lead.created` naming its lead. */
+const eventsOf = (leads: readonly NewLeadWrite[], ids: readonly number[], complete: readonly boolean[]) =>
+  leads.flatMap((lead, ord) =>
+    complete[ord]
+      ? lead.events.map((event) => ({ ...(event.topic === 'lead.created' ? { topic: event.topic, payload: { lead_id: ids[ord]! } } : event), trace: lead.trace ?? null }))
+      : [],
+  );
 
 /**
  * mergeIntoLeads on a Citus coordinator (the Citus executor, src/leads/intake/executor.ts): the

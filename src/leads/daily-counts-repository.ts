@@ -82,11 +82,14 @@ export async function addDailyCounts(db: Executor, tallies: ReadonlyMap<number, 
  * makes an INSERT ... SELECT it runs through itself).
  */
 export async function addDailyCountsOfWorkspace(db: Executor, workspaceId: number, tally: IntakeTally): Promise<void> {
-  await sql`
+  await dailyCountsOfWorkspace(workspaceId, tally).execute(db);
+}
+
+/** addDailyCountsOfWorkspace's statement. */
+export const dailyCountsOfWorkspace = (workspaceId: number, tally: IntakeTally) => sql`
     INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
     VALUES (${workspaceId}::bigint, (now() AT TIME ZONE 'UTC')::date, ${tally.created}::int, ${tally.updated}::int, ${tally.skipped}::int, ${tally.failed}::int)
-    ${addedToTheDay}`.execute(db);
-}
+    ${addedToTheDay}`;
 
 /** Per UTC day of the last `days`, oldest first; zero for a day nothing was counted. */
 export async function dailyCounts(db: Executor, workspaceId: number, days: number): Promise<Array<{ day: string } & IntakeTally>> {

@@ -79,14 +79,19 @@ export async function claimMatchKeysOfWorkspace(
 ): Promise<Map<number, number>> {
   const claimed = new Map<number, number>();
   if (keys.length === 0) return claimed;
+  const { rows } = await claimKeysOfWorkspace(workspaceId, keys, held).execute(db);
+  for (const { lead_id } of rows) claimed.set(lead_id, (claimed.get(lead_id) ?? 0) + 1);
+  return claimed;
+}
+
+/** claimMatchKeysOfWorkspace's statement (at least one key). */
+export function claimKeysOfWorkspace(workspaceId: number, keys: ReadonlyArray<MatchKey & { leadId: number }>, held: 'stays' | 'fails') {
   const ordered = [...keys].sort((a, b) => compareText(a.kind, b.kind) || compareText(a.value, b.value));
-  const { rows } = await sql<{ lead_id: number }>`
+  return sql<{ lead_id: number }>`
     INSERT INTO lead_identities (workspace_id, kind, value, lead_id)
     VALUES ${sql.join(ordered.map((key) => sql`(${workspaceId}::bigint, ${key.kind}, ${key.value}, ${key.leadId}::bigint)`))}
     ${held === 'stays' ? sql`ON CONFLICT (workspace_id, kind, value) DO NOTHING` : sql``}
-    RETURNING lead_id`.execute(db);
-  for (const { lead_id } of rows) claimed.set(lead_id, (claimed.get(lead_id) ?? 0) + 1);
-  return claimed;
+    RETURNING lead_id`;
 }
 
 /** Attaches tags to leads of one workspace (VALUES naming it, in lead and tag order); returns the ones each lead did not have. */
@@ -96,13 +101,18 @@ export async function attachTagsOfWorkspace(
   tags: ReadonlyArray<{ leadId: number; tagId: number }>,
 ): Promise<Array<{ lead_id: number; tag_id: number }>> {
   if (tags.length === 0) return [];
+  const { rows } = await attachTagsStatement(workspaceId, tags).execute(db);
+  return rows;
+}
+
+/** attachTagsOfWorkspace's statement (at least one tag). */
+export function attachTagsStatement(workspaceId: number, tags: ReadonlyArray<{ leadId: number; tagId: number }>) {
   const ordered = [...tags].sort((a, b) => a.leadId - b.leadId || a.tagId - b.tagId);
-  const { rows } = await sql<{ lead_id: number; tag_id: number }>`
+  return sql<{ lead_id: number; tag_id: number }>`
     INSERT INTO lead_tags (workspace_id, lead_id, tag_id)
     VALUES ${sql.join(ordered.map((tag) => sql`(${workspaceId}::bigint, ${tag.leadId}::bigint, ${tag.tagId}::bigint)`))}
     ON CONFLICT (lead_id, tag_id, workspace_id) DO NOTHING
-    RETURNING lead_id, tag_id`.execute(db);
-  return rows;
+    RETURNING lead_id, tag_id`;
 }
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

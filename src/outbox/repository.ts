@@ -47,6 +47,15 @@ export async function enqueue(db: Executor, workspaceId: number, events: readonl
 }
 
 /**
+ * enqueue's statement for events written on the workspace's node (runOnWorkspaceNode), with their
+ * ids taken from the coordinator's sequence (`ids`, one per event, in order): a default there
+ * would draw from that node's own range of the sequence, and the outbox is read in id order.
+ */
+export const enqueueWithIds = (workspaceId: number, events: readonly TracedEvent[], ids: readonly number[]) => sql`
+  INSERT INTO outbox (id, workspace_id, topic, payload, trace_context) OVERRIDING SYSTEM VALUE
+  VALUES ${sql.join(events.map((event, position) => sql`(${ids[position]!}::bigint, ${workspaceId}::bigint, ${event.topic}, ${jsonParameter(event.payload)}::jsonb, ${event.trace ?? null})`))}`;
+
+/**
  * The inputs of newLeadEvents, one entry per event: the lead's `ord`, the topic, the payload;
  * and each lead's trace context by its `ord` (the request's that wrote it).
  */

@@ -42,8 +42,8 @@ describe('POST /leads racing another writer of the same person', () => {
 
       // Looks up (sees nothing committed), claims the phone, then waits on the email key.
       const pending = sentNow(postLead(t, tenant, { name: 'Loser', email: 'race@direct.example', phone: '+1 415 555 0177', tags: ['racing'] }));
-      // Commit only once the direct statement (the one taking a lead id first; on Citus, the one claiming the keys) waits on the email key.
-      await lockWaitOf(t.ctx.pool, readTestEnvironment().citus ? 'INSERT INTO lead_identities' : 'pg_get_serial_sequence');
+      // Commit only once the direct statement (the one taking a lead id first; on Citus, the call that writes on the workspace's node) waits on the email key.
+      await lockWaitOf(t.ctx.pool, readTestEnvironment().citus ? 'delegated_workspace_steps' : 'pg_get_serial_sequence');
       await client.query('COMMIT');
       const response = await pending;
 

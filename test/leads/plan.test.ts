@@ -201,6 +201,12 @@ describe('the planner', () => {
       expect(lookedUpFirst(requests, severalWorkspaces)?.length ?? null).toBe(runs);
     });
 
+    it("on Citus, a batch may commit alone as well (its executor writes it in one call to the workspace's node); an Idempotency-Key still may not", () => {
+      const batch = request(1, { rows: [{ lead: prepareLead(person(1)), wantsRecord: false }] });
+      expect(lookedUpFirst([batch], false, true)?.length).toBe(1);
+      expect(lookedUpFirst([batch, request(1, keyed)], false, true)).toBeNull();
+    });
+
     it('commits alone only when every row creates a person whose company and tags exist', () => {
       const plan = (lead: LeadInput, lookup = found()) => planRuns([run([person(1), lead])], [lookup], { severalWorkspaces: false, mayCommitAlone: true });
       expect(plan(person(2))).toMatchObject({ commitsAlone: true, steps: [{ write: 'create', workspaces: 'one' }] });

@@ -42,7 +42,7 @@ export async function runGroupTransaction(
 ): Promise<GroupOutcome[]> {
   const citus = await isCitusCoordinator(db);
   const acrossWorkspaces = mayShareStatements && !citus;
-  const runs = lookedUpFirst(requests, acrossWorkspaces);
+  const runs = lookedUpFirst(requests, acrossWorkspaces, citus);
   const first = runs ? await commitAlone(db, requests, runs, log, citus) : {};
   if ('settled' in first) {
     commits();

@@ -54,11 +54,12 @@ export const runInputOf =
 /**
  * The group's runs when its lookup may be read before any transaction, so that it may commit
  * alone: no request sends an Idempotency-Key (its claim decides first whether the request runs
- * at all), none is a dry run, every row is answered with its lead (POST /leads), each workspace
- * has one run, and several workspaces only where statements may span them. Otherwise null.
+ * at all), none is a dry run, every row is answered with its lead (POST /leads; on Citus,
+ * `anyAnswer`, a batch's rows too: its executor commits either alone), each workspace has one
+ * run, and several workspaces only where statements may span them. Otherwise null.
  */
-export function lookedUpFirst(requests: ReadonlyArray<WriteRequest<unknown>>, severalWorkspaces: boolean): Run[] | null {
-  if (!requests.every((request) => request.idempotency === null && !request.dryRun && request.rows.every((row) => row.wantsRecord))) return null;
+export function lookedUpFirst(requests: ReadonlyArray<WriteRequest<unknown>>, severalWorkspaces: boolean, anyAnswer = false): Run[] | null {
+  if (!requests.every((request) => request.idempotency === null && !request.dryRun && request.rows.every((row) => anyAnswer || row.wantsRecord))) return null;
   const runs = runsOf(requests, [...requests.keys()]);
   const workspaces = new Set(runs.map((run) => run.first.workspaceId));
   return workspaces.size === runs.length && (runs.length === 1 || severalWorkspaces) ? runs : null;
