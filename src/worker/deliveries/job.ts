@@ -67,12 +67,9 @@ class DeliveryJob {
     return this.inFlight.size;
   }
 
-  /**
-   * Resolves once half the window is free, so claims come in batches rather than one by one:
-   * each claim is four statements (the turn, the claim, two for the credentials) whatever it takes.
-   */
+  /** Resolves once a quarter of the window is free, so claims come in batches rather than one by one. */
   async room(): Promise<void> {
-    while (DELIVERY_CONCURRENCY - this.inFlight.size < DELIVERY_CONCURRENCY / 2) await Promise.race(this.inFlight);
+    while (DELIVERY_CONCURRENCY - this.inFlight.size < DELIVERY_CONCURRENCY / 4) await Promise.race(this.inFlight);
     while (this.unfinished.size >= UNRECORDED_LIMIT) await Promise.race(this.unfinished);
   }
 
