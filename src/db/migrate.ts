@@ -19,6 +19,7 @@ import * as erasure from './migrations/0018_erasure.js';
 import * as auditLog from './migrations/0019_audit_log.js';
 import * as leadImports from './migrations/0020_lead_imports.js';
 import * as bindSealedSecrets from './migrations/0021_bind_sealed_secrets.js';
+import * as leadMarksInPlace from './migrations/0022_lead_marks_in_place.js';
 import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '0019_audit_log': auditLog,
   '0020_lead_imports': leadImports,
   '0021_bind_sealed_secrets': bindSealedSecrets,
+  '0022_lead_marks_in_place': leadMarksInPlace,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -17,16 +17,28 @@ import type { JobDeps } from './worker-deps.js';
 import { WorkspaceTurns } from './workspace-turns.js';
 
 const FAN_OUT_BATCH = 500;
+/**
+ * After a step that found events but fewer than a batch, the next waits this long: under a
+ * steady stream of new leads a step at once would find only the few written meanwhile, and
+ * each step is a dozen statements whatever it carries.
+ */
+const FAN_OUT_GATHER_MS = 100;
 
 /** Lead events into deliveries, a batch per workspace in turn a step; new deliveries wake the other tasks. */
 export function fanOutTask(deps: JobDeps): PeriodicTask {
   const options = { limit: FAN_OUT_BATCH, maxAttempts: deps.config.WEBHOOK_MAX_ATTEMPTS, metrics: deps.metrics.worker };
   const turns = new WorkspaceTurns(dueLeadEventWorkspaces(deps.db));
+  let gather = false;
   return {
     name: 'fan-out',
     intervalMs: deps.config.OUTBOX_POLL_MS,
     feedsOthers: true,
-    step: () => fanOutLeadEvents(deps.db, turns, options),
+    async step(pacing) {
+      if (gather) await pacing.sleep(FAN_OUT_GATHER_MS);
+      const events = await fanOutLeadEvents(deps.db, turns, options);
+      gather = events > 0 && events < FAN_OUT_BATCH;
+      return events;
+    },
   };
 }
 

@@ -2,6 +2,9 @@ import type { Db } from '../../db/connect.js';
 import { recordAttempts, type AttemptOutcome, type FailingEndpoint } from '../../deliveries/attempt-repository.js';
 import type { HealthPolicy } from '../../endpoints/repository.js';
 
+/** How long the first outcome of a batch waits for others to share its statement. */
+export const RECORD_GATHER_MS = 50;
+
 /** What recording does about endpoint health: the rule, and what to do with endpoints that meet it. */
 export interface HealthWatch {
   policy: HealthPolicy;
@@ -9,8 +12,11 @@ export interface HealthWatch {
 }
 
 /**
- * Records attempts of one worker in batches: outcomes finishing within a few milliseconds
- * of each other share one statement, so recording costs a fraction of a round trip each.
+ * Records attempts of one worker in batches: outcomes finishing within `delayMs` of the first
+ * one waiting share one statement (at most `maxBatch`), so recording costs a fraction of a
+ * statement each. The window is free again once an exchange ends (src/worker/deliveries/job.ts),
+ * so waiting here delays only the record, never the next send; under sustained load a longer
+ * wait means fewer, fuller statements, the worker's largest share of the database.
  */
 export class AttemptRecorder {
   private pending: Array<{ outcome: AttemptOutcome; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
@@ -21,7 +27,7 @@ export class AttemptRecorder {
     readonly workerId: string,
     private readonly health: HealthWatch,
     private readonly maxBatch = 64,
-    private readonly delayMs = 5,
+    private readonly delayMs = RECORD_GATHER_MS,
   ) {}
 
   /** Resolves once recorded: true, or false when this worker no longer held the claim. */
