@@ -1,7 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupAddress } from 'node:dns';
-import zlib from 'node:zlib';
 import { checkUrlShape, pinnedLookup, RefusedDestination, resolveDestination, TransientResolutionError } from './network-guard.js';
 
 export interface OutboundRequest {
@@ -33,31 +32,31 @@ export interface SendResult {
   durationMs: number;
 }
 
-// node's own client, with keep-alive pools per process: receivers usually get many messages in
-// a row. A client library's per-request work (merging options, hooks, its streams) was most of
-// a delivery's CPU in the worker, which shares `npm start`'s process with the API; the rules
-// below are all a delivery needs: no redirects followed, no retries, one timeout for the whole
-// exchange, the reply decompressed and read up to a limit.
-const AGENTS = {
-  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
-  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
-};
+// One client with the fixed rules, so a request merges only what varies. Keep-alive pools
+// per process: receivers usually get many messages in a row. got and its dependencies load on
+// the first send: processes that never send (the API, most admin CLI commands) start without them.
+type Got = typeof import('got');
+interface Outbound {
+  client: ReturnType<Got['got']['extend']>;
+  RequestError: Got['RequestError'];
+}
+let outbound: Promise<Outbound> | undefined;
 
-const TIMED_OUT = 'timeout: the receiver did not answer in time';
-
-/** A decompressing stream for the reply's Content-Encoding, or none when it is sent as is. */
-function decoderFor(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
-  switch (encoding?.trim().toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return zlib.createGunzip();
-    case 'deflate':
-      return zlib.createInflate();
-    case 'br':
-      return zlib.createBrotliDecompress();
-    default:
-      return null;
-  }
+function outboundClient(): Promise<Outbound> {
+  outbound ??= import('got').then(({ got, RequestError }) => ({
+    client: got.extend({
+      agent: {
+        http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
+        https: new https.Agent({ keepAlive: true, maxSockets: 64 }),
+      },
+      followRedirect: false,
+      throwHttpErrors: false,
+      retry: { limit: 0 },
+      decompress: true,
+    }),
+    RequestError,
+  }));
+  return outbound;
 }
 
 function parseRetryAfter(value: string | undefined, now = Date.now()): number | null {
@@ -67,9 +66,12 @@ function parseRetryAfter(value: string | undefined, now = Date.now()): number | 
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
-function shortError(error: unknown): string {
-  if (error instanceof Error) return `${(error as NodeJS.ErrnoException).code ?? 'request_failed'}: ${error.message}`.slice(0, 300);
-  return String(error).slice(0, 300);
+function shortError(error: unknown, RequestError: Outbound['RequestError']): string {
+  if (error instanceof RequestError) {
+    if (error.code === 'ETIMEDOUT' || error.name === 'TimeoutError') return 'timeout: the receiver did not answer in time';
+    return `${error.code ?? 'request_failed'}: ${error.message}`.slice(0, 300);
+  }
+  return (error instanceof Error ? error.message : String(error)).slice(0, 300);
 }
 
 /**
@@ -101,69 +103,63 @@ export async function sendRequest(request: OutboundRequest, options: SendOptions
     if (error instanceof TransientResolutionError) return finish({ error: error.message });
     throw error;
   }
-  return exchange(url, addresses, request, options, finish);
+  return exchange(await outboundClient(), url, addresses, request, options, finish);
 }
 
 /** The HTTP exchange itself, with the checked addresses only; every outcome resolves (nothing throws). */
-function exchange(url: URL, addresses: LookupAddress[], request: OutboundRequest, options: SendOptions, finish: (partial: Partial<SendResult>) => SendResult): Promise<SendResult> {
+function exchange(
+  { client, RequestError }: Outbound,
+  url: URL,
+  addresses: LookupAddress[],
+  request: OutboundRequest,
+  options: SendOptions,
+  finish: (partial: Partial<SendResult>) => SendResult,
+): Promise<SendResult> {
   return new Promise<SendResult>((resolve) => {
     let settled = false;
-    // Once the status has arrived, how the reply ends (read, cut at the limit, reset, timed out) keeps it.
-    let replied: (() => void) | null = null;
-    let timer: NodeJS.Timeout | undefined;
     const settle = (result: Partial<SendResult>) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
       resolve(finish(result));
     };
-    const body = request.body === null ? null : Buffer.from(request.body, 'utf8');
-    const headers: Record<string, string> = { ...request.headers, 'accept-encoding': 'gzip, deflate, br' };
-    if (body !== null) headers['content-length'] = String(body.length);
-    let outgoing: http.ClientRequest;
-    try {
-      const client = url.protocol === 'https:' ? https : http;
-      outgoing = client.request(
-        url,
-        { method: request.method, headers, agent: AGENTS[url.protocol as keyof typeof AGENTS], lookup: pinnedLookup(addresses) as never },
-        (response) => {
-          const chunks: Buffer[] = [];
-          let kept = 0;
-          const done = (replied = () =>
-            settle({
-              statusCode: response.statusCode ?? null,
-              reply: Buffer.concat(chunks).toString('utf8'),
-              contentType: response.headers['content-type'] ?? null,
-              location: response.headers.location ?? null,
-              retryAfterMs: parseRetryAfter(response.headers['retry-after']),
-            }));
-          const decoder = decoderFor(response.headers['content-encoding']);
-          const reply = decoder ? response.pipe(decoder) : response;
-          reply.on('data', (chunk: Buffer) => {
-            if (kept >= options.replyLimit) return;
-            const part = chunk.subarray(0, options.replyLimit - kept);
-            chunks.push(part);
-            kept += part.length;
-            if (kept >= options.replyLimit) {
-              done();
-              outgoing.destroy();
-            }
-          });
-          reply.on('end', done);
-          reply.on('error', done);
-          response.on('error', done);
-        },
-      );
-    } catch (error) {
-      // A header value node refuses: nothing was sent.
-      return settle({ error: shortError(error) });
-    }
-    timer = setTimeout(() => {
-      if (replied) replied();
-      else settle({ error: TIMED_OUT });
-      outgoing.destroy();
-    }, options.timeoutMs);
-    outgoing.on('error', (error) => (replied ? replied() : settle({ error: shortError(error) })));
-    outgoing.end(body ?? undefined);
+    const stream = client.stream(url, {
+      method: request.method as 'POST',
+      headers: request.headers,
+      body: request.body ?? undefined,
+      timeout: { request: options.timeoutMs },
+      dnsLookup: pinnedLookup(addresses) as never,
+    });
+    // In stream mode got waits for a request body on every method but GET and HEAD.
+    if (request.body === null && request.method !== 'GET' && request.method !== 'HEAD') stream.end();
+    stream.on('response', (response: http.IncomingMessage) => {
+      const statusCode = response.statusCode ?? null;
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      const done = () =>
+        settle({
+          statusCode,
+          reply: Buffer.concat(chunks).toString('utf8'),
+          contentType: response.headers['content-type'] ?? null,
+          location: response.headers.location ?? null,
+          retryAfterMs: parseRetryAfter(response.headers['retry-after'] as string | undefined),
+        });
+      stream.on('data', (chunk: Buffer) => {
+        if (kept >= options.replyLimit) return;
+        const part = chunk.subarray(0, options.replyLimit - kept);
+        chunks.push(part);
+        kept += part.length;
+        if (kept >= options.replyLimit) {
+          done();
+          stream.destroy();
+        }
+      });
+      stream.on('end', done);
+      // An error after the status arrived (reset mid-body, timeout) keeps the status.
+      stream.on('error', done);
+    });
+    stream.on('error', (error: unknown) => {
+      if (settled) return;
+      settle({ error: shortError(error, RequestError) });
+    });
   });
 }
