@@ -42,20 +42,6 @@ interface Outbound {
 }
 let outbound: Promise<Outbound> | undefined;
 
-// got hands node's request() an object of some 35 options, most of them unset (TLS, cache and
-// HTTP/2 settings this sender never uses), and node copies it again in ClientRequest and in the
-// agent. Passing on only the options that are set saves those copies; everything got does set
-// (agent, lookup, headers, method, setHost) reaches node unchanged, and an unset option means
-// the same to node whether absent or undefined.
-function requestWithSetOptions(url: URL, options: https.RequestOptions, callback?: (response: http.IncomingMessage) => void): http.ClientRequest {
-  const set: Record<string, unknown> = {};
-  for (const key in options) {
-    const value = (options as Record<string, unknown>)[key];
-    if (value !== undefined) set[key] = value;
-  }
-  return (url.protocol === 'https:' ? https : http).request(url, set, callback);
-}
-
 function outboundClient(): Promise<Outbound> {
   outbound ??= import('got').then(({ got, RequestError }) => ({
     client: got.extend({
@@ -67,7 +53,6 @@ function outboundClient(): Promise<Outbound> {
       throwHttpErrors: false,
       retry: { limit: 0 },
       decompress: true,
-      request: requestWithSetOptions,
     }),
     RequestError,
   }));
