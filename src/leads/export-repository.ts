@@ -6,13 +6,13 @@ import { filteredLeadPage, pageOf, type LeadListFilter } from './list-repository
 // gives each lead's cells as the export writes them, the lists joined and the first location and
 // links picked by PostgreSQL, instead of the list's page and then each lead as the API reads it.
 // A lead's tags come as their ids, named by the service from the workspace's tags: a lookup of
-// the lead's own rows of lead_tags, which no join order the planner may pick makes a scan of
-// every tag of the workspace per lead.
+// the lead's own rows of lead_tags, where a join with tags may be planned (without statistics)
+// as a scan of every tag of the workspace for each lead.
 
 /** Lists of values (emails, phones, tag names) are joined into one cell with this. */
 export const CELL_LIST_SEPARATOR = '; ';
 
-/** The text of a JSON value as a cell: '' for none. */
+/** A text value as a cell: '' for NULL. */
 const cellText = (value: RawBuilder<unknown>) => sql<string>`coalesce(${value}, '')`;
 
 /** The URL of the first link of `type` in the links `links` (a jsonb array): what `firstLink` gives, in SQL. */

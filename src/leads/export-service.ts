@@ -13,9 +13,8 @@ import { loadLeads } from './read-service.js';
 
 const EXPORT_PAGE = 500;
 /**
- * CSV rows written at a time: each chunk (its string, the Buffer the socket sends) stays small
- * enough for V8's young generation, where a whole page's text would be a large object that only
- * a full collection frees, and the process would grow with the export's pace.
+ * CSV rows written at a time: each write (its string, the Buffer the socket sends) stays a few
+ * dozen kB whatever a page's rows hold, and the socket's backpressure is felt every few rows.
  */
 const CSV_ROWS_PER_WRITE = 100;
 
