@@ -3,7 +3,7 @@ import type { Executor } from '../db/connect.js';
 
 // The console's lead list: newest first through the (workspace_id, id) index, one page at a
 // time from a keyset (the id the last page ended at), so the thousandth page costs what the first does.
-// The CSV export reads every page of the same list.
+// The CSV export reads every page of the same list (export-repository.ts).
 
 export interface LeadListFilter {
   /** Any part of the name, of an email, of the company's name or domain, or a phone's digits. */
@@ -47,14 +47,17 @@ function searched(workspaceId: number, search: string, filter: Omit<LeadListFilt
       WHERE c.workspace_id = ${workspaceId} AND (lower(c.name) LIKE ${pattern} OR c.domain LIKE ${pattern}) ${newest('m.id')}))`;
 }
 
-/** The statement of a page of the list, built, not run (the bench EXPLAINs it: `--only search`). */
-export function leadPageQuery(db: Executor, workspaceId: number, filter: LeadListFilter) {
+/**
+ * A page of the list's leads `l` (with their companies `c`), matching the search and tag and
+ * after the cursor, newest first, one more than the page holds: the one home of the list's
+ * filter and keyset, which the Leads page and the CSV export each select their columns from.
+ */
+export function filteredLeadPage(db: Executor, workspaceId: number, filter: LeadListFilter) {
   let query = db
     .selectFrom('leads as l')
     // Every join names the workspace too, so on Citus the whole page reads one shard group.
     .leftJoin('companies as c', (join) => join.onRef('c.workspace_id', '=', 'l.workspace_id').onRef('c.id', '=', 'l.company_id'))
-    .where('l.workspace_id', '=', workspaceId)
-    .select(['l.id', 'l.name', 'l.job_title', 'l.stage', 'l.created_at', 'c.name as company_name', sql<string | null>`l.emails[1]`.as('email')]);
+    .where('l.workspace_id', '=', workspaceId);
   const search = filter.search?.trim();
   if (search) query = query.where(searched(workspaceId, search, filter));
   if (filter.tagId !== undefined) {
@@ -73,16 +76,27 @@ export function leadPageQuery(db: Executor, workspaceId: number, filter: LeadLis
   return query.orderBy('l.id', 'desc').limit(filter.limit + 1);
 }
 
-export async function listLeadPage(db: Executor, workspaceId: number, filter: LeadListFilter) {
-  const rows = await leadPageQuery(db, workspaceId, filter).execute();
-  return { leads: rows.slice(0, filter.limit), next: rows.length > filter.limit ? rows[filter.limit - 1]!.id : null };
+/** The page's rows and the cursor of the next page (null on the last). */
+export function pageOf<Row extends { id: number }>(rows: Row[], limit: number) {
+  return { rows: rows.slice(0, limit), next: rows.length > limit ? rows[limit - 1]!.id : null };
 }
 
-/** The keys of custom fields the workspace's leads hold, sorted: the export's columns. */
-export async function customFieldKeys(db: Executor, workspaceId: number): Promise<string[]> {
-  const { rows } = await sql<{ key: string }>`
-    SELECT DISTINCT jsonb_object_keys(custom_fields) AS key FROM leads WHERE workspace_id = ${workspaceId} AND custom_fields <> '{}'::jsonb ORDER BY 1`.execute(db);
-  return rows.map((row) => row.key);
+/** The statement of a page of the list, built, not run (the bench EXPLAINs it: `--only search`). */
+export function leadPageQuery(db: Executor, workspaceId: number, filter: LeadListFilter) {
+  return filteredLeadPage(db, workspaceId, filter).select([
+    'l.id',
+    'l.name',
+    'l.job_title',
+    'l.stage',
+    'l.created_at',
+    'c.name as company_name',
+    sql<string | null>`l.emails[1]`.as('email'),
+  ]);
+}
+
+export async function listLeadPage(db: Executor, workspaceId: number, filter: LeadListFilter) {
+  const { rows, next } = pageOf(await leadPageQuery(db, workspaceId, filter).execute(), filter.limit);
+  return { leads: rows, next };
 }
 
 /** The id a connector push stored on the lead (the receiver's reply `id`), or null. */

@@ -104,6 +104,7 @@ async function browseConsole(t: TestApp, tenant: Tenant, receiverUrl: string): P
     '/console/leads',
     '/console/leads?search=ada',
     `/console/leads?tag=${tagId}`,
+    `/console/leads/export.csv?tag=${tagId}`,
     `/console/leads/${leadId}`,
     '/console/connectors',
     `/console/connectors/${connector.id}`,
