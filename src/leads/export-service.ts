@@ -96,17 +96,24 @@ function cellsOf(row: LeadExportRow, tags: string): string[] {
   ];
 }
 
-/** Every matching lead as the API reads it, newest first, a page at a time. */
-export async function* matchingLeads(db: Executor, workspaceId: number, filter: LeadExportFilter): AsyncGenerator<Lead[]> {
+/** Every page of the list through its keyset, newest first: `read` reads the page before a lead id (the first page: undefined). */
+async function* everyPage<Row>(read: (before: number | undefined) => Promise<{ rows: Row[]; next: number | null }>): AsyncGenerator<Row[]> {
   for (let before: number | undefined; ; ) {
-    const page = await listLeadPage(db, workspaceId, { ...filter, before, limit: EXPORT_PAGE });
-    const leads = await loadLeads(
-      db,
-      page.leads.map((lead) => ({ id: lead.id, workspace_id: workspaceId })),
-    );
-    yield page.leads.flatMap((lead) => leads.get(lead.id) ?? []);
+    const page = await read(before);
+    yield page.rows;
     if (page.next === null) return;
     before = page.next;
+  }
+}
+
+/** Every matching lead as the API reads it, newest first, a page at a time. */
+export async function* matchingLeads(db: Executor, workspaceId: number, filter: LeadExportFilter): AsyncGenerator<Lead[]> {
+  for await (const page of everyPage((before) => listLeadPage(db, workspaceId, { ...filter, before, limit: EXPORT_PAGE }))) {
+    const leads = await loadLeads(
+      db,
+      page.map((lead) => ({ id: lead.id, workspace_id: workspaceId })),
+    );
+    yield page.flatMap((lead) => leads.get(lead.id) ?? []);
   }
 }
 
@@ -115,15 +122,12 @@ export async function* leadsCsv(db: Executor, workspaceId: number, filter: LeadE
   const keys = await customFieldKeys(db, workspaceId);
   const tagNames = await new TagNames(db, workspaceId).load();
   yield stringify([[...COLUMNS, ...keys.map((key) => `custom_fields.${key}`)]], { bom: true });
-  for (let before: number | undefined; ; ) {
-    const page = await listLeadExportPage(db, workspaceId, { ...filter, before, limit: EXPORT_PAGE });
-    const tags = await tagNames.name(page.rows);
-    for (let first = 0; first < page.rows.length; first += CSV_ROWS_PER_WRITE) {
-      const rows = page.rows.slice(first, first + CSV_ROWS_PER_WRITE);
+  for await (const page of everyPage((before) => listLeadExportPage(db, workspaceId, { ...filter, before, limit: EXPORT_PAGE }))) {
+    const tags = await tagNames.name(page);
+    for (let first = 0; first < page.length; first += CSV_ROWS_PER_WRITE) {
+      const rows = page.slice(first, first + CSV_ROWS_PER_WRITE);
       yield stringify(rows.map((row, index) => [...cellsOf(row, tags[first + index]!), ...keys.map((key) => row.custom_fields[key] ?? '')]));
     }
-    if (page.next === null) return;
-    before = page.next;
   }
 }
 

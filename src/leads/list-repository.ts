@@ -95,8 +95,7 @@ export function leadPageQuery(db: Executor, workspaceId: number, filter: LeadLis
 }
 
 export async function listLeadPage(db: Executor, workspaceId: number, filter: LeadListFilter) {
-  const { rows, next } = pageOf(await leadPageQuery(db, workspaceId, filter).execute(), filter.limit);
-  return { leads: rows, next };
+  return pageOf(await leadPageQuery(db, workspaceId, filter).execute(), filter.limit);
 }
 
 /** The id a connector push stored on the lead (the receiver's reply `id`), or null. */

@@ -39,7 +39,7 @@ export function addLeadRoutes(router: Router, ctx: AppContext): void {
     const nextQuery =
       page.next === null ? null : new URLSearchParams({ ...(search ? { search } : {}), ...(tagId ? { tag: String(tagId) } : {}), before: String(page.next) }).toString();
     const exportQuery = new URLSearchParams({ ...(search ? { search } : {}), ...(tagId ? { tag: String(tagId) } : {}) }).toString();
-    render(res, 'leads', { title: 'Leads', page: 'leads', leads: page.leads, tags, search: search ?? '', tagId, nextQuery, exportQuery });
+    render(res, 'leads', { title: 'Leads', page: 'leads', leads: page.rows, tags, search: search ?? '', tagId, nextQuery, exportQuery });
   });
 
   router.get('/leads/export.csv', async (req, res) => {
