@@ -59,6 +59,8 @@ export async function writeCompaniesAndTags(
   enrich: boolean,
 ): Promise<Written[]> {
   const domains = [...new Set(rows.flatMap((row) => newDomainOf(row) ?? []))].sort();
+  // Companies rows alone of the run created before this statement: found by their domains.
+  const madeByRowsAlone = [...new Set(rows.flatMap(({ company }) => (company && 'domain' in company ? [company.domain] : [])))];
   const missingTags = new Map<string, string>(); // lower-cased -> as first sent
   for (const row of rows) for (const name of row.references.missingTagNames) if (!missingTags.has(name.toLowerCase())) missingTags.set(name.toLowerCase(), name);
   const companyIds = new Map<string, number>();
@@ -69,9 +71,6 @@ export async function writeCompaniesAndTags(
     const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, tagNames, enrich);
     for (const company of created) companyIds.set(company.domain, company.id);
     for (const tag of tags) tagIds.set(tag.name.toLowerCase(), tag.id);
-    // Created a moment ago by a concurrent request: read them.
-    const unresolvedDomains = domains.filter((domain) => !companyIds.has(domain));
-    for (const company of await findCompaniesByDomains(db, workspaceId, unresolvedDomains)) companyIds.set(company.domain!, company.id);
     const unresolvedTags = [...missingTags.keys()].filter((name) => !tagIds.has(name));
     for (const tag of await findTagsByNames(db, workspaceId, unresolvedTags)) tagIds.set(tag.name.toLowerCase(), tag.id);
     const creator = new Map(created.filter((company) => company.status === 'pending').map((company) => [company.domain, company.id]));
@@ -82,10 +81,10 @@ export async function writeCompaniesAndTags(
       analyzed.set(position, [{ topic: 'company.analyze', payload: { company_id: id } }]);
     });
   }
-  // Companies rows alone of the run created before this statement: found by their domains.
-  const madeByRowsAlone = [...new Set(rows.flatMap(({ company }) => (company && 'domain' in company ? [company.domain] : [])))];
-  const made = new Map((await findCompaniesByDomains(db, workspaceId, madeByRowsAlone)).map((company) => [company.domain!, company.id]));
-  const idOf = (company: Exclude<SetCompany, null>) => ('id' in company ? company.id : 'domain' in company ? made.get(company.domain) : companyIds.get(company.newDomain));
+  // In one read: the new companies a concurrent request created a moment ago, and those rows alone of the run created.
+  const unresolvedDomains = [...new Set([...domains.filter((domain) => !companyIds.has(domain)), ...madeByRowsAlone])];
+  for (const company of await findCompaniesByDomains(db, workspaceId, unresolvedDomains)) companyIds.set(company.domain!, company.id);
+  const idOf = (company: Exclude<SetCompany, null>) => ('id' in company ? company.id : companyIds.get('domain' in company ? company.domain : company.newDomain));
   const fills = new Map<number, CompanyFill>();
   for (const { company } of rows) {
     if (!company || !('fill' in company) || !company.fill) continue;
