@@ -9,13 +9,13 @@ import { PrefixView } from './api-keys/prefix-view.js';
 import type { Config } from './config.js';
 import { OutageLog } from './db/availability.js';
 import type { Db } from './db/connect.js';
-import { citusPresence } from './db/distribution.js';
+import { isCitusCoordinator } from './db/distribution.js';
 import { FairSlots } from './db/fair-slots.js';
 import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
 import { runGroupTransaction } from './leads/intake/executor.js';
-import { runningGroups, WORKING_GROUPS, WORKING_GROUPS_ON_CITUS, WriteGroups } from './leads/intake/write-groups.js';
+import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';
 import { suppressionScreen, type SuppressionScreen } from './leads/suppression-screen.js';
@@ -68,7 +68,6 @@ export async function createContext(config: Config, options: ContextOptions): Pr
     connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: API_STATEMENT_TIMEOUT_MS,
   });
-  const onCitus = citusPresence(db);
   // Built now rather than by the first request that files a lead by its email.
   freeMailDomains();
 
@@ -102,8 +101,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
   await apiKeyCache.start();
 
   // On a Citus coordinator, the write groups are of one workspace each (src/leads/intake/write-groups.ts).
-  const groupsOfOneWorkspace = await onCitus();
-  const workingGroups = groupsOfOneWorkspace ? WORKING_GROUPS_ON_CITUS : WORKING_GROUPS;
+  const groupsOfOneWorkspace = await isCitusCoordinator(db);
 
   return {
     config,
@@ -116,10 +114,9 @@ export async function createContext(config: Config, options: ContextOptions): Pr
       logger,
       {
         queueLimit: config.WRITE_QUEUE_LIMIT,
-        slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, runningGroups(workingGroups)),
+        slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, RUNNING_GROUPS),
         groupRan: metrics.intake.groupRan,
         oneWorkspace: groupsOfOneWorkspace,
-        working: workingGroups,
       },
     ),
     leadReads: new LeadReads(db),

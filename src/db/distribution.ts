@@ -29,27 +29,19 @@ export async function citusIsPresent(db: Executor): Promise<boolean> {
   return rows[0]!.present;
 }
 
+const presenceOfPool = new WeakMap<Db, Promise<boolean>>();
 /**
- * Whether the database is a Citus coordinator, asked once and remembered; false while it cannot
- * be asked (a database that does not answer fails the statements that need to know anyway).
+ * Whether the pool's database is a Citus coordinator, asked once per pool and remembered; false
+ * while it cannot be asked, and asked again next time (a database that does not answer fails the
+ * statements that need to know anyway).
  */
-export function citusPresence(db: Db): () => Promise<boolean> {
-  let known: Promise<boolean> | null = null;
-  return async () => {
-    known ??= citusIsPresent(db);
-    return known.catch(() => {
-      known = null;
-      return false;
-    });
-  };
-}
-
-const presenceOfPool = new WeakMap<Db, () => Promise<boolean>>();
-/** citusPresence of the pool, one per pool: for code handed a pool rather than a context. */
-export function isCitusCoordinator(db: Db): Promise<boolean> {
+export async function isCitusCoordinator(db: Db): Promise<boolean> {
   let known = presenceOfPool.get(db);
-  if (!known) presenceOfPool.set(db, (known = citusPresence(db)));
-  return known();
+  if (!known) presenceOfPool.set(db, (known = citusIsPresent(db)));
+  return known.catch(() => {
+    if (presenceOfPool.get(db) === known) presenceOfPool.delete(db);
+    return false;
+  });
 }
 
 /** Returns the tables it moved (none on plain PostgreSQL or once everything is in place). */

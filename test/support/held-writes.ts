@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import pg from 'pg';
-import { GROUP_FILL } from '../../src/leads/intake/write-groups.js';
+import { GROUP_FILL, WORKING_GROUPS } from '../../src/leads/intake/write-groups.js';
 import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
@@ -88,7 +88,7 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
  * (GROUP_FILL blockers of another locked lead each; none when the write queue holds fewer).
  */
 export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
-  const beside = t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL ? t.ctx.writeGroups.workingLimit - 1 : 0;
+  const beside = t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL ? WORKING_GROUPS - 1 : 0;
   const gates = await Promise.all(Array.from({ length: 1 + beside }, () => lockedLead(t, tenant)));
   const block = (gate: LockedLead) => sentNow(postLead(t, tenant, { name: 'Blocker', email: gate.email }));
   const blockers = [block(gates[0]!)];

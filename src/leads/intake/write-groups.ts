@@ -30,17 +30,8 @@ export const WORKING_GROUPS = 2;
  * started would pay a commit of its own for them (the first caller after a commit used to).
  */
 export const GROUP_FILL = 8;
-/** Groups that may hold a connection at once when `working` may work: those and one committing. */
-export const runningGroups = (working: number) => working + 1;
-export const RUNNING_GROUPS = runningGroups(WORKING_GROUPS);
-/**
- * On a Citus coordinator a group holds one workspace's requests (its transaction then touches
- * one node, and commits there), so requests of many workspaces make many small groups, which
- * more working groups would serve faster. As many as on one server for now: four were tried
- * (bench/README.md, "The Citus executor"), but the tests that hold every working group with
- * locked leads (test/support/held-writes.ts) did not yet hold four reliably on the coordinator.
- */
-export const WORKING_GROUPS_ON_CITUS = 2;
+/** Groups that may hold a connection at once: those working and one committing. */
+export const RUNNING_GROUPS = WORKING_GROUPS + 1;
 
 /** Every place in this process's write queue is taken (WRITE_QUEUE_LIMIT): 503, retry shortly. */
 export class WriteQueueFull extends Error {
@@ -56,10 +47,14 @@ export interface WriteGroupsOptions {
   slots: FairSlots<number>;
   /** A group ran (metrics; its halves run again after a failure are not counted again). */
   groupRan(requests: number): void;
-  /** Each group holds requests of one workspace (a Citus coordinator); otherwise of any. */
+  /**
+   * Each group holds requests of one workspace (a Citus coordinator: its transaction then
+   * touches one node, and commits there); otherwise of any. As many groups work at once either
+   * way: more would serve the many small groups of many workspaces faster, but four were tried
+   * (bench/README.md, "The Citus executor") and the tests that hold every working group with
+   * locked leads (test/support/held-writes.ts) did not hold four reliably on the coordinator.
+   */
   oneWorkspace?: boolean;
-  /** Groups that may work at once (WORKING_GROUPS unless told). */
-  working?: number;
 }
 
 interface Member {
@@ -151,13 +146,8 @@ export class WriteGroups {
   }
 
   /** Starts the next group when requests wait and none works, or enough wait to fill one beside those working. */
-  /** Groups that may work at once. */
-  get workingLimit(): number {
-    return this.options.working ?? WORKING_GROUPS;
-  }
-
   private startGroup(): void {
-    if (this.running >= runningGroups(this.workingLimit) || this.working >= this.workingLimit) return;
+    if (this.running >= RUNNING_GROUPS || this.working >= WORKING_GROUPS) return;
     if (this.queued > 0 && (this.working === 0 || this.queued >= GROUP_FILL)) void this.drain();
   }
 
@@ -169,7 +159,7 @@ export class WriteGroups {
   private async drain(): Promise<void> {
     this.running += 1;
     try {
-      while (this.queued > 0 && (this.working === 0 || (this.working < this.workingLimit && this.queued >= GROUP_FILL))) {
+      while (this.queued > 0 && (this.working === 0 || (this.working < WORKING_GROUPS && this.queued >= GROUP_FILL))) {
         this.working += 1;
         let committing = false;
         const commits = () => {
