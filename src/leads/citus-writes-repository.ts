@@ -36,7 +36,7 @@ export async function insertNewLeadsOnCitus(
   { records, commitsAlone = false }: { records: boolean; commitsAlone?: boolean },
 ): Promise<WrittenLeadOf[]> {
   if (commitsAlone && !db.isTransaction) return insertNewLeadsOnNode(db as Db, workspaceId, leads, records);
-  const ids = await takeLeadIds(db, leads.length);
+  const { leads: ids } = await takeIds(db, leads.length, 0);
   await insertLeadRows(workspaceId, leads, ids).execute(db);
   const claimed = await claimMatchKeysOfWorkspace(db, workspaceId, keysOf(leads, ids), commitsAlone ? 'fails' : 'stays');
   const complete = leads.map((lead, ord) => lead.keys.length === (claimed.get(ids[ord]!) ?? 0));
@@ -65,17 +65,14 @@ export async function insertNewLeadsOnCitus(
 async function insertNewLeadsOnNode(db: Db, workspaceId: number, leads: readonly NewLeadWrite[], records: boolean): Promise<WrittenLeadOf[]> {
   const all = leads.map(() => true);
   const eventCount = leads.reduce((count, lead) => count + lead.events.length, 0);
-  const { rows } = await sql<{ leads: number[]; events: number[] }>`
-    SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('leads', 'id')) FROM generate_series(1, ${leads.length}::int)) AS leads,
-      ARRAY(SELECT nextval(pg_get_serial_sequence('outbox', 'id')) FROM generate_series(1, ${eventCount}::int)) AS events`.execute(db);
-  const ids = rows[0]!.leads.map(Number);
+  const { leads: ids, events: eventIds } = await takeIds(db, leads.length, eventCount);
   const keys = keysOf(leads, ids);
   const tags = tagsOf(leads, ids, all);
   const steps = [
     insertLeadRows(workspaceId, leads, ids).compile(db),
     ...(keys.length > 0 ? [claimKeysOfWorkspace(workspaceId, keys, 'fails').compile(db)] : []),
     ...(tags.length > 0 ? [attachTagsStatement(workspaceId, tags).compile(db)] : []),
-    ...(eventCount > 0 ? [enqueueWithIds(workspaceId, eventsOf(leads, ids, all), rows[0]!.events.map(Number)).compile(db)] : []),
+    ...(eventCount > 0 ? [enqueueWithIds(workspaceId, eventsOf(leads, ids, all), eventIds).compile(db)] : []),
     dailyCountsOfWorkspace(workspaceId, { created: leads.length, updated: 0, skipped: 0, failed: 0 }).compile(db),
   ];
   const stored = await runOnWorkspaceNode<LeadRecord>(db, workspaceId, steps, records ? LEAD_RECORDS.compiled({ workspaceId, ids: [...ids] }) : null);
@@ -83,10 +80,12 @@ async function insertNewLeadsOnNode(db: Db, workspaceId: number, leads: readonly
   return ids.map((id, ord) => ({ ord, id, complete: true, ...(records ? { record: byId.get(id)! } : {}) }));
 }
 
-/** Ids for `count` new leads from the coordinator's sequence, in order. */
-async function takeLeadIds(db: Executor, count: number): Promise<number[]> {
-  const { rows } = await sql<{ id: number }>`SELECT nextval(pg_get_serial_sequence('leads', 'id')) AS id FROM generate_series(1, ${count}::int)`.execute(db);
-  return rows.map((row) => row.id);
+/** Ids for `leadCount` new leads and `eventCount` outbox events from the coordinator's sequences, each in order, in one statement. */
+async function takeIds(db: Executor, leadCount: number, eventCount: number): Promise<{ leads: number[]; events: number[] }> {
+  const { rows } = await sql<{ leads: string[]; events: string[] }>`
+    SELECT ARRAY(SELECT nextval(pg_get_serial_sequence('leads', 'id')) FROM generate_series(1, ${leadCount}::int)) AS leads,
+      ARRAY(SELECT nextval(pg_get_serial_sequence('outbox', 'id')) FROM generate_series(1, ${eventCount}::int)) AS events`.execute(db);
+  return { leads: rows[0]!.leads.map(Number), events: rows[0]!.events.map(Number) };
 }
 
 /** The lead rows, each with its id, in order. */
