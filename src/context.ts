@@ -15,7 +15,7 @@ import type { ProcessDatabase } from './db/open.js';
 import { createLogger } from './logger.js';
 import { LeadReads } from './leads/read-service.js';
 import { runGroupTransaction } from './leads/intake/executor.js';
-import { RUNNING_GROUPS, WriteGroups } from './leads/intake/write-groups.js';
+import { runningGroups, WriteGroups } from './leads/intake/write-groups.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { freeMailDomains } from './normalize.js';
 import { suppressionScreen, type SuppressionScreen } from './leads/suppression-screen.js';
@@ -114,7 +114,7 @@ export async function createContext(config: Config, options: ContextOptions): Pr
       logger,
       {
         queueLimit: config.WRITE_QUEUE_LIMIT,
-        slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, RUNNING_GROUPS),
+        slots: FairSlots.forPool(config.DATABASE_POOL_SIZE, runningGroups(groupsOfOneWorkspace)),
         groupRan: metrics.intake.groupRan,
         oneWorkspace: groupsOfOneWorkspace,
       },

@@ -22,7 +22,8 @@ import { lockWaitOf, statementsOf } from '../support/statements.js';
 // group, whose size is asserted from the process's metrics. Each caller must get exactly the
 // answer it would have got alone.
 
-const bed = testBed();
+// Each test occupies every working group with dozens of requests of one key: well past the default rate limit over the file.
+const bed = testBed({ app: { env: { RATE_LIMIT_PER_MINUTE: '100000' } } });
 const CITUS = readTestEnvironment().citus;
 let t: TestApp;
 let tenant: Tenant;

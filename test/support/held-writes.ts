@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import pg from 'pg';
-import { GROUP_FILL, WORKING_GROUPS } from '../../src/leads/intake/write-groups.js';
+import { GROUP_FILL } from '../../src/leads/intake/write-groups.js';
 import type { TestApp } from './app.js';
 import { readTestEnvironment } from './env.js';
 import { eventually } from './eventually.js';
@@ -47,7 +47,9 @@ const waitsOnLeadRows = (column: string) => `(${column} ILIKE '%for update%' OR 
 export async function lockWaiters(db: pg.Client | pg.Pool): Promise<number[]> {
   const { rows } = await db.query<{ id: string }>(
     readTestEnvironment().citus
-      ? `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE ${waitsOnLeadRows('blocked_statement')}`
+      ? // citus_lock_waits is the cluster's, every database's: the other test files' too.
+        `SELECT DISTINCT waiting_gpid AS id FROM citus_lock_waits WHERE ${waitsOnLeadRows('blocked_statement')}
+          AND waiting_gpid IN (SELECT global_pid FROM citus_stat_activity WHERE datname = current_database())`
       : `SELECT pid AS id FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND ${waitsOnLeadRows('query')}`,
   );
   return rows.map((row) => Number(row.id));
@@ -88,7 +90,7 @@ export async function lockWaits(t: TestApp, until: number | ((waits: number) => 
  * (GROUP_FILL blockers of another locked lead each; none when the write queue holds fewer).
  */
 export async function occupyGroups(t: TestApp, tenant: Tenant): Promise<{ release(): Promise<void>; finished(): Promise<void> }> {
-  const beside = t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL ? WORKING_GROUPS - 1 : 0;
+  const beside = t.ctx.config.WRITE_QUEUE_LIMIT >= GROUP_FILL ? t.ctx.writeGroups.workingGroups - 1 : 0;
   const gates = await Promise.all(Array.from({ length: 1 + beside }, () => lockedLead(t, tenant)));
   const block = (gate: LockedLead) => sentNow(postLead(t, tenant, { name: 'Blocker', email: gate.email }));
   const blockers = [block(gates[0]!)];

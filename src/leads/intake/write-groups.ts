@@ -25,13 +25,20 @@ export const MAX_GROUP_REQUESTS = 64;
  */
 export const WORKING_GROUPS = 2;
 /**
+ * The same on a Citus coordinator, where a group holds one workspace's calls: calls of many
+ * workspaces make groups of one call each, each a round trip or two to its node that no other
+ * group shares, so more of them work at once (each group in a transaction holds a connection:
+ * enough of the default pool stays for the requests that run alone).
+ */
+export const WORKING_GROUPS_OF_ONE_WORKSPACE = 6;
+/**
  * Requests that must wait before a group starts beside one still working. Fewer wait for its
  * commit: a group of the one or two calls that came in a moment after the working group
  * started would pay a commit of its own for them (the first caller after a commit used to).
  */
 export const GROUP_FILL = 8;
-/** Groups that may hold a connection at once: those working and one committing. */
-export const RUNNING_GROUPS = WORKING_GROUPS + 1;
+/** Groups that may hold a connection at once: those working and one committing (`oneWorkspace`: as WriteGroupsOptions'). */
+export const runningGroups = (oneWorkspace: boolean) => (oneWorkspace ? WORKING_GROUPS_OF_ONE_WORKSPACE : WORKING_GROUPS) + 1;
 
 /** Every place in this process's write queue is taken (WRITE_QUEUE_LIMIT): 503, retry shortly. */
 export class WriteQueueFull extends Error {
@@ -49,10 +56,8 @@ export interface WriteGroupsOptions {
   groupRan(requests: number): void;
   /**
    * Each group holds requests of one workspace (a Citus coordinator: its transaction then
-   * touches one node, and commits there); otherwise of any. As many groups work at once either
-   * way: more would serve the many small groups of many workspaces faster, but four were tried
-   * (bench/README.md, "The Citus executor") and the tests that hold every working group with
-   * locked leads (test/support/held-writes.ts) did not hold four reliably on the coordinator.
+   * touches one node, and commits there), and WORKING_GROUPS_OF_ONE_WORKSPACE work at once;
+   * otherwise of any, WORKING_GROUPS at once.
    */
   oneWorkspace?: boolean;
 }
@@ -71,12 +76,16 @@ export class WriteGroups {
   /** Groups holding a connection (drain loops), and those of them not yet committing. */
   private running = 0;
   private working = 0;
+  /** Groups that may work at once. */
+  readonly workingGroups: number;
 
   constructor(
     private readonly runGroup: RunGroup,
     private readonly log: Logger,
     private readonly options: WriteGroupsOptions,
-  ) {}
+  ) {
+    this.workingGroups = options.oneWorkspace ? WORKING_GROUPS_OF_ONE_WORKSPACE : WORKING_GROUPS;
+  }
 
   /** Requests waiting for the next group. */
   get waiting(): number {
@@ -147,7 +156,7 @@ export class WriteGroups {
 
   /** Starts the next group when requests wait and none works, or enough wait to fill one beside those working. */
   private startGroup(): void {
-    if (this.running >= RUNNING_GROUPS || this.working >= WORKING_GROUPS) return;
+    if (this.running > this.workingGroups || this.working >= this.workingGroups) return;
     if (this.queued > 0 && (this.working === 0 || this.queued >= GROUP_FILL)) void this.drain();
   }
 
@@ -159,7 +168,7 @@ export class WriteGroups {
   private async drain(): Promise<void> {
     this.running += 1;
     try {
-      while (this.queued > 0 && (this.working === 0 || (this.working < WORKING_GROUPS && this.queued >= GROUP_FILL))) {
+      while (this.queued > 0 && (this.working === 0 || (this.working < this.workingGroups && this.queued >= GROUP_FILL))) {
         this.working += 1;
         let committing = false;
         const commits = () => {
