@@ -38,7 +38,8 @@ export const WORKING_GROUPS_OF_ONE_WORKSPACE = 6;
  */
 export const GROUP_FILL = 8;
 /** Groups that may hold a connection at once: those working and one committing (`oneWorkspace`: as WriteGroupsOptions'). */
-export const runningGroups = (oneWorkspace: boolean) => (oneWorkspace ? WORKING_GROUPS_OF_ONE_WORKSPACE : WORKING_GROUPS) + 1;
+export const runningGroups = (oneWorkspace: boolean) => workingGroups(oneWorkspace) + 1;
+const workingGroups = (oneWorkspace: boolean) => (oneWorkspace ? WORKING_GROUPS_OF_ONE_WORKSPACE : WORKING_GROUPS);
 
 /** Every place in this process's write queue is taken (WRITE_QUEUE_LIMIT): 503, retry shortly. */
 export class WriteQueueFull extends Error {
@@ -76,15 +77,17 @@ export class WriteGroups {
   /** Groups holding a connection (drain loops), and those of them not yet committing. */
   private running = 0;
   private working = 0;
-  /** Groups that may work at once. */
+  /** Groups that may work at once, and that may hold a connection at once. */
   readonly workingGroups: number;
+  private readonly runningLimit: number;
 
   constructor(
     private readonly runGroup: RunGroup,
     private readonly log: Logger,
     private readonly options: WriteGroupsOptions,
   ) {
-    this.workingGroups = options.oneWorkspace ? WORKING_GROUPS_OF_ONE_WORKSPACE : WORKING_GROUPS;
+    this.workingGroups = workingGroups(options.oneWorkspace ?? false);
+    this.runningLimit = runningGroups(options.oneWorkspace ?? false);
   }
 
   /** Requests waiting for the next group. */
@@ -156,7 +159,7 @@ export class WriteGroups {
 
   /** Starts the next group when requests wait and none works, or enough wait to fill one beside those working. */
   private startGroup(): void {
-    if (this.running > this.workingGroups || this.working >= this.workingGroups) return;
+    if (this.running >= this.runningLimit || this.working >= this.workingGroups) return;
     if (this.queued > 0 && (this.working === 0 || this.queued >= GROUP_FILL)) void this.drain();
   }
 
