@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import path from 'node:path';
 import type pg from 'pg';
+import { sessionName } from '../../src/db/session-name.js';
 import type { Workload } from './load.js';
 import type { FixedRateResult, ScenarioResult } from './report.js';
 import {
@@ -33,7 +34,7 @@ type Kind = keyof typeof MIX;
 /** The connections the mixed service may hold: the API's pool, its LISTEN connection, the in-process worker's pool of 4. */
 export const SERVICE_CONNECTION_BOUND = 10 + 1 + 4;
 
-/** The bench's own connections name themselves so, and are not counted as the service's. */
+/** The bench's own connections name themselves so. */
 export const BENCH_APPLICATION_NAME = 'lead-intake-bench';
 
 export interface BacklogSample {
@@ -43,8 +44,10 @@ export interface BacklogSample {
   events: number;
   /** Pending deliveries due now (not yet attempted, or a retry that is due). */
   due: number;
-  /** The service's PostgreSQL connections. */
+  /** The mixed service's PostgreSQL connections (its sessions' names carry its pid: other processes on the database are not counted). */
   connections: number;
+  /** The same by pool (the part of sessionName before the pid): `api`, `worker`, `api-key-listen`. */
+  connectionsByPool: Record<string, number>;
   rssMb: number;
 }
 
@@ -56,6 +59,8 @@ export interface MixedRun extends ScenarioResult {
   backlogSlopePerSecond: number;
   maxBacklog: number;
   maxConnections: number;
+  /** The pools' connections in the first sample with maxConnections. */
+  maxConnectionsByPool: Record<string, number>;
   /** A lone POST /leads (new person, 20 req/s) just before the load and once the backlog drained. */
   loneBefore: FixedRateResult;
   loneAfter: FixedRateResult;
@@ -179,12 +184,15 @@ async function startReceiver() {
 // company domains (.example) have no website, so each analysis waits for its DNS lookup to fail.
 const LEAD_TOPICS = `topic IN ('lead.created', 'lead.tag_added', 'lead.erased')`;
 
-// What the sampler reads every second: index reads of the two partial indexes the worker claims through.
+// What the sampler reads every second: index reads of the two partial indexes the worker claims through, and the
+// sessions of the service's process by name ($1: sessionName with '%' for the pool's name, and the process's pid).
 const BACKLOG = `
   SELECT (SELECT count(*) FROM outbox WHERE processed_at IS NULL AND ${LEAD_TOPICS})::int AS events,
     (SELECT count(*) FROM deliveries WHERE branch = 'pending' AND next_attempt_at <= now())::int AS due,
-    (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-       AND application_name <> '${BENCH_APPLICATION_NAME}')::int AS connections
+    (SELECT coalesce(jsonb_object_agg(application_name, n), '{}') FROM (
+       SELECT application_name, count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND backend_type = 'client backend' AND application_name LIKE $1
+       GROUP BY 1) AS sessions) AS sessions
 `;
 
 class Sampler {
@@ -206,8 +214,13 @@ class Sampler {
     this.busy = true;
     try {
       const t = (performance.now() - this.started) / 1000;
-      const { rows } = await this.pool.query<{ events: number; due: number; connections: number }>(BACKLOG);
-      const sample = { t: Number(t.toFixed(2)), ...rows[0]!, rssMb: Number(mb(rssOf(this.pid) ?? 0).toFixed(1)) };
+      const pattern = sessionName('%', this.pid);
+      const { rows } = await this.pool.query<{ events: number; due: number; sessions: Record<string, number> }>(BACKLOG, [pattern]);
+      const { sessions, ...backlog } = rows[0]!;
+      const [prefix, suffix] = pattern.split('%') as [string, string];
+      const connectionsByPool = Object.fromEntries(Object.entries(sessions).map(([name, n]) => [name.slice(prefix.length, name.length - suffix.length), n]));
+      const connections = Object.values(sessions).reduce((sum, n) => sum + n, 0);
+      const sample = { t: Number(t.toFixed(2)), ...backlog, connections, connectionsByPool, rssMb: Number(mb(rssOf(this.pid) ?? 0).toFixed(1)) };
       this.samples.push(sample);
       return sample;
     } finally {
@@ -431,12 +444,14 @@ const round = (value: number, digits: number) => Number(value.toFixed(digits));
 function backlogFigures(samples: BacklogSample[], loadSeconds: number) {
   const during = samples.filter((sample) => sample.t <= loadSeconds + 0.5);
   const backlog = during.map((sample) => ({ t: sample.t, y: sample.events + sample.due }));
+  const maxConnections = Math.max(0, ...samples.map((sample) => sample.connections));
   return {
     samples,
     // The first tenth of the load fills the pipeline: the slope is taken over the rest.
     backlogSlopePerSecond: round(slope(backlog.filter((point) => point.t >= loadSeconds / 10)), 2),
     maxBacklog: Math.max(0, ...backlog.map((point) => point.y)),
-    maxConnections: Math.max(0, ...samples.map((sample) => sample.connections)),
+    maxConnections,
+    maxConnectionsByPool: samples.find((sample) => sample.connections === maxConnections)?.connectionsByPool ?? {},
   };
 }
 
