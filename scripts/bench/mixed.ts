@@ -10,10 +10,12 @@ import http from 'node:http';
 import path from 'node:path';
 import type pg from 'pg';
 import { sessionName } from '../../src/db/session-name.js';
+import { DbAccounting } from './db-accounting.js';
 import type { Workload } from './load.js';
 import type { FixedRateResult, ScenarioResult } from './report.js';
 import {
   benchServiceEnv,
+  cpuSecondsOf,
   freePort,
   nodeFlagsOf,
   ROOT,
@@ -116,6 +118,8 @@ export interface MixedOptions {
   profileFlags: string[];
   deliveryScenarioPerSecond: number | null;
   runs: { plain: boolean; webhooks: boolean };
+  /** `--db-accounting`: the database's work over each mixed run (load and drain) and the burst, in the log. */
+  accounting: DbAccounting | null;
   log: (message: string) => void;
 }
 
@@ -292,6 +296,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
 
     const mixedOnce = async (name: string, tag: string) => {
       const loneBefore = await lone(`${name}: lone POST /leads before`, `${tag}lb`);
+      const accounted = await accountFrom(`${name} (load and drain)`);
       const parts = workloads(options, tag);
       const workload: Workload = { kind: 'mixed', parts: (Object.keys(MIX) as Kind[]).map((kind) => ({ weight: MIX[kind], workload: parts[kind] })) };
       log(`${name}: ${options.mixedSeconds}s at ${options.connections} connections`);
@@ -301,7 +306,22 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       const result = await run(name, workload, options.mixedSeconds, 0);
       const loadSeconds = (performance.now() - loadStarted) / 1000;
       sampler.stop();
-      return { loneBefore, result, sampler, loadSeconds, loadStarted };
+      return { loneBefore, result, sampler, loadSeconds, loadStarted, accounted };
+    };
+
+    /** The database's work and the service's CPU from now until the returned function is called (--db-accounting). */
+    const accountFrom = async (name: string) => {
+      const accounting = options.accounting;
+      if (!accounting) return async () => {};
+      const before = { db: await accounting.snapshot(), cpu: cpuSecondsOf(pid) ?? 0 };
+      return async () => {
+        const after = { db: await accounting.snapshot(), cpu: cpuSecondsOf(pid) ?? 0 };
+        const deliveries = (after.db.tables.get('deliveries')?.ins ?? 0) - (before.db.tables.get('deliveries')?.ins ?? 0);
+        const leads = (after.db.tables.get('leads')?.ins ?? 0) - (before.db.tables.get('leads')?.ins ?? 0);
+        const [unit, units] = deliveries > 0 ? ['delivery', deliveries] : ['new lead', leads];
+        log(`service CPU, ${name}: ${(((after.cpu - before.cpu) * 1e6) / Math.max(units, 1)).toFixed(0)} us per ${unit} (${leads} new leads, ${deliveries} deliveries)`);
+        for (const line of DbAccounting.lines(name, before.db, after.db, units, unit)) log(line);
+      };
     };
 
     let firstLoadAt: number | undefined;
@@ -326,6 +346,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
     async function plainRun(): Promise<MixedRun> {
       const plain = await mixedOnce('M mixed, no webhooks', 'm');
       const plainDrain = await drainUntil(plain.sampler, options.drainTimeoutSeconds, (sample) => sample.events === 0);
+      await plain.accounted();
       const plainLeft = await leftBehind(pool, null);
       const plainLoneAfter = await lone('M mixed, no webhooks: lone POST /leads after', 'mla');
       if (plainDrain.timedOut) log('M mixed, no webhooks: the outbox did not drain in time');
@@ -363,6 +384,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       ).rows[0]!;
       // Retries not yet due are not a backlog, but must end too: wait (bounded) for every delivery to be final.
       await waitFor(options.drainTimeoutSeconds, async () => (await leftBehind(pool, workflow.id)).deliveries === 0);
+      await hooked.accounted();
       const hookedLeft = await leftBehind(pool, workflow.id);
       const hookedLoneAfter = await lone('MW mixed, a webhook per new lead: lone POST /leads after', 'wla');
       await waitFor(30, async () => (await leftBehind(pool, workflow.id)).deliveries === 0);
@@ -404,6 +426,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
 
     async function burstAfterLoad(workflowId: number) {
       log(`MW after the load: ${options.burstEvents} lead.created events at once`);
+      const accounted = await accountFrom('MW after the load: the burst');
       const { rows } = await pool.query<{ first: string; last: string }>(
         `WITH queued AS (
            INSERT INTO outbox (workspace_id, topic, payload)
@@ -425,6 +448,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       await waitFor(options.drainTimeoutSeconds, async () => (await leftBehind(pool, workflowId)).deliveries === 0);
+      await accounted();
       return {
         events: options.burstEvents,
         deliveriesPerSecond: round(result.n / Math.max(result.span, 0.001), 0),
