@@ -252,11 +252,6 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
   // the mixed service's worker serves exactly the mixed scenarios' events.
   await pool.query('UPDATE outbox SET processed_at = now() WHERE processed_at IS NULL');
   await pool.query('UPDATE workflows SET active = false WHERE workspace_id = $1 AND active', [options.workspaceId]);
-  // Statistics of the queues as a running service's have them (autovacuum analyzes a table whose rows changed; it is
-  // off on the shared server): never analyzed, the delivery scenario's 10,000 finished deliveries still look like a
-  // few pending ones, and the claims and turn queries are planned as bitmap scans that visit every row version
-  // written since (each call, all of them) instead of walking the due index, which skips the versions found dead.
-  await pool.query('ANALYZE deliveries, delivery_attempts, outbox');
 
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
