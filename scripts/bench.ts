@@ -17,6 +17,7 @@ import { runCsvScenario } from './bench/csv-import.js';
 import { runDeliveryScenario } from './bench/delivery.js';
 import { databaseUrl } from './database-url.js';
 import { runFloodScenario } from './bench/flood.js';
+import { DbAccounting } from './bench/db-accounting.js';
 import { BENCH_APPLICATION_NAME, runMixedScenarios, type MixedOptions } from './bench/mixed.js';
 import type { Workload } from './bench/load.js';
 import { brokenBecause, citusCountsTable, mixedLines, report, type CeilingResult, type FixedRateResult, type ScenarioResult } from './bench/report.js';
@@ -56,6 +57,7 @@ const { values: flags } = parseArgs({
     citus: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     'mixed-duration': { type: 'string' },
+    'db-accounting': { type: 'boolean', default: false },
   },
 });
 // `--only`: just these closed-loop scenarios, each beside the INSERT baseline (which always
@@ -315,6 +317,7 @@ async function main(): Promise<void> {
       withBaseline('constant', workspaceId, (url, baselinePid) => measure('baseline: express constant JSON', url, null, { kind: 'get', path: '/me' }, baselinePid));
     const measureMe = () => measure('1 GET /me', base, token, meWorkload, pid);
     // The mixed scenarios, on a service of their own started as `npm start` starts it (worker in process).
+    const accounting = flags['db-accounting'] ? await DbAccounting.open(pool) : null;
     const mixedOptions = (runs: MixedOptions['runs'], deliveryScenarioPerSecond: number | null, partSeconds: number): MixedOptions => ({
       pool,
       databaseUrl: benchUrl,
@@ -333,6 +336,7 @@ async function main(): Promise<void> {
       profileFlags,
       deliveryScenarioPerSecond,
       runs,
+      accounting,
       log,
     });
 

@@ -9,10 +9,13 @@ import { once } from 'node:events';
 import http from 'node:http';
 import path from 'node:path';
 import type pg from 'pg';
+import { sessionName } from '../../src/db/session-name.js';
+import { DbAccounting } from './db-accounting.js';
 import type { Workload } from './load.js';
 import type { FixedRateResult, ScenarioResult } from './report.js';
 import {
   benchServiceEnv,
+  cpuSecondsOf,
   freePort,
   nodeFlagsOf,
   ROOT,
@@ -33,7 +36,7 @@ type Kind = keyof typeof MIX;
 /** The connections the mixed service may hold: the API's pool, its LISTEN connection, the in-process worker's pool of 4. */
 export const SERVICE_CONNECTION_BOUND = 10 + 1 + 4;
 
-/** The bench's own connections name themselves so, and are not counted as the service's. */
+/** The bench's own connections name themselves so. */
 export const BENCH_APPLICATION_NAME = 'lead-intake-bench';
 
 export interface BacklogSample {
@@ -43,8 +46,10 @@ export interface BacklogSample {
   events: number;
   /** Pending deliveries due now (not yet attempted, or a retry that is due). */
   due: number;
-  /** The service's PostgreSQL connections. */
+  /** The mixed service's PostgreSQL connections (its sessions' names carry its pid: other processes on the database are not counted). */
   connections: number;
+  /** The same by pool (the part of sessionName before the pid): `api`, `worker`, `api-key-listen`. */
+  connectionsByPool: Record<string, number>;
   rssMb: number;
 }
 
@@ -56,6 +61,8 @@ export interface MixedRun extends ScenarioResult {
   backlogSlopePerSecond: number;
   maxBacklog: number;
   maxConnections: number;
+  /** The pools' connections in the first sample with maxConnections. */
+  maxConnectionsByPool: Record<string, number>;
   /** A lone POST /leads (new person, 20 req/s) just before the load and once the backlog drained. */
   loneBefore: FixedRateResult;
   loneAfter: FixedRateResult;
@@ -111,6 +118,8 @@ export interface MixedOptions {
   profileFlags: string[];
   deliveryScenarioPerSecond: number | null;
   runs: { plain: boolean; webhooks: boolean };
+  /** `--db-accounting`: the database's work over each mixed run (load and drain) and the burst, in the log. */
+  accounting: DbAccounting | null;
   log: (message: string) => void;
 }
 
@@ -179,12 +188,15 @@ async function startReceiver() {
 // company domains (.example) have no website, so each analysis waits for its DNS lookup to fail.
 const LEAD_TOPICS = `topic IN ('lead.created', 'lead.tag_added', 'lead.erased')`;
 
-// What the sampler reads every second: index reads of the two partial indexes the worker claims through.
+// What the sampler reads every second: index reads of the two partial indexes the worker claims through, and the
+// sessions of the service's process by name ($1: sessionName with '%' for the pool's name, and the process's pid).
 const BACKLOG = `
   SELECT (SELECT count(*) FROM outbox WHERE processed_at IS NULL AND ${LEAD_TOPICS})::int AS events,
     (SELECT count(*) FROM deliveries WHERE branch = 'pending' AND next_attempt_at <= now())::int AS due,
-    (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'
-       AND application_name <> '${BENCH_APPLICATION_NAME}')::int AS connections
+    (SELECT coalesce(jsonb_object_agg(application_name, n), '{}') FROM (
+       SELECT application_name, count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND backend_type = 'client backend' AND application_name LIKE $1
+       GROUP BY 1) AS sessions) AS sessions
 `;
 
 class Sampler {
@@ -206,8 +218,13 @@ class Sampler {
     this.busy = true;
     try {
       const t = (performance.now() - this.started) / 1000;
-      const { rows } = await this.pool.query<{ events: number; due: number; connections: number }>(BACKLOG);
-      const sample = { t: Number(t.toFixed(2)), ...rows[0]!, rssMb: Number(mb(rssOf(this.pid) ?? 0).toFixed(1)) };
+      const pattern = sessionName('%', this.pid);
+      const { rows } = await this.pool.query<{ events: number; due: number; sessions: Record<string, number> }>(BACKLOG, [pattern]);
+      const { sessions, ...backlog } = rows[0]!;
+      const [prefix, suffix] = pattern.split('%') as [string, string];
+      const connectionsByPool = Object.fromEntries(Object.entries(sessions).map(([name, n]) => [name.slice(prefix.length, name.length - suffix.length), n]));
+      const connections = Object.values(sessions).reduce((sum, n) => sum + n, 0);
+      const sample = { t: Number(t.toFixed(2)), ...backlog, connections, connectionsByPool, rssMb: Number(mb(rssOf(this.pid) ?? 0).toFixed(1)) };
       this.samples.push(sample);
       return sample;
     } finally {
@@ -279,6 +296,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
 
     const mixedOnce = async (name: string, tag: string) => {
       const loneBefore = await lone(`${name}: lone POST /leads before`, `${tag}lb`);
+      const accounted = await accountFrom(`${name} (load and drain)`);
       const parts = workloads(options, tag);
       const workload: Workload = { kind: 'mixed', parts: (Object.keys(MIX) as Kind[]).map((kind) => ({ weight: MIX[kind], workload: parts[kind] })) };
       log(`${name}: ${options.mixedSeconds}s at ${options.connections} connections`);
@@ -288,7 +306,22 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       const result = await run(name, workload, options.mixedSeconds, 0);
       const loadSeconds = (performance.now() - loadStarted) / 1000;
       sampler.stop();
-      return { loneBefore, result, sampler, loadSeconds, loadStarted };
+      return { loneBefore, result, sampler, loadSeconds, loadStarted, accounted };
+    };
+
+    /** The database's work and the service's CPU from now until the returned function is called (--db-accounting). */
+    const accountFrom = async (name: string) => {
+      const accounting = options.accounting;
+      if (!accounting) return async () => {};
+      const before = { db: await accounting.snapshot(), cpu: cpuSecondsOf(pid) ?? 0 };
+      return async () => {
+        const after = { db: await accounting.snapshot(), cpu: cpuSecondsOf(pid) ?? 0 };
+        const deliveries = (after.db.tables.get('deliveries')?.ins ?? 0) - (before.db.tables.get('deliveries')?.ins ?? 0);
+        const leads = (after.db.tables.get('leads')?.ins ?? 0) - (before.db.tables.get('leads')?.ins ?? 0);
+        const [unit, units] = deliveries > 0 ? ['delivery', deliveries] : ['new lead', leads];
+        log(`service CPU, ${name}: ${(((after.cpu - before.cpu) * 1e6) / Math.max(units, 1)).toFixed(0)} us per ${unit} (${leads} new leads, ${deliveries} deliveries)`);
+        for (const line of DbAccounting.lines(name, before.db, after.db, units, unit)) log(line);
+      };
     };
 
     let firstLoadAt: number | undefined;
@@ -313,6 +346,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
     async function plainRun(): Promise<MixedRun> {
       const plain = await mixedOnce('M mixed, no webhooks', 'm');
       const plainDrain = await drainUntil(plain.sampler, options.drainTimeoutSeconds, (sample) => sample.events === 0);
+      await plain.accounted();
       const plainLeft = await leftBehind(pool, null);
       const plainLoneAfter = await lone('M mixed, no webhooks: lone POST /leads after', 'mla');
       if (plainDrain.timedOut) log('M mixed, no webhooks: the outbox did not drain in time');
@@ -350,6 +384,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
       ).rows[0]!;
       // Retries not yet due are not a backlog, but must end too: wait (bounded) for every delivery to be final.
       await waitFor(options.drainTimeoutSeconds, async () => (await leftBehind(pool, workflow.id)).deliveries === 0);
+      await hooked.accounted();
       const hookedLeft = await leftBehind(pool, workflow.id);
       const hookedLoneAfter = await lone('MW mixed, a webhook per new lead: lone POST /leads after', 'wla');
       await waitFor(30, async () => (await leftBehind(pool, workflow.id)).deliveries === 0);
@@ -391,6 +426,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
 
     async function burstAfterLoad(workflowId: number) {
       log(`MW after the load: ${options.burstEvents} lead.created events at once`);
+      const accounted = await accountFrom('MW after the load: the burst');
       const { rows } = await pool.query<{ first: string; last: string }>(
         `WITH queued AS (
            INSERT INTO outbox (workspace_id, topic, payload)
@@ -412,6 +448,7 @@ export async function runMixedScenarios(options: MixedOptions): Promise<MixedRes
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       await waitFor(options.drainTimeoutSeconds, async () => (await leftBehind(pool, workflowId)).deliveries === 0);
+      await accounted();
       return {
         events: options.burstEvents,
         deliveriesPerSecond: round(result.n / Math.max(result.span, 0.001), 0),
@@ -431,12 +468,14 @@ const round = (value: number, digits: number) => Number(value.toFixed(digits));
 function backlogFigures(samples: BacklogSample[], loadSeconds: number) {
   const during = samples.filter((sample) => sample.t <= loadSeconds + 0.5);
   const backlog = during.map((sample) => ({ t: sample.t, y: sample.events + sample.due }));
+  const maxConnections = Math.max(0, ...samples.map((sample) => sample.connections));
   return {
     samples,
     // The first tenth of the load fills the pipeline: the slope is taken over the rest.
     backlogSlopePerSecond: round(slope(backlog.filter((point) => point.t >= loadSeconds / 10)), 2),
     maxBacklog: Math.max(0, ...backlog.map((point) => point.y)),
-    maxConnections: Math.max(0, ...samples.map((sample) => sample.connections)),
+    maxConnections,
+    maxConnectionsByPool: samples.find((sample) => sample.connections === maxConnections)?.connectionsByPool ?? {},
   };
 }
 

@@ -276,7 +276,7 @@ export function mixedTargetsOf(mixed: MixedResult): Record<string, Target> {
   targets.mixed_pg_connections = {
     value: connections,
     pass: connections <= SERVICE_CONNECTION_BOUND,
-    target: `<= ${SERVICE_CONNECTION_BOUND} (API pool 10 + LISTEN 1 + worker pool 4)`,
+    target: `<= ${SERVICE_CONNECTION_BOUND} (API pool 10 + LISTEN 1 + worker pool 4; the mixed service's own sessions, named with its pid)`,
   };
   return targets;
 }
@@ -292,7 +292,7 @@ export function mixedLines(mixed: MixedResult): string {
     lines.push(
       `${line(run)}, ${(run.requestsPerSecond / mixed.partsHarmonicMean).toFixed(2)}x the parts`,
       `  backlog every second (lead events to fan out / due deliveries): ${run.samples.map((sample) => `${sample.events}/${sample.due}`).join(' ')}`,
-      `  max backlog ${run.maxBacklog}, slope ${run.backlogSlopePerSecond}/s; PostgreSQL connections at most ${run.maxConnections}; left behind ${JSON.stringify(run.leftBehind)}`,
+      `  max backlog ${run.maxBacklog}, slope ${run.backlogSlopePerSecond}/s; PostgreSQL connections at most ${run.maxConnections} ${JSON.stringify(run.maxConnectionsByPool)}; left behind ${JSON.stringify(run.leftBehind)}`,
       `  lone POST /leads at 20 req/s: p50 ${run.loneBefore.p50} ms before, ${run.loneAfter.p50} ms after (p99 ${run.loneBefore.p99} / ${run.loneAfter.p99})`,
     );
   }

@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { OutageLog } from '../db/availability.js';
 import { CONNECT_TIMEOUT_MS } from '../db/connect.js';
+import { sessionName } from '../db/session-name.js';
 
 const CHANNEL = 'api_key_changed';
 const TTL_MS = 60_000;
@@ -49,7 +50,13 @@ export class ApiKeyCache<T> {
     if (this.stopped) return;
     // TCP keepalive: a connection that dies without a word (a half-open socket after a
     // network failure) must still end in 'error', or the cache and prefix view would trust it.
-    const client = new pg.Client({ connectionString: this.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: sessionName('api-key-listen'),
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     this.client = client;
     // The connection's 'error' and 'end' both land here: the cache empties (it can no
     // longer hear about changes) and a new connection is tried after RECONNECT_MS.

@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { OutageLog, READ_ONLY_SQLSTATE } from './availability.js';
 import type { Database } from './schema.js';
+import { sessionName } from './session-name.js';
 import { statementNameOf } from './statement-names.js';
 
 export type Db = Kysely<Database>;
@@ -27,7 +28,7 @@ pg.types.setTypeParser(INT8_OID, (value) => Number(value));
 export interface PoolOptions {
   /** Where a lost connection is reported (once per outage). */
   logger: Logger;
-  /** Names the pool in the log: `api`, `worker`, `cli`, ... */
+  /** Names the pool in the log and its sessions in PostgreSQL (sessionName): `api`, `worker`, `cli`, ... */
   name: string;
   /**
    * Longest wait for a connection, whether a new one is being opened or every one is busy
@@ -77,6 +78,7 @@ export function createPool(connectionString: string, max: number, options: PoolO
   const pool = new pg.Pool({
     connectionString,
     max,
+    application_name: sessionName(options.name),
     options: settings,
     connectionTimeoutMillis: options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
     keepAlive: true,

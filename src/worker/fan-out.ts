@@ -32,7 +32,7 @@ export function fanOutTask(deps: JobDeps): PeriodicTask {
   return {
     name: 'fan-out',
     intervalMs: deps.config.OUTBOX_POLL_MS,
-    feedsOthers: true,
+    feeds: ['delivery'],
     async step(pacing) {
       if (gather) await pacing.sleep(FAN_OUT_GATHER_MS);
       const events = await fanOutLeadEvents(deps.db, turns, options);

@@ -15,7 +15,8 @@ export function leadImportsTask(deps: JobDeps): PeriodicTask {
   return {
     name: 'imports',
     intervalMs: deps.config.OUTBOX_POLL_MS,
-    feedsOthers: true,
+    // Its leads' events and their companies' analyses.
+    feeds: ['fan-out', 'analysis'],
     async step(pacing) {
       for (const workspaceId of await turns.next()) {
         turns.served(workspaceId);

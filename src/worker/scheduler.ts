@@ -15,24 +15,34 @@ export interface PeriodicTask {
   readonly name: string;
   /** The pause after a step that found nothing to do; a step that did something is followed by the next at once. */
   readonly intervalMs: number;
-  /** Its work is the other tasks' input: after a step that did something, the sleeping ones poll at once. */
-  readonly feedsOthers?: boolean;
+  /**
+   * The tasks (by name) whose input its work is: after a step that did something, those asleep
+   * poll at once. Only those: a task woken for nothing spends its statements for nothing, and
+   * housekeeping, whose purges scan whole tables, keeps to its own schedule.
+   */
+  readonly feeds?: readonly string[];
   /** One step; resolves to how much it did (0: nothing was due). */
   step(pacing: Pacing): Promise<number>;
   /** After the last step: finishes what the steps left in flight. */
   finish?(): Promise<void>;
 }
 
-/** Sleeps between polls that new work, or the stop, cuts short. */
-class Naps implements Pacing {
+/** Sleeps between polls that new work for the sleeping task, or the stop, cuts short. */
+class Naps {
   private stopped = false;
-  private readonly sleepers = new Set<() => void>();
+  /** Each sleeper's wake-up, with the task it belongs to. */
+  private readonly sleepers = new Map<() => void, string>();
 
   get isStopped(): boolean {
     return this.stopped;
   }
 
-  sleep(ms: number): Promise<void> {
+  /** The pacing of one task's steps: its sleeps end early for its own new work or the stop. */
+  of(task: string): Pacing {
+    return new TaskPacing(this, task);
+  }
+
+  sleep(ms: number, task: string): Promise<void> {
     return new Promise<void>((resolve) => {
       if (this.stopped) return resolve();
       const wake = () => {
@@ -41,17 +51,32 @@ class Naps implements Pacing {
         resolve();
       };
       const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
+      this.sleepers.set(wake, task);
     });
   }
 
-  wakeAll(): void {
-    for (const wake of [...this.sleepers]) wake();
+  wake(tasks: readonly string[]): void {
+    for (const [wake, task] of [...this.sleepers]) if (tasks.includes(task)) wake();
   }
 
   stop(): void {
     this.stopped = true;
-    this.wakeAll();
+    for (const wake of [...this.sleepers.keys()]) wake();
+  }
+}
+
+class TaskPacing implements Pacing {
+  constructor(
+    private readonly naps: Naps,
+    private readonly task: string,
+  ) {}
+
+  get isStopped(): boolean {
+    return this.naps.isStopped;
+  }
+
+  sleep(ms: number): Promise<void> {
+    return this.naps.sleep(ms, this.task);
   }
 }
 
@@ -67,20 +92,26 @@ export interface RunningSchedule {
  * that the worker resumed.
  */
 export function runOnSchedule(tasks: readonly PeriodicTask[], options: { outage: OutageLog; logger: Logger }): RunningSchedule {
+  const names = new Set(tasks.map((task) => task.name));
+  for (const task of tasks) {
+    const unknown = task.feeds?.filter((name) => !names.has(name)) ?? [];
+    if (unknown.length > 0) throw new Error(`task ${task.name} feeds ${unknown.join(', ')}: no such task`);
+  }
   const naps = new Naps();
   async function loop(task: PeriodicTask): Promise<void> {
+    const pacing = naps.of(task.name);
     while (!naps.isStopped) {
       let worked = 0;
       const startedAt = Date.now();
       try {
-        worked = await task.step(naps);
+        worked = await task.step(pacing);
         options.outage.recovered(startedAt);
       } catch (error) {
         if (isUnavailable(error)) options.outage.failed(error, { loop: task.name });
         else options.logger.error({ err: error, loop: task.name, retryInMs: task.intervalMs }, 'worker step failed; retrying after its interval');
       }
-      if (worked > 0 && task.feedsOthers) naps.wakeAll();
-      if (worked === 0) await naps.sleep(task.intervalMs);
+      if (worked > 0 && task.feeds) naps.wake(task.feeds);
+      if (worked === 0) await pacing.sleep(task.intervalMs);
     }
   }
   const loops = tasks.map(loop);

@@ -43,11 +43,12 @@ function mixedResult(faults: { mixed?: Partial<ScenarioResult>; part?: Partial<S
   const parts = { new: 1000, existing: 900, batch10: 180, read: 2300, me: 3800 };
   const run = (name: string, requestsPerSecond: number, fault: Partial<ScenarioResult> = {}) => ({
     ...scenario(name, requestsPerSecond, fault),
-    samples: [{ t: 1, events: 0, due: 0, connections: 14, rssMb: 150 }],
+    samples: [{ t: 1, events: 0, due: 0, connections: 14, connectionsByPool: { api: 9, 'api-key-listen': 1, worker: 4 }, rssMb: 150 }],
     leftBehind: { events: 0, deliveries: 0 },
     backlogSlopePerSecond: 0,
     maxBacklog: 0,
     maxConnections: 14,
+    maxConnectionsByPool: { api: 9, 'api-key-listen': 1, worker: 4 },
     loneBefore: fixedRate('lone before'),
     loneAfter: fixedRate('lone after'),
   });
