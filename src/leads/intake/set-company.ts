@@ -106,9 +106,10 @@ async function createCompanies(db: Executor, workspaceId: number, companies: Rea
 const newDomainOf = (row: { company: SetCompany }) => (row.company && 'newDomain' in row.company ? row.company.newDomain : null);
 
 /**
- * What a statement's rows need written before their leads: the new companies with details
- * (createCompanies), then the companies of email domains and the tags (by name) that do not
- * exist yet, in one statement; each in the order of their unique keys, so two transactions
+ * What a statement's rows need written before their leads: the companies of email domains and
+ * the tags (by name) that do not exist yet, in one statement, and the new companies with
+ * details (createCompanies), the two in the order of their first rows; each in the order of
+ * their unique keys, so two transactions
  * creating the same ones wait for each other instead of deadlocking; the first row naming a new
  * company fires its analysis; then the details rows fill in existing companies with, in one
  * statement (the planner gives a company one set of details per run). Returns what each row's
@@ -120,11 +121,12 @@ export async function writeCompaniesAndTags(
   rows: ReadonlyArray<{ company: SetCompany; references: References }>,
   enrich: boolean,
 ): Promise<Written[]> {
-  const domains = [...new Set(rows.flatMap((row) => newDomainOf(row) ?? []))].sort();
   const firstOfDomain = new Map<string, number>();
   rows.forEach(
     ({ company }, position) => company && 'newCompany' in company && !firstOfDomain.has(company.newCompany.domain) && firstOfDomain.set(company.newCompany.domain, position),
   );
+  // An email's domain that a new company with details takes (an earlier row's) is that company's.
+  const domains = [...new Set(rows.flatMap((row) => newDomainOf(row) ?? []))].filter((domain) => !firstOfDomain.has(domain)).sort();
   const newCompanies = [...firstOfDomain.values()].map((position) => (rows[position]!.company as { newCompany: PreparedCompany & { domain: string } }).newCompany);
   // Companies earlier rows of the run created before this statement: found by their domains.
   const madeEarlier = [...new Set(rows.flatMap(({ company }) => (company && 'domain' in company ? [company.domain] : [])))];
@@ -135,20 +137,8 @@ export async function writeCompaniesAndTags(
   const analyzed = new Map<number, CompanyAnalyzeEvent[]>();
   const analyze = (position: number, companyId: number) => analyzed.set(position, [{ topic: 'company.analyze', payload: { company_id: companyId } }]);
   const fills = new Map<number, CompanyFill | null>();
-  const made =
-    newCompanies.length > 0
-      ? await createCompanies(
-          db,
-          workspaceId,
-          newCompanies.sort((a, b) => (a.domain < b.domain ? -1 : 1)),
-          enrich,
-        )
-      : null;
-  for (const [domain, id] of made?.ids ?? []) {
-    companyIds.set(domain, id);
-    if (made!.analyzed.has(domain)) analyze(firstOfDomain.get(domain)!, id);
-  }
-  if (domains.length > 0 || missingTags.size > 0) {
+  const createByEmail = async () => {
+    if (domains.length === 0 && missingTags.size === 0) return;
     const tagNames = [...missingTags.keys()].sort().map((lowered) => missingTags.get(lowered)!);
     const { created, tags } = await insertCompaniesAndTags(db, workspaceId, domains, tagNames, enrich);
     for (const company of created) companyIds.set(company.domain, company.id);
@@ -162,6 +152,26 @@ export async function writeCompaniesAndTags(
       creator.delete(newDomainOf(row)!);
       analyze(position, id);
     });
+  };
+  const createNew = () =>
+    newCompanies.length > 0
+      ? createCompanies(
+          db,
+          workspaceId,
+          newCompanies.sort((a, b) => (a.domain < b.domain ? -1 : 1)),
+          enrich,
+        )
+      : Promise.resolve(null);
+  // The two kinds in the order of their first rows, as rows one by one would create them (within a kind, by domain).
+  const firstByEmail = rows.findIndex((row) => domains.includes(newDomainOf(row) ?? ''));
+  const namedFirst = firstOfDomain.size > 0 && (firstByEmail < 0 || Math.min(...firstOfDomain.values()) < firstByEmail);
+  let made: Awaited<ReturnType<typeof createNew>> = null;
+  if (namedFirst) made = await createNew();
+  await createByEmail();
+  if (!namedFirst) made = await createNew();
+  for (const [domain, id] of made?.ids ?? []) {
+    companyIds.set(domain, id);
+    if (made!.analyzed.has(domain)) analyze(firstOfDomain.get(domain)!, id);
   }
   // In one read: the new companies a concurrent request created a moment ago, and those earlier rows of the run created.
   const unresolvedDomains = [...new Set([...domains, ...firstOfDomain.keys()].filter((domain) => !companyIds.has(domain)).concat(madeEarlier))];
