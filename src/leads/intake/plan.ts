@@ -111,15 +111,14 @@ export const needsNothingBefore = (row: RowPlan): boolean =>
   row.references.missingTagNames.length === 0 &&
   (row.company === null || ('id' in row.company && row.company.fill === undefined));
 
-/** One row's view of its run's lookup, as a row alone would read it (by-name candidates aside). */
-export function rowLookup(batch: BatchLookup, lead: PreparedLead): IntakeLookup {
+/** One row's view of its run's lookup, as a row alone would read it (by-name candidates aside); `companies`: the lookup's companies by id and by domain. */
+function rowLookup(batch: BatchLookup, companies: ReadonlyMap<number | string, number>, lead: PreparedLead): IntakeLookup {
   const company = lead.company;
-  const found = (match: (candidate: BatchLookup['companies'][number]) => boolean) => batch.companies.find(match)?.id ?? null;
   return {
     tags: batch.tags,
-    matches: batch.matches.filter((match) => lead.identities.some((key) => key.kind === match.kind && key.value === match.value)),
-    companyById: company?.id != null ? found((candidate) => candidate.id === company.id) : null,
-    companyByDomain: company?.domain != null ? found((candidate) => candidate.domain === company.domain) : null,
+    matches: batch.matches.length === 0 ? [] : batch.matches.filter((match) => lead.identities.some((key) => key.kind === match.kind && key.value === match.value)),
+    companyById: company?.id != null ? (companies.get(company.id) ?? null) : null,
+    companyByDomain: company?.domain != null ? (companies.get(company.domain) ?? null) : null,
     companyByName: null,
   };
 }
@@ -144,6 +143,9 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     keyOf,
   );
   const updated = new Set<number>();
+  const companies = new Map<number | string, number>(
+    lookup.companies.flatMap((company) => [[company.id, company.id] as const, ...(company.domain !== null ? [[company.domain, company.id] as const] : [])]),
+  );
   /** The details each company (by id, or by the domain a row of the run creates) is filled in or created with by the run's statements: another row's other details for it run alone, in their order. */
   const fills = new Map<number | string, string>();
   /** The domains of new companies that a row of the run creates (it creates or updates a lead): later rows fill in the company it made. */
@@ -151,7 +153,7 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
   /** The names of new companies with details the run's statements resolve: a second domain for one name runs alone (the name's domainless company takes one domain). */
   const names = new Set<string>();
   return rows.map(({ lead }): RowPlan => {
-    const view = rowLookup(lookup, lead);
+    const view = rowLookup(lookup, companies, lead);
     let references: References;
     try {
       references = checkReferences(view, lead, options);
