@@ -51,9 +51,14 @@ export interface RowResult {
 }
 
 const JOB_COLUMNS = sql`id, workspace_id, file_name, delimiter, columns, mapping, switches, status, total, done, created, updated, skipped, failed, created_at, finished_at`;
-const ROWS_PER_INSERT = 5000;
+/**
+ * Rows of a file per INSERT: few enough that each statement's JSON parameter is a regular young
+ * string (under V8's large-object size), which the next minor GC frees; a larger one is made in
+ * the large-object space and stays in the service until its next full GC.
+ */
+const ROWS_PER_INSERT = 500;
 
-/** A new job waiting for its mapping, with every row of its file (one statement per 5,000 rows, in the caller's transaction). */
+/** A new job waiting for its mapping, with every row of its file (one statement per ROWS_PER_INSERT rows, in the caller's transaction). */
 export async function insertImport(
   trx: Executor,
   job: { workspaceId: number; createdBy: number | null; fileName: string; delimiter: string; columns: string[] },
