@@ -109,11 +109,10 @@ const newDomainOf = (row: { company: SetCompany }) => (row.company && 'newDomain
  * What a statement's rows need written before their leads: the companies of email domains and
  * the tags (by name) that do not exist yet, in one statement, and the new companies with
  * details (createCompanies), the two in the order of their first rows; each in the order of
- * their unique keys, so two transactions
- * creating the same ones wait for each other instead of deadlocking; the first row naming a new
- * company fires its analysis; then the details rows fill in existing companies with, in one
- * statement (the planner gives a company one set of details per run). Returns what each row's
- * lead is given.
+ * their unique keys, so two transactions creating the same ones wait for each other instead of
+ * deadlocking; the first row naming a new company fires its analysis; then the details rows
+ * fill in existing companies with, in one statement (the planner gives a company one set of
+ * details per run). Returns what each row's lead is given.
  */
 export async function writeCompaniesAndTags(
   db: Executor,
