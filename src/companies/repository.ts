@@ -61,40 +61,60 @@ export function findCompanyByName(db: Executor, workspaceId: number, name: strin
 
 /**
  * Serializes, within a transaction, the requests that may create or give a domain to a company
- * of this name (a name has no unique key to lean on).
+ * of these names (a name has no unique key to lean on); several names in the order of their
+ * keys, so two transactions locking some of the same names wait for each other, not deadlock.
  */
-export async function lockCompanyName(db: Executor, workspaceId: number, name: string): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`company-name:${workspaceId}:${name.toLowerCase()}`}, 0))`.execute(db);
+export async function lockCompanyNames(db: Executor, workspaceId: number, names: readonly string[]): Promise<void> {
+  const keys = [...new Set(names.map((name) => `company-name:${workspaceId}:${name.toLowerCase()}`))].sort();
+  if (keys.length === 0) return;
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k.key, 0)) FROM unnest(${keys}::text[]) AS k(key)`.execute(db);
 }
 
+export const lockCompanyName = (db: Executor, workspaceId: number, name: string) => lockCompanyNames(db, workspaceId, [name]);
+
 /**
- * Gives `domain` to the oldest company named `name` (case-insensitive) that has no domain yet;
- * with `analyze`, a company not analyzed so far becomes pending (`queued`: queue its analysis).
- * Undefined when there is no such company. Fails with a unique violation (23505) when another
- * company holds the domain by now: run it in a savepoint.
+ * Gives each `domain` to the oldest company named `name` (case-insensitive) that has no domain
+ * yet, unless a company holds the domain already; with `analyze`, a company not analyzed so far
+ * becomes pending (`queued`: queue its analysis). Returns the companies that took a domain; the
+ * names must differ. Fails with a unique violation (23505) when a company not yet committed
+ * holds a domain: run it in a savepoint, or as a set statement that may fail as a whole.
  */
-export async function giveDomainToNamedCompany(db: Executor, workspaceId: number, name: string, domain: string, analyze: boolean) {
-  const { rows } = await sql<{ id: number; queued: boolean }>`
+export async function giveDomainsToNamedCompanies(db: Executor, workspaceId: number, wanted: ReadonlyArray<{ name: string; domain: string; analyze: boolean }>) {
+  if (wanted.length === 0) return [];
+  const rows = wanted.map(({ name, domain, analyze }) => ({ name: name.toLowerCase(), domain, queue_analysis: analyze }));
+  const { rows: given } = await sql<{ id: number; domain: string; queued: boolean }>`
     WITH target AS (
-      SELECT id, status FROM companies
-      WHERE workspace_id = ${workspaceId} AND lower(name) = ${name.toLowerCase()} AND domain IS NULL
-      ORDER BY id LIMIT 1
-      FOR UPDATE
+      SELECT w.domain, w.queue_analysis, t.id, t.status
+      FROM jsonb_to_recordset(${jsonParameter(rows)}::jsonb) AS w(name text, domain text, queue_analysis boolean)
+      CROSS JOIN LATERAL (
+        SELECT id, status FROM companies
+        WHERE workspace_id = ${workspaceId} AND lower(name) = w.name AND domain IS NULL
+        ORDER BY id LIMIT 1
+        FOR UPDATE
+      ) AS t
+      WHERE NOT EXISTS (SELECT 1 FROM companies AS h WHERE h.workspace_id = ${workspaceId} AND h.domain = w.domain)
     )
     UPDATE companies AS c SET
-      domain = ${domain},
-      status = CASE WHEN ${analyze} AND target.status = 'not_analyzed' THEN 'pending' ELSE c.status END,
+      domain = target.domain,
+      status = CASE WHEN target.queue_analysis AND target.status = 'not_analyzed' THEN 'pending' ELSE c.status END,
       updated_at = now()
     FROM target WHERE c.workspace_id = ${workspaceId} AND c.id = target.id
-    RETURNING c.id, (${analyze} AND target.status = 'not_analyzed') AS queued
+    RETURNING c.id, c.domain, (target.queue_analysis AND target.status = 'not_analyzed') AS queued
   `.execute(db);
-  return rows[0];
+  return given;
+}
+
+/** One company of that name takes the domain (giveDomainsToNamedCompanies); undefined when none does. */
+export const giveDomainToNamedCompany = async (db: Executor, workspaceId: number, name: string, domain: string, analyze: boolean) =>
+  (await giveDomainsToNamedCompanies(db, workspaceId, [{ name, domain, analyze }]))[0];
+
+/** Inserts, in the order given, each company whose domain no company holds (returns those inserted: look the others up). */
+export function insertCompaniesIfNew(db: Executor, workspaceId: number, companies: readonly CompanyDetails[]) {
+  return companiesInsert(db, workspaceId, companies).onConflict(unlessDomainHeld).returning(['id', 'domain', 'status']).execute();
 }
 
 /** Inserts unless a company with this domain exists (then returns nothing: look it up). */
-export function insertCompanyIfNew(db: Executor, workspaceId: number, details: CompanyDetails) {
-  return companiesInsert(db, workspaceId, [details]).onConflict(unlessDomainHeld).returning('id').executeTakeFirst();
-}
+export const insertCompanyIfNew = async (db: Executor, workspaceId: number, details: CompanyDetails) => (await insertCompaniesIfNew(db, workspaceId, [details]))[0];
 
 /**
  * The statement that creates, in the order given, a company for each of these domains of

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { parse } from 'csv-parse/sync';
 import { Refused } from '../refused.js';
 
@@ -34,21 +35,25 @@ function detectDelimiter(text: string): Delimiter {
   return (Object.keys(counts) as Delimiter[]).reduce((best, each) => (counts[each] > counts[best] ? each : best), ',');
 }
 
-/** Decodes and parses the file, or refuses it with words a person can act on. */
-export function readCsvFile(bytes: Buffer): CsvFile {
-  if (bytes.length > IMPORT_MAX_BYTES) refuse(`The file is larger than ${IMPORT_MAX_BYTES / 1024 / 1024} MB; split it into smaller files.`);
-  if (bytes.includes(0)) refuse('This file is not a CSV text file (it holds binary data). Export it from your spreadsheet as CSV (UTF-8).');
-  let text = '';
-  try {
-    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    refuse('This file is not UTF-8 text. Save it from your spreadsheet as "CSV UTF-8" and upload it again.');
-  }
-  if (text.trim() === '') refuse('The file is empty: it needs a header line naming its columns, then one line per lead.');
-  const delimiter = detectDelimiter(text);
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+/** The longest header line read for its delimiter (csv-parse's own limit on a record). */
+const MAX_RECORD_BYTES = 1_000_000;
+
+/**
+ * Decodes and parses the file, or refuses it with words a person can act on. The bytes are
+ * checked as UTF-8 and parsed as they are, never copied whole into a string (csv-parse would
+ * turn that back into bytes): an upload leaves the service no larger copy of itself than it came as.
+ */
+export function readCsvFile(file: Buffer): CsvFile {
+  if (file.length > IMPORT_MAX_BYTES) refuse(`The file is larger than ${IMPORT_MAX_BYTES / 1024 / 1024} MB; split it into smaller files.`);
+  if (file.includes(0)) refuse('This file is not a CSV text file (it holds binary data). Export it from your spreadsheet as CSV (UTF-8).');
+  if (!isUtf8(file)) refuse('This file is not UTF-8 text. Save it from your spreadsheet as "CSV UTF-8" and upload it again.');
+  const bytes = file.subarray(0, UTF8_BOM.length).equals(UTF8_BOM) ? file.subarray(UTF8_BOM.length) : file;
+  if (bytes.every((byte) => byte === 0x20 || (byte >= 0x09 && byte <= 0x0d))) refuse('The file is empty: it needs a header line naming its columns, then one line per lead.');
+  const delimiter = detectDelimiter(bytes.subarray(0, MAX_RECORD_BYTES).toString('utf8'));
   let records: string[][] = [];
   try {
-    records = parse(text, { delimiter, relax_column_count_less: true, skip_empty_lines: true, max_record_size: 1_000_000, to: IMPORT_MAX_ROWS + 2 }) as string[][];
+    records = parse(bytes, { delimiter, relax_column_count_less: true, skip_empty_lines: true, max_record_size: MAX_RECORD_BYTES, to: IMPORT_MAX_ROWS + 2 }) as string[][];
   } catch (error) {
     const { code, lines } = error as { code?: string; lines?: number };
     if (code === 'CSV_RECORD_INCONSISTENT_FIELDS_LENGTH' || code === 'CSV_RECORD_DONT_MATCH_COLUMNS_LENGTH')
@@ -64,5 +69,7 @@ export function readCsvFile(bytes: Buffer): CsvFile {
   if (rows.length > IMPORT_MAX_ROWS) refuse(`The file has more than ${IMPORT_MAX_ROWS.toLocaleString('en')} rows; split it into smaller files.`);
   const wide = rows.findIndex((row) => row.length > columns.length);
   if (wide >= 0) refuse(`Row ${wide + 1} has more fields than the header line (${rows[wide]!.length} for ${columns.length} columns).`);
-  return { delimiter, columns, rows: rows.map((row) => columns.map((_, index) => row[index] ?? '')) };
+  // Short rows are padded in place: a copy of every row would double what the file's rows hold.
+  for (const row of rows) while (row.length < columns.length) row.push('');
+  return { delimiter, columns, rows };
 }

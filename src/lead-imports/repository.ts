@@ -51,9 +51,14 @@ export interface RowResult {
 }
 
 const JOB_COLUMNS = sql`id, workspace_id, file_name, delimiter, columns, mapping, switches, status, total, done, created, updated, skipped, failed, created_at, finished_at`;
-const ROWS_PER_INSERT = 5000;
+/**
+ * Rows of a file per INSERT: few enough that each statement's JSON parameter is a regular young
+ * string (under V8's large-object size), which the next minor GC frees; a larger one is made in
+ * the large-object space and stays in the service until its next full GC.
+ */
+const ROWS_PER_INSERT = 500;
 
-/** A new job waiting for its mapping, with every row of its file (one statement per 5,000 rows, in the caller's transaction). */
+/** A new job waiting for its mapping, with every row of its file (one statement per ROWS_PER_INSERT rows, in the caller's transaction). */
 export async function insertImport(
   trx: Executor,
   job: { workspaceId: number; createdBy: number | null; fileName: string; delimiter: string; columns: string[] },
@@ -130,30 +135,45 @@ export async function claimImport(db: Executor, workspaceId: number, workerId: s
   return rows[0];
 }
 
+/** Thrown inside recordChunk's transaction to undo its rows' results when the job is no longer this worker's. */
+const LEASE_LOST = Symbol('lease lost');
+
 /**
  * Records what a chunk's rows became and adds them to the job's counts (its leads were created
  * with the source `import`); extends the lease, and ends the job after its last row. Nothing
- * when this worker no longer holds the job: returns the job's status then.
+ * when this worker no longer holds the job: returns the job's status then. The rows first and
+ * the job's row last, so chunks recorded at once queue on the job's row only for its update and
+ * the commit; the rows by their range of `ord` as well, so the plan reads the chunk's rows by
+ * the primary key whatever the table's statistics say.
  */
-export async function recordChunk(trx: Executor, workspaceId: number, id: number, workerId: string, leaseMs: number, results: readonly RowResult[]): Promise<ImportStatus | null> {
+export async function recordChunk(db: Db, workspaceId: number, id: number, workerId: string, leaseMs: number, results: readonly RowResult[]): Promise<ImportStatus | null> {
   const count = (status: RowStatus) => results.filter((result) => result.status === status).length;
-  const { rows } = await sql<{ status: ImportStatus }>`
-    UPDATE lead_imports SET done = done + ${results.length}, created = created + ${count('created')}, updated = updated + ${count('updated')},
-      skipped = skipped + ${count('skipped')}, failed = failed + ${count('failed')},
-      locked_until = now() + make_interval(secs => ${leaseMs / 1000}),
-      status = CASE WHEN status = 'running' AND done + ${results.length} >= total THEN 'done' ELSE status END
-    WHERE workspace_id = ${workspaceId} AND id = ${id} AND locked_by = ${workerId}
-    RETURNING status`.execute(trx);
-  if (rows.length === 0) return null;
-  // Its own statement: Citus refuses now() inside CASE in a distributed UPDATE.
-  if (rows[0]!.status === 'done') {
-    await sql`UPDATE lead_imports SET finished_at = now() WHERE workspace_id = ${workspaceId} AND id = ${id} AND finished_at IS NULL`.execute(trx);
+  const ords = results.map((result) => result.ord);
+  try {
+    return await db.transaction().execute(async (trx) => {
+      await sql`
+        UPDATE lead_import_rows AS r SET status = x.status, lead_id = x.lead_id, error = x.error
+        FROM jsonb_to_recordset(${jsonParameter(results)}::jsonb) AS x(ord int, status text, lead_id bigint, error text)
+        WHERE r.workspace_id = ${workspaceId} AND r.import_id = ${id} AND r.ord BETWEEN ${Math.min(...ords)} AND ${Math.max(...ords)}
+          AND r.ord = x.ord AND r.status IS NULL`.execute(trx);
+      const { rows } = await sql<{ status: ImportStatus }>`
+        UPDATE lead_imports SET done = done + ${results.length}, created = created + ${count('created')}, updated = updated + ${count('updated')},
+          skipped = skipped + ${count('skipped')}, failed = failed + ${count('failed')},
+          locked_until = now() + make_interval(secs => ${leaseMs / 1000}),
+          status = CASE WHEN status = 'running' AND done + ${results.length} >= total THEN 'done' ELSE status END
+        WHERE workspace_id = ${workspaceId} AND id = ${id} AND locked_by = ${workerId}
+        RETURNING status`.execute(trx);
+      if (rows.length === 0) throw LEASE_LOST;
+      // Its own statement: Citus refuses now() inside CASE in a distributed UPDATE.
+      if (rows[0]!.status === 'done') {
+        await sql`UPDATE lead_imports SET finished_at = now() WHERE workspace_id = ${workspaceId} AND id = ${id} AND finished_at IS NULL`.execute(trx);
+      }
+      return rows[0]!.status;
+    });
+  } catch (error) {
+    if (error === LEASE_LOST) return null;
+    throw error;
   }
-  await sql`
-    UPDATE lead_import_rows AS r SET status = x.status, lead_id = x.lead_id, error = x.error
-    FROM jsonb_to_recordset(${jsonParameter(results)}::jsonb) AS x(ord int, status text, lead_id bigint, error text)
-    WHERE r.workspace_id = ${workspaceId} AND r.import_id = ${id} AND r.ord = x.ord AND r.status IS NULL`.execute(trx);
-  return rows[0]!.status;
 }
 
 /** Lets go of the jobs a stopping worker holds: the next worker goes on from where they are without waiting for the lease. */

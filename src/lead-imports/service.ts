@@ -191,7 +191,7 @@ export async function runClaimedImport(groups: WriteGroups, db: Db, job: ImportJ
       const rows = await nextChunk();
       if (rows.length === 0) break;
       const results = await runRows(groups, db, job, mapping, switches, rows, false);
-      const status = await db.transaction().execute((trx) => recordChunk(trx, job.workspace_id, job.id, workerId, leaseMs, results));
+      const status = await recordChunk(db, job.workspace_id, job.id, workerId, leaseMs, results);
       ran += rows.length;
       if (status !== 'running') ended = true;
     }

@@ -82,7 +82,7 @@ describe('the planner', () => {
     }
   });
 
-  describe('companies: none, company.id, an email domain, or details for a company that exists go in a statement; a new company with details runs alone', () => {
+  describe('companies: none, company.id, an email domain, details for a company that exists, or a new company with details and a domain go in a statement; details without a domain run alone', () => {
     const acme = found({ companies: [{ id: 6, domain: 'acme.example' }] });
     const fill = (details: Record<string, unknown>) => ({ kind: 'create', company: { id: 6, fill: expect.objectContaining(details) } });
     it.each([
@@ -91,8 +91,18 @@ describe('the planner', () => {
       ['an email domain found', person(1, { email: 'p@acme.example' }), found({ companies: [{ id: 6, domain: 'acme.example' }] }), { kind: 'create', company: { id: 6 } }],
       ['an email domain to create', person(1, { email: 'p@acme.example' }), found(), { kind: 'create', company: { newDomain: 'acme.example' } }],
       ['a company name', person(1, { company: { name: 'Acme' } }), found(), { kind: 'alone' }],
-      ['a website', person(1, { company: { website: 'https://acme.example' } }), found(), { kind: 'alone' }],
-      ['details to fill in', person(1, { email: 'p@acme.example', company: { industry: 'Tools' } }), found(), { kind: 'alone' }],
+      [
+        'a website',
+        person(1, { company: { website: 'https://acme.example' } }),
+        found(),
+        { kind: 'create', company: { newCompany: expect.objectContaining({ domain: 'acme.example' }) } },
+      ],
+      [
+        'details for an email domain to create',
+        person(1, { email: 'p@acme.example', company: { industry: 'Tools' } }),
+        found(),
+        { kind: 'create', company: { newCompany: expect.objectContaining({ domain: 'acme.example', industry: 'Tools' }) } },
+      ],
       ['a website found, with a name', person(1, { company: { name: 'Acme', website: 'https://acme.example' } }), acme, fill({ name: 'Acme' })],
       ['details for the email domain found', person(1, { email: 'p@acme.example', company: { industry: 'Tools' } }), acme, fill({ industry: 'Tools' })],
       ['details for company.id', person(1, { company: { id: 6, industry: 'Tools' } }), acme, fill({ industry: 'Tools' })],
@@ -112,14 +122,22 @@ describe('the planner', () => {
       ]);
     });
 
-    it('runs the first row of a new company with details alone; later rows of its domain fill in the company it creates, unless it creates nothing', () => {
+    it('creates a new company with details in the statement of its first row; later rows of its domain fill in the company it creates, unless it creates nothing', () => {
       const at = (n: number, industry: string, extra: Partial<LeadInput> = {}) => person(n, { company: { name: 'New Co', website: 'https://new.example', industry }, ...extra });
       const plan = planOne(run([at(1, 'Tools'), at(2, 'Tools'), at(3, 'Toys')]));
-      expect(plan.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'create', 'alone']);
+      expect(plan.rows[0]!.map((row) => row.kind)).toEqual(['create', 'create', 'alone']);
+      expect(plan.rows[0]![0]).toMatchObject({ company: { newCompany: expect.objectContaining({ name: 'New Co', domain: 'new.example', industry: 'Tools' }) } });
       expect(plan.rows[0]![1]).toMatchObject({ company: { domain: 'new.example', fill: expect.objectContaining({ industry: 'Tools' }) } });
-      // Skipped as a duplicate, the first row writes no company: the later one runs alone too.
+      // Skipped as a duplicate, the first row writes no company: the later one creates it.
       const skipped = planOne(run([at(1, 'Tools'), at(2, 'Tools')], { onDuplicate: 'skip' }), found({ matches: [held('email', 'p1@gmail.com', 9)] }));
-      expect(skipped.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'alone']);
+      expect(skipped.rows[0]!.map((row) => row.kind)).toEqual(['alone', 'create']);
+      expect(skipped.rows[0]![1]).toMatchObject({ company: { newCompany: expect.objectContaining({ domain: 'new.example' }) } });
+    });
+
+    it('runs alone a second new domain for a name the statements already give a new company (its domainless company takes one domain)', () => {
+      const at = (n: number, website: string) => person(n, { company: { name: 'New Co', website } });
+      const plan = planOne(run([at(1, 'https://new.example'), at(2, 'https://new.example.org'), at(3, 'https://new.example')]));
+      expect(kinds(plan.rows[0]!)).toEqual(['create', 'alone', 'create']);
     });
 
     it('never commits alone nor shares a statement across workspaces with a company to fill in (written before the leads)', () => {

@@ -2,7 +2,7 @@ import { groupBy } from '../../group-by.js';
 import type { BatchLookup, IdentityMatch, IntakeLookup, MatchKey } from '../lookup-repository.js';
 import { checkReferences, duplicateRejection, strongestMatch, type References, type StrongestMatch } from './match.js';
 import type { PreparedLead } from './prepare.js';
-import { setCompany, type SetCompany } from './set-company.js';
+import { detailsOf, setCompany, type SetCompany } from './set-company.js';
 import { DuplicateRejected, RowRejected } from './rejections.js';
 import { sameOptions, type IntakeOptions, type IntakeRow, type WriteRequest } from './write-request.js';
 
@@ -111,15 +111,14 @@ export const needsNothingBefore = (row: RowPlan): boolean =>
   row.references.missingTagNames.length === 0 &&
   (row.company === null || ('id' in row.company && row.company.fill === undefined));
 
-/** One row's view of its run's lookup, as a row alone would read it (by-name candidates aside). */
-export function rowLookup(batch: BatchLookup, lead: PreparedLead): IntakeLookup {
+/** One row's view of its run's lookup, as a row alone would read it (by-name candidates aside); `companies`: the lookup's companies by id and by domain. */
+function rowLookup(batch: BatchLookup, companies: ReadonlyMap<number | string, number>, lead: PreparedLead): IntakeLookup {
   const company = lead.company;
-  const found = (match: (candidate: BatchLookup['companies'][number]) => boolean) => batch.companies.find(match)?.id ?? null;
   return {
     tags: batch.tags,
-    matches: batch.matches.filter((match) => lead.identities.some((key) => key.kind === match.kind && key.value === match.value)),
-    companyById: company?.id != null ? found((candidate) => candidate.id === company.id) : null,
-    companyByDomain: company?.domain != null ? found((candidate) => candidate.domain === company.domain) : null,
+    matches: batch.matches.length === 0 ? [] : batch.matches.filter((match) => lead.identities.some((key) => key.kind === match.kind && key.value === match.value)),
+    companyById: company?.id != null ? (companies.get(company.id) ?? null) : null,
+    companyByDomain: company?.domain != null ? (companies.get(company.domain) ?? null) : null,
     companyByName: null,
   };
 }
@@ -144,12 +143,17 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     keyOf,
   );
   const updated = new Set<number>();
-  /** The details each company (by id, or by the domain a row alone creates) is filled with by the run's statements: another row's other details for it run alone, in their order. */
+  const companies = new Map<number | string, number>(
+    lookup.companies.flatMap((company) => [[company.id, company.id] as const, ...(company.domain !== null ? [[company.domain, company.id] as const] : [])]),
+  );
+  /** The details each company (by id, or by the domain a row of the run creates) is filled in or created with by the run's statements: another row's other details for it run alone, in their order. */
   const fills = new Map<number | string, string>();
-  /** The domains of new companies with details that a row of the run alone creates (it creates or updates a lead). */
+  /** The domains of new companies that a row of the run creates (it creates or updates a lead): later rows fill in the company it made. */
   const created = new Set<string>();
+  /** The names of new companies with details the run's statements resolve: a second domain for one name runs alone (the name's domainless company takes one domain). */
+  const names = new Set<string>();
   return rows.map(({ lead }): RowPlan => {
-    const view = rowLookup(lookup, lead);
+    const view = rowLookup(lookup, companies, lead);
     let references: References;
     try {
       references = checkReferences(view, lead, options);
@@ -163,22 +167,33 @@ function planRows({ rows, options, dryRun }: RunInput, lookup: BatchLookup | und
     const alone: RowPlan = complete ? { kind: 'alone', view } : { kind: 'alone' };
     const match = strongestMatch(lead.identities, view.matches);
     if (match && !shared && options.onDuplicate === 'error') return { kind: 'rejected', rejected: duplicateRejection(match) };
+    const writes = !match || options.onDuplicate === 'update';
     const company = setCompany(lead, view, created);
-    if (company === undefined || shared) {
+    const newName = company && 'newCompany' in company ? company.newCompany.name?.toLowerCase() : undefined;
+    const creates = company && ('newCompany' in company ? company.newCompany.domain : 'newDomain' in company ? company.newDomain : null);
+    /** The row runs alone: a company it creates is there for the later rows of its domain. */
+    const runsAlone = () => {
       const domain = lead.company?.domain;
-      if (company === undefined && !shared && domain && (!match || options.onDuplicate === 'update')) created.add(domain);
+      if (writes && !shared && domain && (company === undefined || creates)) created.add(domain);
       return alone;
+    };
+    if (company === undefined || shared || (newName !== undefined && names.has(newName))) return runsAlone();
+    const fill = detailsOf(company);
+    if (fill) {
+      const details = JSON.stringify(fill.details);
+      if ((fills.get(fill.key) ?? details) !== details) return runsAlone();
+      fills.set(fill.key, details);
     }
-    if (company && 'fill' in company && company.fill) {
-      const details = JSON.stringify(company.fill);
-      const key = 'id' in company ? company.id : company.domain;
-      if ((fills.get(key) ?? details) !== details) return alone;
-      fills.set(key, details);
+    let plan: RowPlan;
+    if (!match) plan = { kind: 'create', references, company };
+    else if (options.onDuplicate !== 'update' || updated.has(match.leadId)) return runsAlone();
+    else {
+      updated.add(match.leadId);
+      plan = { kind: 'merge', references, company, match, matches: view.matches };
     }
-    if (!match) return { kind: 'create', references, company };
-    if (options.onDuplicate !== 'update' || updated.has(match.leadId)) return alone;
-    updated.add(match.leadId);
-    return { kind: 'merge', references, company, match, matches: view.matches };
+    if (creates) created.add(creates);
+    if (newName !== undefined) names.add(newName);
+    return plan;
   });
 }
 
