@@ -1,5 +1,6 @@
 import type { CompanyInput, LeadFields, LeadInput, Link, Location, LocationInput } from '../../../generated/api.js';
 import type { IdentityKind } from '../../db/schema.js';
+import { websiteLinkOfDomain } from '../../companies/rules.js';
 import { CUSTOM_FIELD_KEY_MAX_LENGTH, MAX_EMAILS, MAX_PHONES } from '../../limits.js';
 import { businessDomainOfEmail, domainOfUrl, linkedinHandle, normalizeEmail, normalizePhone, phoneMatchKey, slugifyKey } from '../../normalize.js';
 import { LEAD_TEXT_COLUMNS, type LeadScalars } from '../columns.js';
@@ -226,6 +227,11 @@ export function companyDetails(company: PreparedCompany) {
     phones: company.phones,
     locations: company.location ? [company.location] : [],
   };
+}
+
+/** The links a company the row creates is given: one built from an email's domain gets that domain's site as its website. */
+export function newCompanyLinks(company: PreparedCompany): Link[] {
+  return company.domainFromEmail && company.domain !== null ? [websiteLinkOfDomain(company.domain), ...company.links] : company.links;
 }
 
 /** True when the payload carries company details to fill in (not only a way to find the company). */

@@ -1,5 +1,5 @@
 import { fillCompany, findCompanyByDomain, findCompanyByName, giveDomainToNamedCompany, insertCompanyIfNew, lockCompanyName } from '../../companies/repository.js';
-import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
+import { newCompanyStatus } from '../../companies/rules.js';
 import type { Executor } from '../../db/connect.js';
 import { inSavepoint } from '../../db/savepoint.js';
 import { isUniqueViolation } from '../../db/sql.js';
@@ -10,7 +10,7 @@ import { readIntakeLookup, type IdentityMatch, type IntakeLookup } from '../look
 import type { NewLeadOf } from '../new-leads-repository.js';
 import type { LeadMergeOf } from '../write-repository.js';
 import type { References, StrongestMatch } from './match.js';
-import { companyDetails, companyHasDetails, type PreparedCompany, type PreparedLead } from './prepare.js';
+import { companyDetails, companyHasDetails, newCompanyLinks, type PreparedCompany, type PreparedLead } from './prepare.js';
 import type { IntakeOptions } from './write-request.js';
 
 // What rows write besides their leads, and what their leads' statements are given. A row alone
@@ -160,8 +160,7 @@ async function resolveCompany(
     const raced = await findCompanyByName(db, workspaceId, name!);
     if (raced) return fill(raced.id);
   }
-  // A company built from an email domain gets that domain's site as its website.
-  const links = company.domainFromEmail ? [websiteLinkOfDomain(domain!), ...details.links] : details.links;
+  const links = newCompanyLinks(company);
   const status = newCompanyStatus(domain, enrich);
   const analyze = status === 'pending';
   if (domain && name) {

@@ -1,12 +1,12 @@
 import type { CompanyAnalyzeEvent } from '../../outbox/repository.js';
 import { fillCompanies, findCompaniesByDomains, giveDomainsToNamedCompanies, insertCompaniesIfNew, lockCompanyNames, type CompanyFill } from '../../companies/repository.js';
-import { newCompanyStatus, websiteLinkOfDomain } from '../../companies/rules.js';
+import { newCompanyStatus } from '../../companies/rules.js';
 import type { Executor } from '../../db/connect.js';
 import { findTagsByNames } from '../../tags/repository.js';
 import type { IntakeLookup } from '../lookup-repository.js';
 import { insertCompaniesAndTags } from '../new-leads-repository.js';
 import type { References } from './match.js';
-import { companyDetails, companyHasDetails, type PreparedCompany, type PreparedLead } from './prepare.js';
+import { companyDetails, companyHasDetails, newCompanyLinks, type PreparedCompany, type PreparedLead } from './prepare.js';
 import type { Written } from './row-intake.js';
 
 // The companies of rows written by set statements: how the planner (plan.ts) decides a row's
@@ -67,7 +67,6 @@ export function detailsOf(company: SetCompany): { key: number | string; details:
  * Returns the ids found, the analysis events of the companies made, and the fills to add.
  */
 async function createCompanies(db: Executor, workspaceId: number, companies: ReadonlyArray<PreparedCompany & { domain: string }>, enrich: boolean) {
-  const linksOf = (company: PreparedCompany & { domain: string }) => (company.domainFromEmail ? [websiteLinkOfDomain(company.domain), ...company.links] : company.links);
   const names = companies.flatMap((company) => company.name ?? []);
   await lockCompanyNames(db, workspaceId, names);
   const named = companies.flatMap(({ name, domain }) => (name ? [{ name, domain, analyze: newCompanyStatus(domain, enrich) === 'pending' }] : []));
@@ -81,7 +80,7 @@ async function createCompanies(db: Executor, workspaceId: number, companies: Rea
           workspaceId,
           rest.map((company) => ({
             ...companyDetails(company),
-            links: linksOf(company),
+            links: newCompanyLinks(company),
             name: company.name ?? company.domain,
             domain: company.domain,
             status: newCompanyStatus(company.domain, enrich),
@@ -98,7 +97,7 @@ async function createCompanies(db: Executor, workspaceId: number, companies: Rea
     if (insert) ids.set(company.domain, insert.id);
     if ((adopted && adopted.queued) || insert?.status === 'pending') analyzed.add(company.domain);
     // Inserted with its details: nothing to fill. Adopted: filled with them, its email's site too. Held by now: filled with the details alone.
-    fills.push({ domain: company.domain, details: insert ? null : adopted ? { ...companyDetails(company), links: linksOf(company) } : companyDetails(company) });
+    fills.push({ domain: company.domain, details: insert ? null : adopted ? { ...companyDetails(company), links: newCompanyLinks(company) } : companyDetails(company) });
   }
   return { ids, analyzed, fills };
 }
