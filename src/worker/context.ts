@@ -11,6 +11,7 @@ import { runOnSchedule, runUntilIdle, type PeriodicTask, type RunningSchedule } 
 import { deliveriesTask } from './deliveries/job.js';
 import { fanOutTask } from './fan-out.js';
 import { housekeepingTask } from './housekeeping.js';
+import { queueStatisticsTask } from './queue-statistics.js';
 import { websiteAnalysisTask } from './website-analysis.js';
 import { leadImportsTask } from './lead-imports.js';
 import type { JobDeps, WorkerDeps } from './worker-deps.js';
@@ -36,6 +37,7 @@ export class WorkerContext {
   /** What processAll() drains; housekeeping deletes by age and runs only on its schedule. */
   private readonly dueWork: readonly PeriodicTask[];
   private readonly housekeeping: PeriodicTask;
+  private readonly queueStatistics: PeriodicTask;
   private running: RunningSchedule | null = null;
 
   constructor(deps: WorkerDeps) {
@@ -49,6 +51,7 @@ export class WorkerContext {
     this.jobs = { config, db, logger, metrics, workerId, leaseMs: leaseMs(config), outage };
     this.dueWork = [fanOutTask(this.jobs), websiteAnalysisTask(this.jobs), deliveriesTask(this.jobs), leadImportsTask(this.jobs)];
     this.housekeeping = housekeepingTask(this.jobs);
+    this.queueStatistics = queueStatisticsTask(this.jobs);
   }
 
   /**
@@ -79,7 +82,7 @@ export class WorkerContext {
         throw error;
       }),
     );
-    this.running = runOnSchedule([...this.dueWork, this.housekeeping], { outage: this.jobs.outage, logger: this.log });
+    this.running = runOnSchedule([...this.dueWork, this.housekeeping, this.queueStatistics], { outage: this.jobs.outage, logger: this.log });
   }
 
   /**
