@@ -21,6 +21,7 @@ import * as leadImports from './migrations/0020_lead_imports.js';
 import * as bindSealedSecrets from './migrations/0021_bind_sealed_secrets.js';
 import * as leadMarksInPlace from './migrations/0022_lead_marks_in_place.js';
 import * as dueDeliveriesByWorkspace from './migrations/0023_due_deliveries_by_workspace.js';
+import * as dailyCountsInSlots from './migrations/0024_daily_counts_in_slots.js';
 import { distributeTables } from './distribution.js';
 
 // Migrations are listed here rather than read from a folder, so the same code runs
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '0021_bind_sealed_secrets': bindSealedSecrets,
   '0022_lead_marks_in_place': leadMarksInPlace,
   '0023_due_deliveries_by_workspace': dueDeliveriesByWorkspace,
+  '0024_daily_counts_in_slots': dailyCountsInSlots,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -32,8 +32,17 @@ interface AddDailyCountsInput {
   failed: number[];
 }
 
-/** A day's row that exists takes the counts added to it. */
-const addedToTheDay = sql`ON CONFLICT (workspace_id, day) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
+/**
+ * The slot of a day a transaction adds to (migration 0024): its session's, so that transactions
+ * on different connections lock different rows and do not queue on one another's commit. Two
+ * sessions share a slot only when their process ids do modulo DAY_SLOTS; the overview adds up
+ * at most DAY_SLOTS rows per day.
+ */
+const DAY_SLOTS = 64;
+const sessionSlot = sql`(pg_backend_pid() % ${sql.lit(DAY_SLOTS)})::smallint`;
+
+/** A slot's row that exists takes the counts added to it. */
+const addedToTheDay = sql`ON CONFLICT (workspace_id, day, slot) DO UPDATE SET created = t.created + excluded.created, updated = t.updated + excluded.updated,
       skipped = t.skipped + excluded.skipped, failed = t.failed + excluded.failed`;
 
 /**
@@ -42,8 +51,8 @@ const addedToTheDay = sql`ON CONFLICT (workspace_id, day) DO UPDATE SET created 
  * order, so concurrent transactions wait on each other's row locks instead of deadlocking.
  */
 export const addToDailyCounts = (counts: RawBuilder<unknown>) => sql`
-    INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
-    SELECT c.workspace_id, (now() AT TIME ZONE 'UTC')::date, c.created, c.updated, c.skipped, c.failed
+    INSERT INTO lead_daily_counts AS t (workspace_id, day, slot, created, updated, skipped, failed)
+    SELECT c.workspace_id, (now() AT TIME ZONE 'UTC')::date, ${sessionSlot}, c.created, c.updated, c.skipped, c.failed
     FROM ${counts}
     ORDER BY c.workspace_id
     ${addedToTheDay}`;
@@ -87,17 +96,18 @@ export async function addDailyCountsOfWorkspace(db: Executor, workspaceId: numbe
 
 /** addDailyCountsOfWorkspace's statement. */
 export const dailyCountsOfWorkspace = (workspaceId: number, tally: IntakeTally) => sql`
-    INSERT INTO lead_daily_counts AS t (workspace_id, day, created, updated, skipped, failed)
-    VALUES (${workspaceId}::bigint, (now() AT TIME ZONE 'UTC')::date, ${tally.created}::int, ${tally.updated}::int, ${tally.skipped}::int, ${tally.failed}::int)
+    INSERT INTO lead_daily_counts AS t (workspace_id, day, slot, created, updated, skipped, failed)
+    VALUES (${workspaceId}::bigint, (now() AT TIME ZONE 'UTC')::date, ${sessionSlot}, ${tally.created}::int, ${tally.updated}::int, ${tally.skipped}::int, ${tally.failed}::int)
     ${addedToTheDay}`;
 
-/** Per UTC day of the last `days`, oldest first; zero for a day nothing was counted. */
+/** Per UTC day of the last `days` (its slots added up), oldest first; zero for a day nothing was counted. */
 export async function dailyCounts(db: Executor, workspaceId: number, days: number): Promise<Array<{ day: string } & IntakeTally>> {
   const { rows } = await sql<{ day: string } & IntakeTally>`
-    SELECT to_char(d.day, 'YYYY-MM-DD') AS day, coalesce(c.created, 0) AS created, coalesce(c.updated, 0) AS updated,
-      coalesce(c.skipped, 0) AS skipped, coalesce(c.failed, 0) AS failed
+    SELECT to_char(d.day, 'YYYY-MM-DD') AS day, coalesce(sum(c.created), 0)::int AS created, coalesce(sum(c.updated), 0)::int AS updated,
+      coalesce(sum(c.skipped), 0)::int AS skipped, coalesce(sum(c.failed), 0)::int AS failed
     FROM generate_series(date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => ${days - 1}), date_trunc('day', now() AT TIME ZONE 'UTC'), interval '1 day') AS d(day)
     LEFT JOIN lead_daily_counts c ON c.workspace_id = ${workspaceId} AND c.day = d.day::date
+    GROUP BY d.day
     ORDER BY d.day`.execute(db);
   return rows;
 }

@@ -5,6 +5,7 @@ INSERT INTO
   lead_daily_counts AS t (
     workspace_id,
     day,
+    slot,
     created,
     updated,
     skipped,
@@ -13,6 +14,7 @@ INSERT INTO
 SELECT
   c.workspace_id,
   (now() AT TIME ZONE 'UTC')::date,
+  (pg_backend_pid() % 64)::smallint,
   c.created,
   c.updated,
   c.skipped,
@@ -27,7 +29,7 @@ FROM
   ) AS c (workspace_id, created, updated, skipped, failed)
 ORDER BY
   c.workspace_id
-ON CONFLICT (workspace_id, day) DO UPDATE
+ON CONFLICT (workspace_id, day, slot) DO UPDATE
 SET
   created = t.created + excluded.created,
   updated = t.updated + excluded.updated,

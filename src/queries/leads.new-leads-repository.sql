@@ -982,6 +982,7 @@ WITH
       lead_daily_counts AS t (
         workspace_id,
         day,
+        slot,
         created,
         updated,
         skipped,
@@ -990,6 +991,7 @@ WITH
     SELECT
       c.workspace_id,
       (now() AT TIME ZONE 'UTC')::date,
+      (pg_backend_pid() % 64)::smallint,
       c.created,
       c.updated,
       c.skipped,
@@ -1009,7 +1011,7 @@ WITH
       ) AS c
     ORDER BY
       c.workspace_id
-    ON CONFLICT (workspace_id, day) DO UPDATE
+    ON CONFLICT (workspace_id, day, slot) DO UPDATE
     SET
       created = t.created + excluded.created,
       updated = t.updated + excluded.updated,
@@ -1336,6 +1338,7 @@ WITH
       lead_daily_counts AS t (
         workspace_id,
         day,
+        slot,
         created,
         updated,
         skipped,
@@ -1344,6 +1347,7 @@ WITH
     SELECT
       c.workspace_id,
       (now() AT TIME ZONE 'UTC')::date,
+      (pg_backend_pid() % 64)::smallint,
       c.created,
       c.updated,
       c.skipped,
@@ -1363,7 +1367,7 @@ WITH
       ) AS c
     ORDER BY
       c.workspace_id
-    ON CONFLICT (workspace_id, day) DO UPDATE
+    ON CONFLICT (workspace_id, day, slot) DO UPDATE
     SET
       created = t.created + excluded.created,
       updated = t.updated + excluded.updated,

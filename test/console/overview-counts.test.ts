@@ -81,4 +81,12 @@ describe("the Overview's leads per day", () => {
       SELECT (now() AT TIME ZONE 'UTC')::date - day AS age FROM lead_daily_counts WHERE workspace_id = ${tenant.workspaceId} ORDER BY day`.execute(app.ctx.db);
     expect(rows.map((row) => row.age)).toEqual([90, 0]);
   });
+
+  it("adds up a day's slots: each database session counts in a row of its own", async () => {
+    const { day } = (await sql<{ day: string }>`SELECT to_char((now() AT TIME ZONE 'UTC')::date - 2, 'YYYY-MM-DD') AS day`.execute(app.ctx.db)).rows[0]!;
+    await sql`
+      INSERT INTO lead_daily_counts (workspace_id, day, slot, created, updated, skipped, failed)
+      VALUES (${tenant.workspaceId}, ${day}::date, 3, 2, 1, 0, 4), (${tenant.workspaceId}, ${day}::date, 11, 5, 0, 1, 0)`.execute(app.ctx.db);
+    expect(await leadsOn(day)).toEqual({ created: 7, updated: 1, skipped: 1, failed: 4 });
+  });
 });
