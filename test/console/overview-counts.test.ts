@@ -78,7 +78,7 @@ describe("the Overview's leads per day", () => {
       VALUES (${tenant.workspaceId}, (now() AT TIME ZONE 'UTC')::date - 90, 1), (${tenant.workspaceId}, (now() AT TIME ZONE 'UTC')::date - 91, 1)`.execute(app.ctx.db);
     await housekeeping(app.ctx.db, app.ctx.config.DELIVERY_RETENTION_DAYS, sessionLimitsOf(app.ctx.config), app.ctx.config.AUDIT_RETENTION_DAYS);
     const { rows } = await sql<{ age: number }>`
-      SELECT (now() AT TIME ZONE 'UTC')::date - day AS age FROM lead_daily_counts WHERE workspace_id = ${tenant.workspaceId} ORDER BY day`.execute(app.ctx.db);
+      SELECT DISTINCT (now() AT TIME ZONE 'UTC')::date - day AS age FROM lead_daily_counts WHERE workspace_id = ${tenant.workspaceId} ORDER BY age DESC`.execute(app.ctx.db);
     expect(rows.map((row) => row.age)).toEqual([90, 0]);
   });
 
