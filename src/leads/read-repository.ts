@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { companyJson } from '../companies/columns.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
@@ -21,6 +21,15 @@ export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: nu
   WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.ids}::bigint[])
 `,
 );
+
+/**
+ * LEAD_RECORDS' columns for the lead row `leads` of a statement that writes it (an UPDATE's
+ * RETURNING, which sees the row as written): the same record, its company read by a subquery
+ * instead of a join.
+ */
+export const leadRecordOf = (leads: string, workspaceId: RawBuilder<unknown>) => sql`${leadColumns(leads)},
+    ${tagsJsonOf('lead_tags', 'lead_id', sql.ref(`${leads}.id`), workspaceId)} AS tags,
+    (SELECT ${companyJson('c', workspaceId)} FROM companies AS c WHERE c.workspace_id = ${workspaceId} AND c.id = ${sql.ref(`${leads}.company_id`)}) AS company`;
 
 export async function findLeadRecords(db: Executor, workspaceId: number, ids: readonly number[]): Promise<LeadRecord[]> {
   if (ids.length === 0) return [];
