@@ -6,7 +6,7 @@ import type { LeadRecord } from './columns.js';
 import { addDailyCountsOfWorkspace, dailyCountsOfWorkspace } from './daily-counts-repository.js';
 import { attachTagsOfWorkspace, attachTagsStatement, claimKeysOfWorkspace, claimMatchKeysOfWorkspace, oneWorkspace } from './lead-rows-repository.js';
 import { INSERTED_COLUMNS, INSERTED_VALUES, LEAD_SOURCE_COLUMNS, newLeadsInput, type NewLeadWrite, type WrittenLeadOf } from './new-leads-repository.js';
-import { findLeadRecords, LEAD_RECORDS } from './read-repository.js';
+import { findLeadRecords, LEAD_RECORDS, leadRecordOf } from './read-repository.js';
 import { MERGE_SOURCE_COLUMNS, mergeRows, mergeUpdate, type LeadMerge, type MergedLead } from './write-repository.js';
 
 // The Citus executor's writes of leads (src/leads/intake/executor.ts): what the new-lead
@@ -120,15 +120,19 @@ const eventsOf = (leads: readonly NewLeadWrite[], ids: readonly number[], comple
  * statements that each name the workspace and are each one task on the node holding it (the
  * merge statement's CTEs are planned by the coordinator as steps of their own, each INSERT pulled
  * through itself): the UPDATE, then for the leads it found their match keys, their tags and
- * their events, and the leads read back as findLeadRecords reads them.
+ * their events, and the leads read back as findLeadRecords reads them; when no merge attaches
+ * tags, the UPDATE returns them so (leadRecordOf), and they are not read again.
  */
 export async function mergeIntoLeadsOnCitus(db: Executor, workspaceId: number, merges: readonly LeadMerge[]): Promise<MergedLead[]> {
   const input = mergeRows(merges);
-  const { rows: updated } = await sql<{ ord: number; id: number }>`
+  // Without tags to attach, the update's own answer is the record: nothing after it changes what the record shows.
+  const recordsFromUpdate = merges.every((merge) => merge.tagIds.length === 0);
+  const workspace = sql<number>`${workspaceId}::bigint`;
+  const { rows: updated } = await sql<MergedLead>`
     WITH r AS (
       SELECT * FROM jsonb_to_recordset(${input.rows}::jsonb) AS r(${MERGE_SOURCE_COLUMNS})
     )
-    ${mergeUpdate(sql.val(input.leadIds), oneWorkspace(sql`${workspaceId}::bigint`))}`.execute(db);
+    ${mergeUpdate(sql.val(input.leadIds), oneWorkspace(workspace), recordsFromUpdate ? leadRecordOf('l', workspace) : sql`l.id`)}`.execute(db);
   const found = [...updated].sort((a, b) => a.ord - b.ord);
   const idOf = new Map(found.map((row) => [row.ord, row.id]));
   await claimMatchKeysOfWorkspace(
@@ -155,6 +159,7 @@ export async function mergeIntoLeadsOnCitus(db: Executor, workspaceId: number, m
       ];
     }),
   );
+  if (recordsFromUpdate) return found;
   const records = new Map((await findLeadRecords(db, workspaceId, [...idOf.values()])).map((record) => [record.id, record]));
   return found.map(({ ord, id }) => ({ ord, ...records.get(id)! }));
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { companyJson } from '../companies/columns.js';
 import type { Executor } from '../db/connect.js';
 import { PreparedStatement } from '../db/prepared.js';
@@ -13,14 +13,22 @@ const REPOSITORY = 'leads/read-repository';
 export const LEAD_RECORDS = new PreparedStatement<{ workspaceId: number; ids: number[] }, LeadRecord>(
   { repository: REPOSITORY, name: 'LEAD_RECORDS' },
   (input) => sql`
-  SELECT ${leadColumns('l')},
-    ${tagsJsonOf('lead_tags', 'lead_id', sql.ref('l.id'), input.workspaceId)} AS tags,
-    ${companyJson('c', input.workspaceId)} AS company
+  SELECT ${leadRecordOf('l', sql`${input.workspaceId}`)}
   FROM leads AS l
-  LEFT JOIN companies AS c ON c.workspace_id = ${input.workspaceId} AND c.id = l.company_id
   WHERE l.workspace_id = ${input.workspaceId} AND l.id = ANY(${input.ids}::bigint[])
 `,
 );
+
+/**
+ * The Lead record's columns for the lead row `leads` of a statement: LEAD_RECORDS' select list,
+ * and an UPDATE's RETURNING (which sees the row as written). The company is a subquery rather
+ * than a join so that both can use it.
+ */
+export function leadRecordOf(leads: string, workspaceId: RawBuilder<unknown>) {
+  return sql`${leadColumns(leads)},
+    ${tagsJsonOf('lead_tags', 'lead_id', sql.ref(`${leads}.id`), workspaceId)} AS tags,
+    (SELECT ${companyJson('c', workspaceId)} FROM companies AS c WHERE c.workspace_id = ${workspaceId} AND c.id = ${sql.ref(`${leads}.company_id`)}) AS company`;
+}
 
 export async function findLeadRecords(db: Executor, workspaceId: number, ids: readonly number[]): Promise<LeadRecord[]> {
   if (ids.length === 0) return [];

@@ -76,9 +76,10 @@ const appendedList = (column: 'emails' | 'phones', max: number) =>
 
 /**
  * The UPDATE of the merge: each lead `l` (of `leadIds`) with its row `m` of `r` (the rows'
- * recordset), locked in id order; returns each row's `ord` with the lead as changed.
+ * recordset), locked in id order; returns each row's `ord` with the lead as changed (`returning`,
+ * columns of `l`: all of them unless given).
  */
-export function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope) {
+export function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope, returning: RawBuilder<unknown> = sql`l.*`) {
   return sql`UPDATE leads AS l SET
       name = m.name,
       ${MERGED_SCALARS},
@@ -94,7 +95,7 @@ export function mergeUpdate(leadIds: RawBuilder<number[]>, scope: WorkspaceScope
       updated_at = now()
     FROM (SELECT * FROM r ORDER BY r.lead_id) AS m
     WHERE l.workspace_id = ${scope.of('m')} AND l.id = ANY(${leadIds}::bigint[]) AND l.id = m.lead_id
-    RETURNING m.ord, l.*`;
+    RETURNING m.ord, ${returning}`;
 }
 
 /**

@@ -91,6 +91,20 @@ describe('database round trips', () => {
     expect(statements.filter((statement) => kindOf(statement) === 'lookup')).toHaveLength(1);
   });
 
+  (CITUS ? it : it.skip)(
+    'on Citus, POST /leads for an existing person with keys the lead holds and no tag to attach: no key claimed again, the record returned by the update',
+    async () => {
+      const { result, statements } = await countStatements(() =>
+        t.http.post('/api/v1/leads').set(tenant.auth).send({ name: 'Round 1 once more', email: 'round1@roundco.example', linkedin_url: 'https://www.linkedin.com/in/round-1' }),
+      );
+      expect(result.status).toBe(200);
+      expect(result.body.data).toMatchObject({ name: 'Round 1 once more' });
+      expect(statements.map(kindOf)).not.toContain('match keys');
+      // Without tags to attach, the update returns the record: it is not read again.
+      expect(statements.map(kindOf)).not.toContain('lead record');
+    },
+  );
+
   it('GET /me with a cached key: none', async () => {
     const { result, statements } = await countStatements(() => t.http.get('/api/v1/me').set(tenant.auth));
     expect(result.status).toBe(200);

@@ -92,6 +92,9 @@ export const newLeadOf = (workspaceId: number, lead: PreparedLead, written: Writ
 /**
  * What updating the matched lead with a row writes (the merge statement's row), and the row's
  * warnings. Keys another lead already holds stay with that lead: they are not merged in here.
+ * Keys the lead itself holds are not claimed again: a key leaves its lead only with it (deleted
+ * with the lead, which then is not merged but lost its race), so the claim would change nothing,
+ * and on Citus it is a statement of its own.
  */
 export function mergeOfRow(
   workspaceId: number,
@@ -104,6 +107,7 @@ export function mergeOfRow(
   const warnings = [...lead.warnings];
   const foreign = matches.filter((match) => match.lead_id !== leadId);
   const heldElsewhere = (kind: string, value: string) => foreign.some((match) => match.kind === kind && match.value === value);
+  const heldAlready = (kind: string, value: string) => matches.some((match) => match.lead_id === leadId && match.kind === kind && match.value === value);
   const emails = lead.emails.filter((email) => !heldElsewhere('email', email));
   const phones = lead.phones.filter((phone) => !lead.identities.some((key) => key.kind === 'phone' && key.label === phone && heldElsewhere('phone', key.value)));
   for (const match of foreign) {
@@ -117,7 +121,7 @@ export function mergeOfRow(
       leadId,
       values: leadValues({ ...lead, emails, phones }, written.companyId),
       fillCompanyOnly: !lead.company?.explicit,
-      keys: lead.identities.filter((key) => !heldElsewhere(key.kind, key.value)),
+      keys: lead.identities.filter((key) => !heldElsewhere(key.kind, key.value) && !heldAlready(key.kind, key.value)),
       tagIds: written.tagIds,
       events: written.events,
       trace: lead.trace,
