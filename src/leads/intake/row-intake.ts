@@ -106,8 +106,9 @@ export function mergeOfRow(
   const { leadId } = match;
   const warnings = [...lead.warnings];
   const foreign = matches.filter((match) => match.lead_id !== leadId);
-  const heldElsewhere = (kind: string, value: string) => foreign.some((match) => match.kind === kind && match.value === value);
-  const heldAlready = (kind: string, value: string) => matches.some((match) => match.lead_id === leadId && match.kind === kind && match.value === value);
+  /** The lead holding a match key (a key has at most one), if any. */
+  const holderOf = (kind: string, value: string) => matches.find((match) => match.kind === kind && match.value === value)?.lead_id;
+  const heldElsewhere = (kind: string, value: string) => (holderOf(kind, value) ?? leadId) !== leadId;
   const emails = lead.emails.filter((email) => !heldElsewhere('email', email));
   const phones = lead.phones.filter((phone) => !lead.identities.some((key) => key.kind === 'phone' && key.label === phone && heldElsewhere('phone', key.value)));
   for (const match of foreign) {
@@ -121,7 +122,7 @@ export function mergeOfRow(
       leadId,
       values: leadValues({ ...lead, emails, phones }, written.companyId),
       fillCompanyOnly: !lead.company?.explicit,
-      keys: lead.identities.filter((key) => !heldElsewhere(key.kind, key.value) && !heldAlready(key.kind, key.value)),
+      keys: lead.identities.filter((key) => holderOf(key.kind, key.value) === undefined),
       tagIds: written.tagIds,
       events: written.events,
       trace: lead.trace,
