@@ -9,17 +9,17 @@ import type { Db } from './connect.js';
 // which mark them and skip them afterwards. Where autovacuum runs this does nothing.
 
 /** The tables whose reads go wrong without statistics. */
-export const QUEUE_TABLES = ['outbox', 'deliveries'] as const;
+const QUEUE_TABLES = ['outbox', 'deliveries'];
 
 /**
- * Analyzes each of `tables` that autovacuum would analyze now (more rows changed since its last
+ * Analyzes each queue table that autovacuum would analyze now (more rows changed since its last
  * analysis than the server's autovacuum_analyze_threshold plus autovacuum_analyze_scale_factor
  * of its rows), when autovacuum is off. Returns the tables it analyzed.
  */
-export async function analyzeWhereAutovacuumWouldNot(db: Db, tables: readonly string[]): Promise<string[]> {
+export async function analyzeWhereAutovacuumWouldNot(db: Db): Promise<string[]> {
   const { rows } = await sql<{ table: string }>`
     SELECT s.relname AS table FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
-    WHERE s.schemaname = current_schema() AND s.relname = ANY(${[...tables]}::text[]) AND current_setting('autovacuum') = 'off'
+    WHERE s.schemaname = current_schema() AND s.relname = ANY(${QUEUE_TABLES}::text[]) AND current_setting('autovacuum') = 'off'
       AND s.n_mod_since_analyze > current_setting('autovacuum_analyze_threshold')::float8
         + current_setting('autovacuum_analyze_scale_factor')::float8 * greatest(c.reltuples, 0)
     ORDER BY s.relname`.execute(db);

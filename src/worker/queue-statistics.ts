@@ -1,4 +1,4 @@
-import { analyzeWhereAutovacuumWouldNot, QUEUE_TABLES } from '../db/queue-statistics.js';
+import { analyzeWhereAutovacuumWouldNot } from '../db/queue-statistics.js';
 import type { PeriodicTask } from './scheduler.js';
 import type { JobDeps } from './worker-deps.js';
 
@@ -11,7 +11,7 @@ export function queueStatisticsTask(deps: JobDeps): PeriodicTask {
     name: 'queue-statistics',
     intervalMs: QUEUE_STATISTICS_EVERY_MS,
     async step() {
-      const analyzed = await analyzeWhereAutovacuumWouldNot(deps.db, QUEUE_TABLES);
+      const analyzed = await analyzeWhereAutovacuumWouldNot(deps.db);
       if (analyzed.length > 0) deps.logger.debug({ tables: analyzed }, 'analyzed queue tables (autovacuum is off)');
       return 0;
     },
