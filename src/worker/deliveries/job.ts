@@ -12,7 +12,10 @@ import { loadCredentials } from './load-credentials.js';
 
 /**
  * Due deliveries, retries included: a step claims a batch once the window has room and starts
- * delivering it; with nothing to claim it waits for one in flight (or the poll interval).
+ * delivering it. When due deliveries were there but none could be claimed (another worker held
+ * them), it waits for one of its own in flight to end (or the poll interval) and tries again;
+ * when none were due, the step found nothing, and the task sleeps until the fan-out writes more
+ * or the interval ends.
  */
 export function deliveriesTask(deps: JobDeps): PeriodicTask {
   const job = new DeliveryJob(deps);
@@ -23,8 +26,8 @@ export function deliveriesTask(deps: JobDeps): PeriodicTask {
     async step(pacing) {
       await job.room();
       if (pacing.isStopped) return 0;
-      const claimed = await job.claimAndStart();
-      if (claimed === 0 && job.inFlightCount > 0) {
+      const { claimed, dueWorkspaces } = await job.claimAndStart();
+      if (claimed === 0 && dueWorkspaces > 0 && job.inFlightCount > 0) {
         await Promise.race([job.oneFinished(), pacing.sleep(deps.config.OUTBOX_POLL_MS)]);
         return 1;
       }
@@ -75,10 +78,11 @@ class DeliveryJob {
 
   /**
    * Claims what fits in the window and starts delivering it. Returns how many due deliveries
-   * it dealt with: claimed, or rescheduled to their capped endpoint's next free slot; either
-   * way the due queue moved, so the loop goes on at once to what lies behind them.
+   * it dealt with (`claimed`): claimed, or rescheduled to their capped endpoint's next free
+   * slot; either way the due queue moved, so the loop goes on at once to what lies behind them.
+   * `dueWorkspaces`: how many workspaces had due deliveries when the step began.
    */
-  async claimAndStart(): Promise<number> {
+  async claimAndStart(): Promise<{ claimed: number; dueWorkspaces: number }> {
     let dealt = 0;
     const workspaces = await this.turns.next();
     for (const [index, workspaceId] of workspaces.entries()) {
@@ -88,7 +92,7 @@ class DeliveryJob {
       dealt += await this.claimWorkspace(workspaceId, Math.max(1, Math.floor(room / (workspaces.length - index))));
       this.turns.served(workspaceId);
     }
-    return dealt;
+    return { claimed: dealt, dueWorkspaces: workspaces.length };
   }
 
   private async claimWorkspace(workspaceId: number, free: number): Promise<number> {
