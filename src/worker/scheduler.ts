@@ -32,6 +32,11 @@ class Naps {
   private stopped = false;
   /** Each sleeper's wake-up, with the task it belongs to. */
   private readonly sleepers = new Map<() => void, string>();
+  /**
+   * Tasks woken while awake (in the middle of a step): the step may have looked before the new
+   * work was there, so their next sleep ends at once instead of the wake being lost.
+   */
+  private readonly wokenAwake = new Set<string>();
 
   get isStopped(): boolean {
     return this.stopped;
@@ -44,7 +49,7 @@ class Naps {
 
   sleep(ms: number, task: string): Promise<void> {
     return new Promise<void>((resolve) => {
-      if (this.stopped) return resolve();
+      if (this.stopped || this.wokenAwake.delete(task)) return resolve();
       const wake = () => {
         clearTimeout(timer);
         this.sleepers.delete(wake);
@@ -56,7 +61,13 @@ class Naps {
   }
 
   wake(tasks: readonly string[]): void {
-    for (const [wake, task] of [...this.sleepers]) if (tasks.includes(task)) wake();
+    const asleep = new Set<string>();
+    for (const [wake, task] of [...this.sleepers]) {
+      if (!tasks.includes(task)) continue;
+      asleep.add(task);
+      wake();
+    }
+    for (const task of tasks) if (!asleep.has(task)) this.wokenAwake.add(task);
   }
 
   stop(): void {

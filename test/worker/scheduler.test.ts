@@ -39,6 +39,17 @@ it('wakes the tasks a step fed, and leaves the others asleep until their interva
   expect(other.steps).toBe(1);
 });
 
+it('keeps a wake that comes while the fed task is in the middle of a step: its next sleep ends at once', async () => {
+  // The fed task's first step is still under way when the feeder's step ends and wakes it.
+  const feeder = counting('fan-out', async (step) => (step === 1 ? (await sleep(20), 1) : 0), ['delivery']);
+  const fed = counting('delivery', async (step) => (step === 1 ? (await sleep(100), 0) : 0));
+  const schedule = runOnSchedule([feeder, fed], { outage: outage(), logger });
+  await sleep(300);
+  await schedule.stop();
+  // Its first step found nothing, but the feeder wrote meanwhile: one more step, not a sleep of the whole interval.
+  expect(fed.steps).toBe(2);
+});
+
 it('refuses a task that feeds a task it does not run', () => {
   const feeder = counting('fan-out', async () => 0, ['deliveries']);
   expect(() => runOnSchedule([feeder, counting('delivery', async () => 0)], { outage: outage(), logger })).toThrow('task fan-out feeds deliveries: no such task');
