@@ -33,8 +33,8 @@ class Naps {
   /** Each sleeper's wake-up, with the task it belongs to. */
   private readonly sleepers = new Map<() => void, string>();
   /**
-   * Tasks woken while awake (in the middle of a step): the step may have looked before the new
-   * work was there, so their next sleep ends at once instead of the wake being lost.
+   * Tasks woken while awake, since their current step began: the step may have looked before the
+   * new work was there, so their next sleep ends at once instead of the wake being lost.
    */
   private readonly wokenAwake = new Set<string>();
 
@@ -60,14 +60,18 @@ class Naps {
     });
   }
 
+  /** A step of the task begins: it looks after every wake so far, so none is left to keep. */
+  stepping(task: string): void {
+    this.wokenAwake.delete(task);
+  }
+
   wake(tasks: readonly string[]): void {
-    const asleep = new Set<string>();
+    for (const task of tasks) this.wokenAwake.add(task);
     for (const [wake, task] of [...this.sleepers]) {
       if (!tasks.includes(task)) continue;
-      asleep.add(task);
+      this.wokenAwake.delete(task);
       wake();
     }
-    for (const task of tasks) if (!asleep.has(task)) this.wokenAwake.add(task);
   }
 
   stop(): void {
@@ -115,6 +119,7 @@ export function runOnSchedule(tasks: readonly PeriodicTask[], options: { outage:
       let worked = 0;
       const startedAt = Date.now();
       try {
+        naps.stepping(task.name);
         worked = await task.step(pacing);
         options.outage.recovered(startedAt);
       } catch (error) {
